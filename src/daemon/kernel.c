@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kernel.h"
+#include "macro.h"
+
+static const char *const state_table[_MODULE_STATE_MAX] = {
+        [MODULE_STATE_ABSENT] = "absent",
+        [MODULE_STATE_LIVE] = "live",
+        [MODULE_STATE_COMING] = "coming",
+        [MODULE_STATE_GOING] = "going",
+        [MODULE_STATE_BUILTIN] = "builtin",
+};
+
+const char *module_state_to_string(ModuleState s) {
+        return s >= 0 && s < _MODULE_STATE_MAX ? state_table[s] : NULL;
+}
+
+static int read_small_file(const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        return 0;
+}
+
+int kernel_module_state(const char *name, ModuleState *ret) {
+        char path[128], buf[32];
+        int r;
+
+        snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
+        r = read_small_file(path, buf, sizeof(buf));
+        if (r == -ENOENT) {
+                /* Builtin modules with parameters have a directory but no initstate. */
+                snprintf(path, sizeof(path), "/sys/module/%s", name);
+                *ret = access(path, F_OK) >= 0 ? MODULE_STATE_BUILTIN : MODULE_STATE_ABSENT;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+
+        for (ModuleState s = MODULE_STATE_LIVE; s <= MODULE_STATE_GOING; s++)
+                if (strcmp(buf, state_table[s]) == 0) {
+                        *ret = s;
+                        return 0;
+                }
+        return -EBADMSG;
+}
+
+int kernel_compression(Compression *ret) {
+        char buf[32];
+        int r;
+
+        r = read_small_file("/sys/module/compression", buf, sizeof(buf));
+        if (r == -ENOENT) {
+                *ret = COMPRESSION_NONE;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+
+        *ret = compression_from_sysfs(buf);
+        return 0;
+}
+
+int kernel_finit_module(int fd, const char *params, unsigned flags) {
+        /* glibc has no wrapper. There is deliberately no init_module() anywhere in modgate: a blob of
+         * memory has no origin to check. */
+        if (syscall(SYS_finit_module, fd, params ?: "", flags) < 0)
+                return negative_errno();
+        return 0;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "compression.h"
+
+/* The kernel boundary: the only code that calls module syscalls or reads /sys/module. */
+
+typedef enum ModuleState {
+        MODULE_STATE_ABSENT,
+        MODULE_STATE_LIVE,
+        MODULE_STATE_COMING,
+        MODULE_STATE_GOING,
+        MODULE_STATE_BUILTIN,   /* /sys/module/NAME exists, without initstate */
+        _MODULE_STATE_MAX,
+} ModuleState;
+
+const char *module_state_to_string(ModuleState s);
+
+/* Reads /sys/module/NAME/initstate. name must be valid and canonical. */
+int kernel_module_state(const char *name, ModuleState *ret);
+
+/* The algorithm the kernel decompresses in finit_module(): /sys/module/compression, or
+ * COMPRESSION_NONE when the kernel has none. */
+int kernel_compression(Compression *ret);
+
+/* finit_module(2). Returns 0 or -errno. */
+int kernel_finit_module(int fd, const char *params, unsigned flags);

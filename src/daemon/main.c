@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "capability.h"
+#include "log.h"
+#include "manager.h"
+
+static char *arg_listen = NULL;
+static char *arg_trusted_root = NULL;
+
+static void help(void) {
+        printf("%s [OPTIONS...]\n\n"
+               "Load kernel modules from trusted files only, on request over varlink.\n\n"
+               "  -h --help                Show this help\n"
+               "     --version             Show package version\n"
+               "     --listen=PATH         Listen on this socket instead of the one passed by the\n"
+               "                           service manager (FileDescriptorName=varlink)\n"
+               "     --trusted-root=DIR    Load modules from beneath DIR\n"
+               "                           (default: /usr/lib/modules/$(uname -r))\n",
+               program_invocation_short_name);
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_LISTEN,
+                ARG_TRUSTED_ROOT,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "listen", required_argument, NULL, ARG_LISTEN },
+                { "trusted-root", required_argument, NULL, ARG_TRUSTED_ROOT },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("modgated %s\n", PROJECT_VERSION);
+                        return 0;
+                case ARG_LISTEN:
+                        free(arg_listen);
+                        arg_listen = strdup(optarg);
+                        if (!arg_listen)
+                                return log_oom();
+                        break;
+                case ARG_TRUSTED_ROOT:
+                        if (optarg[0] != '/')
+                                return log_error_errno(EINVAL, "--trusted-root= takes an absolute path: %s",
+                                                       optarg);
+                        free(arg_trusted_root);
+                        arg_trusted_root = strdup(optarg);
+                        if (!arg_trusted_root)
+                                return log_oom();
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+
+        if (optind < argc)
+                return log_error_errno(EINVAL, "%s takes no positional arguments.",
+                                       program_invocation_short_name);
+        return 1;
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        log_open();
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r;
+
+        r = capability_keep_only_sys_module();
+        if (r < 0)
+                return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
+
+        r = manager_new(&m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate manager: %m");
+
+        m->listen_address = TAKE_PTR(arg_listen);
+        m->trusted_root_path = TAKE_PTR(arg_trusted_root);
+
+        r = manager_startup(m);
+        if (r < 0) {
+                (void) sd_notifyf(false, "STATUS=Failed to start up: %s\nERRNO=%i", strerror(-r), -r);
+                return r;
+        }
+
+        return manager_run(m);
+}
+
+int main(int argc, char *argv[]) {
+        int r = run(argc, argv);
+
+        free(arg_listen);
+        free(arg_trusted_root);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

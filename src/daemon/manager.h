@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-event.h>
+#include <systemd/sd-varlink.h>
+
+#include "compression.h"
+#include "macro.h"
+#include "resolver.h"
+#include "trust.h"
+
+/* Owns the event loop and every piece of daemon state. */
+typedef struct Manager {
+        sd_event *event;
+        sd_varlink_server *varlink_server;
+
+        char *trusted_root_path;
+        char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
+
+        TrustedRoot *root;
+        Resolver *resolver;
+        Compression kernel_compression;
+} Manager;
+
+int manager_new(Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+/* Pins the trusted root, opens the module index and starts listening. Logs its errors. */
+int manager_startup(Manager *m);
+int manager_run(Manager *m);
