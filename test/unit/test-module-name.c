@@ -40,5 +40,5 @@ int main(void) {
         RUN(valid);
         RUN(invalid);
         RUN(normalize);
-        return 0;
+        return tests_done();
 }

@@ -94,5 +94,5 @@ int main(void) {
         RUN(options);
         RUN(malformed);
         RUN(find);
-        return 0;
+        return tests_done();
 }

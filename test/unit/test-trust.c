@@ -75,5 +75,5 @@ TEST(compression) {
 int main(void) {
         RUN(evaluate);
         RUN(compression);
-        return 0;
+        return tests_done();
 }

@@ -24,9 +24,18 @@
                 }                                                                       \
         } while (0)
 
+/* TAP output: a check that fails aborts the program, which meson reports as a failure. */
+static unsigned tests_run = 0;
+
 #define TEST(name) static void test_##name(void)
-#define RUN(name)                                       \
-        do {                                            \
-                test_##name();                          \
-                printf("ok - %s\n", #name);             \
+#define RUN(name)                                               \
+        do {                                                    \
+                test_##name();                                  \
+                printf("ok %u - %s\n", ++tests_run, #name);     \
+                fflush(stdout);                                 \
         } while (0)
+
+static inline int tests_done(void) {
+        printf("1..%u\n", tests_run);
+        return 0;
+}

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The walking skeleton end to end: socket-activated modgated loads modules from a real Debian
+module tree on a read-only erofs image, refuses every other origin, and records each decision in
+the journal. Only finit_module/delete_module are faked (test/shim)."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+OUTSIDE_MODULE = "dummy"        # replaced in the image by a symlink that leaves the tree
+INSIDE_LINK_MODULE = "tun"      # replaced by a relative symlink that stays inside the tree
+ZSTD_MODULE = "nlmon"           # replaced by a zstd-compressed copy; the kernel takes xz only
+FAILING_MODULE = "veth"         # the shim makes finit_module fail with ENOEXEC
+LIVE_MODULE = "libcrc32c"       # live before the test starts
+DEEP_MODULE = "vport_vxlan"     # a dependency chain of eleven modules
+
+
+def expected_order(deps, name):
+    """Every module in the closure of name, as modules.dep lists it."""
+    return {name, *deps[name][1]}
+
+
+def build_image(tree, work):
+    """An erofs image of the real tree with three modules altered as the cases need."""
+    stage = os.path.join(work, "stage")
+    outside = os.path.join(work, "outside")
+    os.makedirs(outside)
+    h.copy_tree(tree, stage)
+    deps = h.parse_modules_dep(tree)
+
+    rel = deps[OUTSIDE_MODULE][0]
+    os.rename(os.path.join(stage, rel), os.path.join(outside, os.path.basename(rel)))
+    os.symlink(os.path.join(outside, os.path.basename(rel)), os.path.join(stage, rel))
+
+    rel = deps[INSIDE_LINK_MODULE][0]
+    os.makedirs(os.path.join(stage, "extra"), exist_ok=True)
+    os.rename(os.path.join(stage, rel), os.path.join(stage, "extra", os.path.basename(rel)))
+    target = os.path.relpath(os.path.join(stage, "extra", os.path.basename(rel)),
+                             os.path.dirname(os.path.join(stage, rel)))
+    os.symlink(target, os.path.join(stage, rel))
+
+    rel = deps[ZSTD_MODULE][0]
+    path = os.path.join(stage, rel)
+    elf = subprocess.run(["xz", "-dc", path], check=True, capture_output=True).stdout
+    zst = subprocess.run(["zstd", "-q", "-c"], input=elf, check=True, capture_output=True).stdout
+    with open(path, "wb") as f:
+        f.write(zst)
+
+    image = os.path.join(work, "tree.erofs")
+    h.run("mkfs.erofs", "--quiet", image, stage)
+    return image, deps
+
+
+def main():
+    h.require_root()
+    h.unshare_mounts()
+
+    tree = h.kernel_tree()
+    work = tempfile.mkdtemp(prefix="modgate-it-")
+    h.run("mount", "-t", "tmpfs", "tmpfs", work)
+    print("# module tree: %s" % tree, flush=True)
+
+    image, deps = build_image(tree, work)
+    trusted = os.path.join(work, "trusted")
+    os.makedirs(trusted)
+    h.run("mount", "-t", "erofs", "-o", "ro,loop", image, trusted)
+
+    # The same tree on a writable tmpfs, and a read-only bind mount of that tmpfs.
+    writable = os.path.join(work, "writable")
+    os.makedirs(writable)
+    h.run("mount", "-t", "tmpfs", "tmpfs", writable)
+    h.copy_tree(tree, os.path.join(writable, "tree"))
+    robind = os.path.join(work, "robind")
+    os.makedirs(robind)
+    h.run("mount", "--bind", os.path.join(writable, "tree"), robind)
+    h.run("mount", "-o", "remount,bind,ro", robind)
+
+    h.mount_sys_module(live=[LIVE_MODULE])
+    journal = h.Journal()
+
+    main_d = h.Daemon(work, "main", trusted,
+                      extra_env={"MODGATE_SHIM_FAIL": "%s:8" % FAILING_MODULE})
+    tmpfs_d = h.Daemon(work, "tmpfs", os.path.join(writable, "tree"))
+    robind_d = h.Daemon(work, "robind", robind)
+    daemons = [main_d, tmpfs_d, robind_d]
+
+    t = h.Tap()
+
+    def no_syscalls(d):
+        recs = d.shim_records()
+        assert recs == [], "unexpected module syscalls: %s" % recs
+
+    def error_of(reply, name):
+        assert reply.get("error") == name, "expected %s, got %s" % (name, reply)
+        return reply.get("parameters", {})
+
+    def case_ready():
+        for d in daemons:
+            assert d.activate(), "daemon %s did not send READY=1:\n%s" % (d.address, d.stderr_text())
+
+    def case_capabilities():
+        # CAP_SYS_MODULE is bit 16: nothing else may be left, not even in the bounding set.
+        for key in ("CapEff", "CapPrm", "CapBnd"):
+            assert int(main_d.status(key), 16) == 1 << 16, "%s is %s" % (key, main_d.status(key))
+        for key in ("CapInh", "CapAmb"):
+            assert int(main_d.status(key), 16) == 0, "%s is %s" % (key, main_d.status(key))
+
+    def case_dependencies_in_order():
+        reply = main_d.load(DEEP_MODULE)
+        assert "error" not in reply, reply
+        mods = reply["parameters"]["modules"]
+        names = [m["name"] for m in mods]
+        assert set(names) == expected_order(deps, DEEP_MODULE), names
+        assert names[-1] == DEEP_MODULE, names
+        # Each module comes after every one of its own dependencies (modules.dep, read here).
+        for i, n in enumerate(names):
+            for d in deps[n][1]:
+                assert names.index(d) < i, "%s loaded before its dependency %s" % (n, d)
+        for m in mods:
+            want = "already_loaded" if m["name"] == LIVE_MODULE else "loaded"
+            assert m["outcome"] == want, m
+            assert m["path"] == os.path.join(trusted, deps[m["name"]][0]), m
+
+        recs = main_d.shim_records()
+        called = [r["name"] for r in recs]
+        assert called == [n for n in names if n != LIVE_MODULE], "syscall order %s, reply %s" % (called, names)
+        dev = os.stat(trusted).st_dev
+        for r in recs:
+            assert r["call"] == "finit_module", r
+            assert r["path"] == os.path.join(trusted, deps[r["name"]][0]), r
+            st = os.stat(r["path"])
+            assert r["dev"] == "%d:%d" % (os.major(dev), os.minor(dev)) and r["ino"] == st.st_ino, r
+            assert r["flags"] == h.MODULE_INIT_COMPRESSED_FILE and r["params"] == "", r
+
+    def case_already_live():
+        n = len(main_d.shim_records())
+        for name in (LIVE_MODULE, DEEP_MODULE):
+            reply = main_d.load(name)
+            assert "error" not in reply, reply
+            assert all(m["outcome"] == "already_loaded" for m in reply["parameters"]["modules"]), reply
+        assert len(main_d.shim_records()) == n, "a live module was loaded again"
+
+    def case_builtin():
+        with open(os.path.join(tree, "modules.builtin")) as f:
+            name = h.module_name(f.readline().strip())
+        reply = main_d.load(name)
+        assert "error" not in reply, reply
+        assert reply["parameters"]["modules"] == [{"name": name, "outcome": "builtin"}], reply
+
+    def case_unknown():
+        n = len(main_d.shim_records())
+        p = error_of(main_d.load("no_such_module_xyz"), "io.modgate.Manager.ModuleNotFound")
+        assert p == {"name": "no_such_module_xyz"}, p
+        assert len(main_d.shim_records()) == n
+
+    def case_invalid_names():
+        n = len(main_d.shim_records())
+        for name in ("../x", "a b", "-r", "x" * 56, "", "vxlan\n", "a/b", "*", "vx\u00e9"):
+            p = error_of(main_d.load(name), "io.modgate.Manager.InvalidName")
+            assert p == {"name": name}, p
+        # 55 characters is still a name, just not one the index knows.
+        error_of(main_d.load("x" * 55), "io.modgate.Manager.ModuleNotFound")
+        for params in ({}, {"name": 5}, {"name": None}, {"name": "vxlan", "extra": 1}):
+            reply = main_d.call("io.modgate.Manager.Load", params)
+            assert reply.get("error") == "org.varlink.service.InvalidParameter", (params, reply)
+        assert len(main_d.shim_records()) == n, "a syscall was made for an invalid request"
+
+    def case_nul_in_name():
+        c = h.Varlink(main_d.address)
+        try:
+            reply = c.call(None, raw=b'{"method":"io.modgate.Manager.Load","parameters":{"name":"vxlan\\u0000/../x"}}')
+        except ConnectionError:
+            reply = {"error": "connection closed"}
+        finally:
+            c.close()
+        assert "error" in reply, reply
+        assert main_d.proc.poll() is None, "daemon died"
+
+    def case_symlink_outside():
+        n = len(main_d.shim_records())
+        p = error_of(main_d.load(OUTSIDE_MODULE), "io.modgate.Manager.UntrustedOrigin")
+        assert p["module"] == OUTSIDE_MODULE and "leaves the trusted root" in p["reason"], p
+        assert len(main_d.shim_records()) == n
+
+    def case_symlink_inside():
+        reply = main_d.load(INSIDE_LINK_MODULE)
+        assert "error" not in reply, reply
+        rec = main_d.shim_records()[-1]
+        assert rec["name"] == INSIDE_LINK_MODULE and rec["path"].startswith(os.path.join(trusted, "extra/")), rec
+
+    def case_tmpfs_root():
+        p = error_of(tmpfs_d.load("bonding"), "io.modgate.Manager.UntrustedOrigin")
+        assert "superblock" in p["reason"], p
+        assert p["modules"][-1]["outcome"] == "denied", p
+        no_syscalls(tmpfs_d)
+
+    def case_readonly_bind():
+        p = error_of(robind_d.load("macvlan"), "io.modgate.Manager.UntrustedOrigin")
+        assert "superblock" in p["reason"], p
+        no_syscalls(robind_d)
+
+    def case_wrong_compression():
+        n = len(main_d.shim_records())
+        p = error_of(main_d.load(ZSTD_MODULE), "io.modgate.Manager.LoadFailed")
+        assert "zstd" in p["reason"] and p["errnoName"] == "ENOEXEC", p
+        assert len(main_d.shim_records()) == n
+
+    def case_kernel_refuses():
+        p = error_of(main_d.load(FAILING_MODULE), "io.modgate.Manager.LoadFailed")
+        assert p["module"] == FAILING_MODULE and p["errnoName"] == "ENOEXEC", p
+        rec = main_d.shim_records()[-1]
+        assert rec["name"] == FAILING_MODULE and rec["result"] == -8, rec
+
+    def case_journal():
+        recs = journal.records(MODGATE_MODULE="vxlan", MODGATE_OUTCOME="loaded")
+        assert len(recs) == 1, recs
+        r = recs[0]
+        shim = [x for x in main_d.shim_records() if x["name"] == "vxlan"][0]
+        assert r["MESSAGE_ID"] == "9f556e7045894398898a0967ca80c0b2", r
+        assert r["MODGATE_PATH"] == shim["path"], r
+        assert r["MODGATE_DEVICE"] == shim["dev"] and int(r["MODGATE_INODE"]) == shim["ino"], r
+        assert r["MODGATE_FSTYPE"] == "erofs" and r["MODGATE_SUPERBLOCK_RO"] == "1", r
+        assert int(r["MODGATE_MOUNT_ID"]) > 0 and r["MODGATE_REQUEST"] == DEEP_MODULE, r
+        assert r["MODGATE_PEER_UID"] == "0" and int(r["MODGATE_PEER_PID"]) > 0, r
+        assert r["MODGATE_COMPRESSION"] == "xz" and r["MODGATE_FINIT_FLAGS"] == "4", r
+
+        denied = journal.records(MODGATE_OUTCOME="denied")
+        assert sorted(d["MODGATE_MODULE"] for d in denied) == sorted(
+                ["tls", "macvlan", OUTSIDE_MODULE]), denied
+        for d in (x for x in denied if x["MODGATE_MODULE"] != OUTSIDE_MODULE):
+            assert d["MESSAGE_ID"] == "3c67f0aec4794a73a35a7cb128a9d622" and d["MODGATE_FSTYPE"] == "tmpfs", d
+            assert d["MODGATE_SUPERBLOCK_RO"] == "0" and "superblock" in d["MODGATE_REASON"], d
+        failed = journal.records(MODGATE_MODULE=FAILING_MODULE)
+        assert len(failed) == 1 and failed[0]["MODGATE_ERRNO_NAME"] == "ENOEXEC", failed
+
+    def case_varlinkctl():
+        out = h.run("varlinkctl", "introspect", main_d.address, "io.modgate.Manager",
+                    capture_output=True, text=True).stdout
+        for word in ("method Load", "error UntrustedOrigin", "error InvalidName", "already_loaded"):
+            assert word in out, out
+        res = h.run("varlinkctl", "call", main_d.address, "io.modgate.Manager.Load", '{"name":"vxlan"}',
+                    capture_output=True, text=True, check=False)
+        assert res.returncode == 0 and '"already_loaded"' in res.stdout, res
+        res = h.run("varlinkctl", "call", main_d.address, "io.modgate.Manager.Load", '{"name":"../x"}',
+                    capture_output=True, text=True, check=False)
+        assert res.returncode != 0 and "io.modgate.Manager.InvalidName" in res.stderr, res
+
+    def case_no_fd_leak():
+        def round():
+            main_d.load(DEEP_MODULE)
+            main_d.load(OUTSIDE_MODULE)
+            main_d.load(ZSTD_MODULE)
+            main_d.load("no_such_module_xyz")
+            main_d.load("../x")
+        # The first round has opened what stays open (the journal socket); nothing may be added after.
+        round()
+        fds_before = main_d.fds()
+        for _ in range(50):
+            round()
+        assert main_d.fds() == fds_before, "fds before %s, after %s" % (fds_before, main_d.fds())
+
+    def case_no_init_module():
+        for d in daemons:
+            assert all(r["call"] == "finit_module" for r in d.shim_records()), d.shim_records()
+
+    def case_no_socket():
+        res = h.run(os.environ["MODGATED"], "--trusted-root=" + trusted, capture_output=True, text=True,
+                    check=False, env={"LD_PRELOAD": os.environ["MODGATE_SHIM"]})
+        assert res.returncode != 0 and "FileDescriptorName=varlink" in res.stderr, res
+
+    def case_bad_root():
+        res = h.run(os.environ["MODGATED"], "--trusted-root=/nonexistent", "--listen=/run/modgate/x.sock",
+                    capture_output=True, text=True, check=False)
+        assert res.returncode != 0 and "Failed to pin trusted root /nonexistent" in res.stderr, res
+        res = h.run(os.environ["MODGATED"], "--trusted-root=relative", capture_output=True, text=True,
+                    check=False)
+        assert res.returncode != 0 and "absolute path" in res.stderr, res
+
+    t.case("daemons are socket-activated and report READY=1", case_ready)
+    t.case("only CAP_SYS_MODULE is left", case_capabilities)
+    t.case("a module with dependencies loads in dependency order from the erofs root", case_dependencies_in_order)
+    t.case("a live module is not loaded again", case_already_live)
+    t.case("a builtin module is reported as builtin", case_builtin)
+    t.case("an unknown name gives ModuleNotFound and no syscall", case_unknown)
+    t.case("invalid names give InvalidName, bad parameters InvalidParameter, no syscall", case_invalid_names)
+    t.case("a NUL inside a name is refused", case_nul_in_name)
+    t.case("a symlink out of the trusted tree is refused", case_symlink_outside)
+    t.case("a symlink that stays inside the trusted tree is followed", case_symlink_inside)
+    t.case("a writable tmpfs root gives UntrustedOrigin and no syscall", case_tmpfs_root)
+    t.case("a read-only bind mount of a writable filesystem is refused", case_readonly_bind)
+    t.case("a module compressed with another algorithm than the kernel's is refused", case_wrong_compression)
+    t.case("a kernel error is a named LoadFailed with its errno", case_kernel_refuses)
+    t.case("journal records carry module, path, device, inode, mount, fs type, outcome", case_journal)
+    t.case("varlinkctl introspects and calls the interface", case_varlinkctl)
+    t.case("no fd leaks across requests", case_no_fd_leak)
+    t.case("init_module is never called", case_no_init_module)
+    t.case("without a passed socket or --listen the daemon says why and exits", case_no_socket)
+    t.case("a bad trusted root is a clear start-up error", case_bad_root)
+
+    for d in daemons:
+        d.stop()
+    journal.stop()
+    if t.failed:
+        for d in daemons:
+            print("# --- %s stderr ---" % d.address)
+            for line in d.stderr_text().splitlines()[-30:]:
+                print("# " + line)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
