@@ -16,6 +16,44 @@ static SD_VARLINK_DEFINE_ENUM_TYPE(
                 SD_VARLINK_FIELD_COMMENT("modgate refused to hand the file to the kernel"),
                 SD_VARLINK_DEFINE_ENUM_VALUE(denied));
 
+static SD_VARLINK_DEFINE_ENUM_TYPE(
+                Role,
+                SD_VARLINK_FIELD_COMMENT("Named by the request, or matched by its modalias or path"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(requested),
+                SD_VARLINK_FIELD_COMMENT("A hard dependency (modules.dep) of another module"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(dependency),
+                SD_VARLINK_FIELD_COMMENT("A softdep pre: of another module, loaded before it"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(softdep_pre),
+                SD_VARLINK_FIELD_COMMENT("A softdep post: of another module, loaded after it"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(softdep_post));
+
+static SD_VARLINK_DEFINE_ENUM_TYPE(
+                Source,
+                SD_VARLINK_FIELD_COMMENT("A udev rule, for a device event"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(udev),
+                SD_VARLINK_FIELD_COMMENT("The kernel's request_module(), through the kernel.modprobe helper"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(kernel),
+                SD_VARLINK_FIELD_COMMENT("The boot list: modules-load.d and modules_load= on the command line"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(boot),
+                SD_VARLINK_FIELD_COMMENT("An administrator or another program"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(admin));
+
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                Context,
+                SD_VARLINK_FIELD_COMMENT("Who asks; admin when not given"),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(source, Source, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("udev: the device's DEVPATH"),
+                SD_VARLINK_DEFINE_FIELD(devpath, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("udev: SUBSYSTEM"),
+                SD_VARLINK_DEFINE_FIELD(subsystem, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("udev: SEQNUM of the uevent"),
+                SD_VARLINK_DEFINE_FIELD(seqnum, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("udev: ACTION"),
+                SD_VARLINK_DEFINE_FIELD(action, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("boot: the modules-load.d file or the command line option that lists the "
+                                         "module"),
+                SD_VARLINK_DEFINE_FIELD(file, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
+
 static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 ModuleResult,
                 SD_VARLINK_FIELD_COMMENT("Canonical module name"),
@@ -24,6 +62,10 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                                          "builtin modules"),
                 SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD_BY_TYPE(outcome, Outcome, 0),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(role, Role, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Parameters handed to the kernel: modprobe.d options, the kernel command "
+                                         "line, then the request's own"),
+                SD_VARLINK_DEFINE_FIELD(parameters, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("Why the module was not loaded, in words"),
                 SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("The errno the load failed with, if any"),
@@ -33,18 +75,57 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
 
 static SD_VARLINK_DEFINE_METHOD(
                 Load,
-                SD_VARLINK_FIELD_COMMENT("Module name: letters, digits, '_' and '-', at most 55 characters"),
+                SD_VARLINK_FIELD_COMMENT("Module name or alias: letters, digits, '_' and '-', at most 55 "
+                                         "characters. Exactly one of name, modalias and path is given."),
+                SD_VARLINK_DEFINE_INPUT(name, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("A device's MODALIAS as udev gives it, matched as one literal key"),
+                SD_VARLINK_DEFINE_INPUT(modalias, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("An absolute path to a module file beneath a trusted root"),
+                SD_VARLINK_DEFINE_INPUT(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Module parameters for the requested module, as modprobe takes them "
+                                         "('a=1 b=x'); appended after modprobe.d's options"),
+                SD_VARLINK_DEFINE_INPUT(parameters, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_INPUT_BY_TYPE(context, Context, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Reply with io.modgate.Manager.Timeout after this long; the load goes on "
+                                         "and is still recorded"),
+                SD_VARLINK_DEFINE_INPUT(timeoutUSec, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Every module touched, in load order"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(modules, ModuleResult, SD_VARLINK_ARRAY),
+                SD_VARLINK_FIELD_COMMENT("Modules the modalias matched that modprobe.d blacklists; not loaded"),
+                SD_VARLINK_DEFINE_OUTPUT(blacklisted, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_METHOD(
+                Unload,
                 SD_VARLINK_DEFINE_INPUT(name, SD_VARLINK_STRING, 0),
-                SD_VARLINK_FIELD_COMMENT("Every module touched, dependencies first, in load order"),
-                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(modules, ModuleResult, SD_VARLINK_ARRAY));
+                SD_VARLINK_DEFINE_OUTPUT(name, SD_VARLINK_STRING, 0));
 
 static SD_VARLINK_DEFINE_ERROR(
                 InvalidName,
                 SD_VARLINK_DEFINE_FIELD(name, SD_VARLINK_STRING, 0));
 
 static SD_VARLINK_DEFINE_ERROR(
+                InvalidModalias,
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                InvalidPath,
+                SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                InvalidModuleParameters,
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                InvalidRequest,
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
                 ModuleNotFound,
-                SD_VARLINK_DEFINE_FIELD(name, SD_VARLINK_STRING, 0));
+                SD_VARLINK_DEFINE_FIELD(name, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(modalias, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Matches that modprobe.d blacklists, when there were only those"),
+                SD_VARLINK_DEFINE_FIELD(blacklisted, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_ERROR(
                 UntrustedOrigin,
@@ -52,6 +133,13 @@ static SD_VARLINK_DEFINE_ERROR(
                 SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
                 SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(modules, ModuleResult, SD_VARLINK_ARRAY));
+
+static SD_VARLINK_DEFINE_ERROR(
+                InstallCommandRefused,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The modprobe.d install or remove command that modgate will not run"),
+                SD_VARLINK_DEFINE_FIELD(command, SD_VARLINK_STRING, 0),
                 SD_VARLINK_DEFINE_FIELD_BY_TYPE(modules, ModuleResult, SD_VARLINK_ARRAY));
 
 static SD_VARLINK_DEFINE_ERROR(
@@ -63,23 +151,72 @@ static SD_VARLINK_DEFINE_ERROR(
                 SD_VARLINK_DEFINE_FIELD(errnoName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD_BY_TYPE(modules, ModuleResult, SD_VARLINK_ARRAY));
 
+static SD_VARLINK_DEFINE_ERROR(
+                Timeout,
+                SD_VARLINK_FIELD_COMMENT("Modules still loading when the requester's timeout passed"),
+                SD_VARLINK_DEFINE_FIELD(pending, SD_VARLINK_STRING, SD_VARLINK_ARRAY));
+
+static SD_VARLINK_DEFINE_ERROR(
+                ModuleInUse,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_FIELD(holders, SD_VARLINK_STRING, SD_VARLINK_ARRAY),
+                SD_VARLINK_DEFINE_FIELD(refcount, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_ERROR(
+                NotLoaded,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                UnloadFailed,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_FIELD(errnoName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
+
 SD_VARLINK_DEFINE_INTERFACE(
                 io_modgate_Manager,
                 "io.modgate.Manager",
                 SD_VARLINK_INTERFACE_COMMENT("modgate: the one place where this system loads kernel modules"),
                 SD_VARLINK_SYMBOL_COMMENT("What happened to one module"),
                 &vl_type_Outcome,
+                SD_VARLINK_SYMBOL_COMMENT("Why a module was part of a request"),
+                &vl_type_Role,
+                SD_VARLINK_SYMBOL_COMMENT("Where a request comes from"),
+                &vl_type_Source,
+                SD_VARLINK_SYMBOL_COMMENT("Who asks, recorded with every decision"),
+                &vl_type_Context,
                 SD_VARLINK_SYMBOL_COMMENT("One module touched by a request"),
                 &vl_type_ModuleResult,
-                SD_VARLINK_SYMBOL_COMMENT("Load a module and its dependencies. Each file is opened beneath a "
-                                          "trusted root, checked on the open descriptor and handed to "
-                                          "finit_module(2)."),
+                SD_VARLINK_SYMBOL_COMMENT("Load a module with its dependencies and softdeps. Each file is opened "
+                                          "beneath a trusted root, checked on the open descriptor and handed "
+                                          "to finit_module(2). Requests for a module already loading join "
+                                          "that load."),
                 &vl_method_Load,
+                SD_VARLINK_SYMBOL_COMMENT("Unload a module that nothing uses: delete_module(2), never forced"),
+                &vl_method_Unload,
                 SD_VARLINK_SYMBOL_COMMENT("The name has characters, a length or a form that no module has"),
                 &vl_error_InvalidName,
-                SD_VARLINK_SYMBOL_COMMENT("No module or builtin of that name is known to the module index"),
+                SD_VARLINK_SYMBOL_COMMENT("The modalias is empty, too long, or has control or space characters"),
+                &vl_error_InvalidModalias,
+                SD_VARLINK_SYMBOL_COMMENT("The path is not absolute, not normalized, or not a module file name"),
+                &vl_error_InvalidPath,
+                SD_VARLINK_SYMBOL_COMMENT("The module parameters are too long or have control characters"),
+                &vl_error_InvalidModuleParameters,
+                SD_VARLINK_SYMBOL_COMMENT("Not exactly one of name, modalias and path, or a bad context"),
+                &vl_error_InvalidRequest,
+                SD_VARLINK_SYMBOL_COMMENT("No module or builtin matches the name or modalias"),
                 &vl_error_ModuleNotFound,
-                SD_VARLINK_SYMBOL_COMMENT("A file failed the origin check; nothing after it was loaded"),
+                SD_VARLINK_SYMBOL_COMMENT("A file failed the origin check; nothing that needs it was loaded"),
                 &vl_error_UntrustedOrigin,
+                SD_VARLINK_SYMBOL_COMMENT("modprobe.d has an install or remove command for a module; modgate "
+                                          "never runs commands"),
+                &vl_error_InstallCommandRefused,
                 SD_VARLINK_SYMBOL_COMMENT("The kernel refused a module, or it could not be handed over"),
-                &vl_error_LoadFailed);
+                &vl_error_LoadFailed,
+                SD_VARLINK_SYMBOL_COMMENT("The requester's timeout passed; the load goes on in the daemon"),
+                &vl_error_Timeout,
+                SD_VARLINK_SYMBOL_COMMENT("The module is used by other modules or has references"),
+                &vl_error_ModuleInUse,
+                SD_VARLINK_SYMBOL_COMMENT("The module is not loaded"),
+                &vl_error_NotLoaded,
+                SD_VARLINK_SYMBOL_COMMENT("delete_module(2) failed"),
+                &vl_error_UnloadFailed);
