@@ -10,7 +10,9 @@
  *  init_module    is recorded and fails with ENOSYS: modgated must never call it.
  *  delete_module  is recorded and removes /sys/module/NAME.
  *
- * $MODGATE_SHIM_FAIL=NAME:ERRNO makes finit_module of NAME fail with that errno. */
+ * $MODGATE_SHIM_FAIL=NAME:ERRNO makes finit_module of NAME fail with that errno.
+ * $MODGATE_SHIM_DELAY_MS=N makes every finit_module take N ms, as a module's init does: the module is
+ * "coming" in /sys/module meanwhile, and live after. */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -105,11 +107,26 @@ static int forced_failure(const char *name) {
         return 0;
 }
 
+static void write_state(const char *path, const char *state) {
+        char tmp[600];
+        int fd;
+
+        /* Renamed into place, so that a reader never sees an empty file. */
+        snprintf(tmp, sizeof(tmp), "%s.%d", path, (int) gettid());
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+        if (fd < 0)
+                return;
+        (void) !write(fd, state, strlen(state));
+        close(fd);
+        (void) rename(tmp, path);
+}
+
 static long fake_finit_module(int fd, const char *params, long flags) {
         char link[64], path[4096] = "", name[256], state[512];
+        const char *delay;
         struct stat st;
         ssize_t n;
-        int err, sfd;
+        int err;
 
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
         n = readlink(link, path, sizeof(path) - 1);
@@ -136,11 +153,12 @@ static long fake_finit_module(int fd, const char *params, long flags) {
         snprintf(state, sizeof(state), "/sys/module/%s", name);
         (void) mkdir(state, 0755);
         snprintf(state, sizeof(state), "/sys/module/%s/initstate", name);
-        sfd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
-        if (sfd >= 0) {
-                (void) !write(sfd, "live\n", 5);
-                close(sfd);
+        delay = getenv("MODGATE_SHIM_DELAY_MS");
+        if (delay && atoi(delay) > 0) {
+                write_state(state, "coming\n");
+                usleep((useconds_t) atoi(delay) * 1000);
         }
+        write_state(state, "live\n");
         return 0;
 }
 
