@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +10,13 @@
 #include "capability.h"
 #include "log.h"
 #include "manager.h"
+#include "module-name.h"
+#include "strv.h"
 
 static char *arg_listen = NULL;
 static char *arg_trusted_root = NULL;
+static unsigned arg_workers = 4;
+static char **arg_load_alone = NULL;
 
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
@@ -21,7 +26,9 @@ static void help(void) {
                "     --listen=PATH         Listen on this socket instead of the one passed by the\n"
                "                           service manager (FileDescriptorName=varlink)\n"
                "     --trusted-root=DIR    Load modules from beneath DIR\n"
-               "                           (default: /usr/lib/modules/$(uname -r))\n",
+               "                           (default: /usr/lib/modules/$(uname -r))\n"
+               "     --workers=N           Run up to N module loads at once (1..64, default 4)\n"
+               "     --load-alone=NAME     Load NAME only while no other module loads (repeatable)\n",
                program_invocation_short_name);
 }
 
@@ -30,12 +37,16 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_VERSION = 0x100,
                 ARG_LISTEN,
                 ARG_TRUSTED_ROOT,
+                ARG_WORKERS,
+                ARG_LOAD_ALONE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "trusted-root", required_argument, NULL, ARG_TRUSTED_ROOT },
+                { "workers", required_argument, NULL, ARG_WORKERS },
+                { "load-alone", required_argument, NULL, ARG_LOAD_ALONE },
                 {}
         };
         int c;
@@ -62,6 +73,25 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_trusted_root = strdup(optarg);
                         if (!arg_trusted_root)
                                 return log_oom();
+                        break;
+                case ARG_WORKERS: {
+                        char *end;
+                        unsigned long n;
+
+                        errno = 0;
+                        n = strtoul(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end != '\0' || n < 1 || n > WORKERS_MAX)
+                                return log_error_errno(EINVAL, "--workers= takes a number from 1 to %u: %s",
+                                                       WORKERS_MAX, optarg);
+                        arg_workers = (unsigned) n;
+                        break;
+                }
+                case ARG_LOAD_ALONE:
+                        if (!module_name_is_valid(optarg))
+                                return log_error_errno(EINVAL, "--load-alone= takes a module name: %s", optarg);
+                        if (strv_extend(&arg_load_alone, optarg) < 0)
+                                return log_oom();
+                        module_name_normalize(arg_load_alone[strv_length(arg_load_alone) - 1]);
                         break;
                 case '?':
                         return -EINVAL;
@@ -95,6 +125,8 @@ static int run(int argc, char *argv[]) {
 
         m->listen_address = TAKE_PTR(arg_listen);
         m->trusted_root_path = TAKE_PTR(arg_trusted_root);
+        m->n_workers = arg_workers;
+        m->load_alone = TAKE_PTR(arg_load_alone);
 
         r = manager_startup(m);
         if (r < 0) {
@@ -110,5 +142,6 @@ int main(int argc, char *argv[]) {
 
         free(arg_listen);
         free(arg_trusted_root);
+        strv_free(arg_load_alone);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

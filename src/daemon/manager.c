@@ -10,6 +10,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "manager.h"
+#include "strv.h"
 #include "varlink.h"
 
 int manager_new(Manager **ret) {
@@ -19,6 +20,7 @@ int manager_new(Manager **ret) {
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
+        m->n_workers = 4;
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -40,8 +42,12 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
+        /* Workers first: a load in progress completes, nothing new starts. */
+        m->scheduler = scheduler_free(m->scheduler);
+        manager_free_requests(m);
         sd_varlink_server_unref(m->varlink_server);
         resolver_free(m->resolver);
+        strv_free(m->load_alone);
         trusted_root_free(m->root);
         sd_event_unref(m->event);
         free(m->trusted_root_path);
@@ -81,8 +87,16 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read /sys/module/compression: %m");
 
-        log_info("Trusted root %s (mount %llu); the kernel decompresses %s modules.", m->root->path,
-                 (unsigned long long) m->root->mount_id, compression_to_string(m->kernel_compression));
+        r = scheduler_new(m->event,
+                          &(LoadContext) { .root = m->root, .kernel_compression = m->kernel_compression },
+                          m->n_workers, &m->scheduler);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start %u worker threads: %m", m->n_workers);
+        scheduler_set_load_alone(m->scheduler, m->load_alone);
+
+        log_info("Trusted root %s (mount %llu); the kernel decompresses %s modules; %u workers.", m->root->path,
+                 (unsigned long long) m->root->mount_id, compression_to_string(m->kernel_compression),
+                 m->n_workers);
 
         return manager_varlink_init(m);
 }

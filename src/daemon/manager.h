@@ -7,7 +7,10 @@
 #include "compression.h"
 #include "macro.h"
 #include "resolver.h"
+#include "scheduler.h"
 #include "trust.h"
+
+typedef struct LoadRequest LoadRequest;
 
 /* Owns the event loop and every piece of daemon state. */
 typedef struct Manager {
@@ -17,9 +20,16 @@ typedef struct Manager {
         char *trusted_root_path;
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
 
+        unsigned n_workers;             /* --workers= */
+        char **load_alone;              /* --load-alone=, canonical names */
+
         TrustedRoot *root;
         Resolver *resolver;
         Compression kernel_compression;
+        Scheduler *scheduler;
+
+        LoadRequest *requests;          /* Load calls waiting for their jobs */
+        unsigned n_requests;
 } Manager;
 
 int manager_new(Manager **ret);
