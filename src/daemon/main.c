@@ -17,6 +17,7 @@ static char *arg_listen = NULL;
 static char *arg_trusted_root = NULL;
 static unsigned arg_workers = 4;
 static char **arg_load_alone = NULL;
+static int64_t arg_idle_exit_sec = -1;  /* -1: 30 s when socket-activated, never with --listen= */
 
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
@@ -28,7 +29,9 @@ static void help(void) {
                "     --trusted-root=DIR    Load modules from beneath DIR\n"
                "                           (default: /usr/lib/modules/$(uname -r))\n"
                "     --workers=N           Run up to N module loads at once (1..64, default 4)\n"
-               "     --load-alone=NAME     Load NAME only while no other module loads (repeatable)\n",
+               "     --load-alone=NAME     Load NAME only while no other module loads (repeatable)\n"
+               "     --idle-exit-sec=SEC   Exit after SEC seconds without clients or loads; 0: never\n"
+               "                           (default: 30 when socket-activated, 0 with --listen=)\n",
                program_invocation_short_name);
 }
 
@@ -39,6 +42,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_TRUSTED_ROOT,
                 ARG_WORKERS,
                 ARG_LOAD_ALONE,
+                ARG_IDLE_EXIT_SEC,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -47,6 +51,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "trusted-root", required_argument, NULL, ARG_TRUSTED_ROOT },
                 { "workers", required_argument, NULL, ARG_WORKERS },
                 { "load-alone", required_argument, NULL, ARG_LOAD_ALONE },
+                { "idle-exit-sec", required_argument, NULL, ARG_IDLE_EXIT_SEC },
                 {}
         };
         int c;
@@ -84,6 +89,18 @@ static int parse_argv(int argc, char *argv[]) {
                                 return log_error_errno(EINVAL, "--workers= takes a number from 1 to %u: %s",
                                                        WORKERS_MAX, optarg);
                         arg_workers = (unsigned) n;
+                        break;
+                }
+                case ARG_IDLE_EXIT_SEC: {
+                        char *end;
+                        unsigned long long n;
+
+                        errno = 0;
+                        n = strtoull(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end != '\0' || n > 86400ULL * 365)
+                                return log_error_errno(EINVAL, "--idle-exit-sec= takes a number of seconds: %s",
+                                                       optarg);
+                        arg_idle_exit_sec = (int64_t) n;
                         break;
                 }
                 case ARG_LOAD_ALONE:
@@ -126,6 +143,9 @@ static int run(int argc, char *argv[]) {
         m->listen_address = TAKE_PTR(arg_listen);
         m->trusted_root_path = TAKE_PTR(arg_trusted_root);
         m->n_workers = arg_workers;
+        if (arg_idle_exit_sec < 0)
+                arg_idle_exit_sec = m->listen_address ? 0 : 30;
+        m->idle_exit_usec = (uint64_t) arg_idle_exit_sec * 1000000U;
         m->load_alone = TAKE_PTR(arg_load_alone);
 
         r = manager_startup(m);

@@ -8,6 +8,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "kernel.h"
+#include "loader.h"
 #include "log.h"
 #include "manager.h"
 #include "strv.h"
@@ -42,6 +43,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
+        sd_event_source_disable_unref(m->idle_timer);
         /* Workers first: a load in progress completes, nothing new starts. */
         m->scheduler = scheduler_free(m->scheduler);
         manager_free_requests(m);
@@ -101,8 +103,66 @@ int manager_startup(Manager *m) {
         return manager_varlink_init(m);
 }
 
+void manager_touch(Manager *m) {
+        m->last_activity_usec = now_usec();
+}
+
+static bool manager_is_idle(Manager *m) {
+        return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
+                sd_varlink_server_current_connections(m->varlink_server) == 0;
+}
+
+static int on_idle_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = now_usec(), due = m->last_activity_usec + m->idle_exit_usec;
+
+        if (now >= due && manager_is_idle(m)) {
+                /* Nothing is accepted from here on: a client that connects now waits in the socket's
+                 * backlog, and the service manager starts the next instance for it. */
+                log_info("Idle for %llu s, exiting.", (unsigned long long) (m->idle_exit_usec / 1000000U));
+                (void) sd_varlink_server_shutdown(m->varlink_server);
+                return sd_event_exit(sd_event_source_get_event(s), 0);
+        }
+
+        (void) sd_event_source_set_time_relative(s, now >= due ? m->idle_exit_usec : due - now);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static int manager_reload(Manager *m) {
+        int r;
+
+        (void) sd_notifyf(false, "RELOADING=1\nSTATUS=Reloading...\nMONOTONIC_USEC=%llu",
+                          (unsigned long long) now_usec());
+
+        r = resolver_reload(m->resolver);
+        if (r < 0)
+                log_warning_errno(r, "Failed to reload the module index, keeping the old one: %m");
+        else
+                log_info("Reloaded the module index and modprobe.d.");
+        scheduler_flush_denials(m->scheduler);
+
+        (void) sd_notify(false, "READY=1\nSTATUS=Processing requests...");
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        return manager_reload(userdata);
+}
+
 int manager_run(Manager *m) {
         int r;
+
+        r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle SIGHUP: %m");
+
+        if (m->idle_exit_usec > 0) {
+                manager_touch(m);
+                r = sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, m->idle_exit_usec,
+                                               1000000U, on_idle_timer, m);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to arm the idle timer: %m");
+        }
 
         (void) sd_notify(false, "READY=1\nSTATUS=Processing requests...");
 

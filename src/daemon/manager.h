@@ -21,6 +21,9 @@ typedef struct Manager {
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
 
         unsigned n_workers;             /* --workers= */
+        uint64_t idle_exit_usec;        /* exit when idle this long; 0: never */
+        uint64_t last_activity_usec;
+        sd_event_source *idle_timer;
         char **load_alone;              /* --load-alone=, canonical names */
 
         TrustedRoot *root;
@@ -39,3 +42,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 /* Pins the trusted root, opens the module index and starts listening. Logs its errors. */
 int manager_startup(Manager *m);
 int manager_run(Manager *m);
+
+/* Notes that a client or a job did something, which postpones the idle exit. */
+void manager_touch(Manager *m);

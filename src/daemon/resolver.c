@@ -135,12 +135,9 @@ unsigned resolver_generation(Resolver *r) {
         return r->generation;
 }
 
-int resolver_refresh(Resolver *r) {
+int resolver_reload(Resolver *r) {
         struct kmod_ctx *ctx;
         int q;
-
-        if (kmod_validate_resources(r->ctx) == KMOD_RESOURCES_OK)
-                return 0;
 
         q = context_new(r->dirname, &ctx);
         if (q < 0)
@@ -150,6 +147,12 @@ int resolver_refresh(Resolver *r) {
         hashmap_clear(r->plans);
         r->generation++;
         return 1;
+}
+
+int resolver_refresh(Resolver *r) {
+        if (kmod_validate_resources(r->ctx) == KMOD_RESOURCES_OK)
+                return 0;
+        return resolver_reload(r);
 }
 
 static int index_append(size_t **a, size_t *n, size_t v) {

@@ -56,6 +56,9 @@ const char *resolver_dirname(Resolver *r);
  * dropped), 0 when the index is unchanged, or -errno. */
 int resolver_refresh(Resolver *r);
 
+/* Reloads index and modprobe.d configuration unconditionally (on SIGHUP). */
+int resolver_reload(Resolver *r);
+
 /* A counter that changes whenever cached answers became stale. */
 unsigned resolver_generation(Resolver *r);
 

@@ -54,6 +54,7 @@ static void load_request_free(LoadRequest *req) {
         if (req->next)
                 req->next->prev = req->prev;
         m->n_requests--;
+        manager_touch(m);
 
         sd_event_source_disable_unref(req->timeout);
         sd_varlink_unref(req->link);
@@ -356,6 +357,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         Requester who;
         int r;
 
+        manager_touch(m);
         r = sd_varlink_dispatch(link, parameters, table, &p);
         if (r != 0)
                 return r;
@@ -466,6 +468,7 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
         int r;
 
+        manager_touch(userdata);
         r = sd_varlink_dispatch(link, parameters, table, &n);
         if (r != 0)
                 return r;

@@ -150,6 +150,9 @@ class Daemon:
         cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
         for k, v in env.items():
             cmd += ["-E", "%s=%s" % (k, v)]
+        # Tests talk to one instance for their whole run: no idle exit unless a test asks for it.
+        if not any(a.startswith("--idle-exit-sec=") for a in args):
+            args = ("--idle-exit-sec=0", *args)
         cmd += [os.environ["MODGATED"], "--trusted-root=" + trusted_root, *args]
 
         self.stderr = open(self.stderr_path, "w")
@@ -170,19 +173,24 @@ class Daemon:
             c.close()
         return "error" not in reply and self.wait_ready()
 
-    def wait_ready(self):
-        """Waits for READY=1 on the notification socket, as the service manager would."""
-        deadline = time.monotonic() + 30
+    def wait_notify(self, word, timeout=30):
+        """Waits for a sd_notify() message containing word (READY=1, RELOADING=1, ...), as the service
+        manager would; returns the message or None."""
+        deadline = time.monotonic() + timeout
+        self.notify.settimeout(timeout)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                return False
+                return None
             try:
                 msg = self.notify.recv(4096).decode()
             except socket.timeout:
                 break
-            if "READY=1" in msg.split("\n"):
-                return True
-        return False
+            if word in msg.split("\n"):
+                return msg
+        return None
+
+    def wait_ready(self):
+        return self.wait_notify("READY=1") is not None
 
     @property
     def pid(self):

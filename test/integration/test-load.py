@@ -5,9 +5,11 @@ module tree on a read-only erofs image, refuses every other origin, and records 
 the journal. Only finit_module/delete_module are faked (test/shim)."""
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -290,6 +292,30 @@ def main():
                     check=False)
         assert res.returncode != 0 and "absolute path" in res.stderr, res
 
+    def case_reload():
+        os.kill(main_d.pid, signal.SIGHUP)
+        msg = main_d.wait_notify("RELOADING=1", timeout=10)
+        assert msg and "MONOTONIC_USEC=" in msg, msg
+        assert main_d.wait_ready(), "no READY=1 after the reload"
+        reply = main_d.load(DEEP_MODULE)
+        assert "error" not in reply, reply
+
+    def case_idle_exit():
+        d = h.Daemon(work, "idle", trusted, args=("--idle-exit-sec=1",))
+        try:
+            # An open connection keeps it alive, however long it is quiet.
+            c = h.Varlink(d.address)
+            c.call("org.varlink.service.GetInfo")
+            assert d.wait_ready()
+            time.sleep(2.5)
+            assert d.proc.poll() is None, "exited while a client was connected"
+            c.close()
+            d.proc.wait(timeout=10)
+            assert d.proc.returncode == 0, d.proc.returncode
+            assert "Idle for 1 s, exiting." in d.stderr_text(), d.stderr_text()
+        finally:
+            d.stop()
+
     t.case("daemons are socket-activated and report READY=1", case_ready)
     t.case("only CAP_SYS_MODULE is left", case_capabilities)
     t.case("a module with dependencies loads in dependency order from the erofs root", case_dependencies_in_order)
@@ -310,6 +336,8 @@ def main():
     t.case("init_module is never called", case_no_init_module)
     t.case("without a passed socket or --listen the daemon says why and exits", case_no_socket)
     t.case("a bad trusted root is a clear start-up error", case_bad_root)
+    t.case("SIGHUP reloads with RELOADING=1, MONOTONIC_USEC= and READY=1", case_reload)
+    t.case("an idle daemon exits by itself, never while a client is connected", case_idle_exit)
 
     for d in daemons:
         d.stop()
