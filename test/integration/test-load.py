@@ -4,6 +4,7 @@
 module tree on a read-only erofs image, refuses every other origin, and records each decision in
 the journal. Only finit_module/delete_module are faked (test/shim)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -261,6 +262,24 @@ def main():
                     capture_output=True, text=True, check=False)
         assert res.returncode != 0 and "io.modgate.Manager.InvalidName" in res.stderr, res
 
+    def case_modgatectl():
+        ctl = [os.environ["MODGATECTL"], "--address=" + main_d.address]
+        res = h.run(*ctl, "load", "vxlan", capture_output=True, text=True, check=False)
+        assert res.returncode == 0 and "already_loaded" in res.stdout, res
+        res = h.run(*ctl, "load", "no_such_module_xyz", capture_output=True, text=True, check=False)
+        assert res.returncode == 1 and "no_such_module_xyz: no such module." in res.stderr, res
+        res = h.run(*ctl, "load", "../x", capture_output=True, text=True, check=False)
+        assert res.returncode == 1 and "io.modgate.Manager.InvalidName" in res.stderr, res
+        res = h.run(*ctl, "load", OUTSIDE_MODULE, capture_output=True, text=True, check=False)
+        assert res.returncode == 1 and "UntrustedOrigin: path leaves the trusted root" in res.stderr, res
+        res = h.run(*ctl, "--json", "load", "macvlan", capture_output=True, text=True, check=False)
+        assert res.returncode == 0 and json.loads(res.stdout)["modules"][0]["outcome"] == "loaded", res
+        res = h.run(*ctl, "frobnicate", "x", capture_output=True, text=True, check=False)
+        assert res.returncode == 1 and "Unknown command 'frobnicate'" in res.stderr, res
+        res = h.run(*ctl, "--address=/run/modgate/none.sock", "load", "x", capture_output=True, text=True,
+                    check=False)
+        assert res.returncode == 1 and "Failed to connect to /run/modgate/none.sock" in res.stderr, res
+
     def case_no_fd_leak():
         def round():
             main_d.load(DEEP_MODULE)
@@ -332,6 +351,7 @@ def main():
     t.case("a kernel error is a named LoadFailed with its errno", case_kernel_refuses)
     t.case("journal records carry module, path, device, inode, mount, fs type, outcome", case_journal)
     t.case("varlinkctl introspects and calls the interface", case_varlinkctl)
+    t.case("modgatectl loads, and says why it did not", case_modgatectl)
     t.case("no fd leaks across requests", case_no_fd_leak)
     t.case("init_module is never called", case_no_init_module)
     t.case("without a passed socket or --listen the daemon says why and exits", case_no_socket)
