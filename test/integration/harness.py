@@ -146,6 +146,10 @@ class Daemon:
             "NOTIFY_SOCKET": self.notify_path,
             "MODGATE_LOG_LEVEL": "debug",
         }
+        # A sanitizer build needs its settings in the daemon too.
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                env[k] = os.environ[k]
         env.update(extra_env or {})
         cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
         for k, v in env.items():

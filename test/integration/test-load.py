@@ -300,7 +300,7 @@ def main():
 
     def case_no_socket():
         res = h.run(os.environ["MODGATED"], "--trusted-root=" + trusted, capture_output=True, text=True,
-                    check=False, env={"LD_PRELOAD": os.environ["MODGATE_SHIM"]})
+                    check=False, env=dict(os.environ, LD_PRELOAD=os.environ["MODGATE_SHIM"]))
         assert res.returncode != 0 and "FileDescriptorName=varlink" in res.stderr, res
 
     def case_bad_root():
@@ -359,6 +359,14 @@ def main():
     t.case("SIGHUP reloads with RELOADING=1, MONOTONIC_USEC= and READY=1", case_reload)
     t.case("an idle daemon exits by itself, never while a client is connected", case_idle_exit)
 
+    def case_clean_exit():
+        # SIGTERM ends every daemon with status 0; in the sanitizer build that includes no leaks.
+        for d in daemons:
+            d.stop()
+            assert d.proc.returncode == 0, "%s exited with %s:\n%s" % (d.address, d.proc.returncode,
+                                                                        d.stderr_text()[-3000:])
+
+    t.case("SIGTERM stops every daemon cleanly, with nothing leaked", case_clean_exit)
     for d in daemons:
         d.stop()
     journal.stop()
