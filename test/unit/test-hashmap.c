@@ -3,7 +3,6 @@
 #include <errno.h>
 
 #include "hashmap.h"
-#include "strv.h"
 #include "tests.h"
 
 static unsigned freed;
@@ -58,24 +57,8 @@ TEST(iterate) {
         hashmap_free(h);
 }
 
-TEST(strv) {
-        char **l = NULL, **c;
-
-        check(strv_extend(&l, "a") == 0);
-        check(strv_extend(&l, "b") == 0);
-        check(strv_length(l) == 2);
-        c = strv_copy_n(l, 2);
-        check(c && strv_length(c) == 2);
-        check_streq(c[1], "b");
-        check(!c[2]);
-        strv_free(c);
-        strv_free(l);
-        check(strv_length(NULL) == 0);
-}
-
 int main(void) {
         RUN(basic);
         RUN(iterate);
-        RUN(strv);
         return tests_done();
 }
