@@ -128,17 +128,20 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
 int loader_load(const LoadContext *ctx, ModuleResult *r) {
         _cleanup_close_ int fd = -EBADF;
         uint64_t start = now_usec();
-        const char *rel;
+        const TrustedRoot *root = NULL;
+        const char *rel = NULL;
         TrustVerdict v;
         int q;
 
         r->outcome = OUTCOME_FAILED;
-        rel = relative_to_root(ctx->root, r->path);
+        for (size_t i = 0; i < ctx->n_roots && !rel; i++) {
+                root = ctx->roots[i];
+                rel = relative_to_root(root, r->path);
+        }
         if (!rel)
-                return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath the trusted root %s",
-                                         ctx->root->path);
+                return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
 
-        fd = trusted_root_open_file(ctx->root, rel);
+        fd = trusted_root_open_file(root, rel);
         if (fd < 0)
                 return module_result_set(r, fd == -EXDEV || fd == -ELOOP ? OUTCOME_DENIED : OUTCOME_FAILED, fd,
                                          "%s", trust_open_error_to_string(fd));
@@ -149,7 +152,7 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
                                          strerror(-q));
         r->have_origin = true;
 
-        v = trust_evaluate(&r->origin);
+        v = trust_evaluate(&r->origin, ctx->require_superblock_ro);
         if (v != TRUST_OK)
                 return module_result_set(r, OUTCOME_DENIED, EPERM, "%s", trust_verdict_to_string(v));
 

@@ -48,8 +48,10 @@ int module_result_set(ModuleResult *r, Outcome o, int error, const char *fmt, ..
 int module_result_setv(ModuleResult *r, Outcome o, int error, const char *fmt, va_list ap) _printf_(4, 0);
 
 typedef struct LoadContext {
-        TrustedRoot *root;
+        TrustedRoot *const *roots;
+        size_t n_roots;
         Compression kernel_compression;
+        bool require_superblock_ro;
 } LoadContext;
 
 /* Opens r->path beneath the trusted root, checks the open fd and hands that fd to finit_module().

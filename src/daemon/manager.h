@@ -5,6 +5,7 @@
 #include <systemd/sd-varlink.h>
 
 #include "compression.h"
+#include "config.h"
 #include "macro.h"
 #include "resolver.h"
 #include "scheduler.h"
@@ -17,16 +18,16 @@ typedef struct Manager {
         sd_event *event;
         sd_varlink_server *varlink_server;
 
-        char *trusted_root_path;
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
+        Config config;                  /* modgate.conf, with command-line options applied */
+        bool keep_load_alone;           /* set on the command line: a reload leaves it */
+        bool keep_idle_exit;
 
-        unsigned n_workers;             /* --workers= */
-        uint64_t idle_exit_usec;        /* exit when idle this long; 0: never */
         uint64_t last_activity_usec;
         sd_event_source *idle_timer;
-        char **load_alone;              /* --load-alone=, canonical names */
 
-        TrustedRoot *root;
+        TrustedRoot **roots;            /* the first one's index resolves names and aliases */
+        size_t n_roots;
         Resolver *resolver;
         Compression kernel_compression;
         Scheduler *scheduler;

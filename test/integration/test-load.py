@@ -366,7 +366,37 @@ def main():
             assert d.proc.returncode == 0, "%s exited with %s:\n%s" % (d.address, d.proc.returncode,
                                                                         d.stderr_text()[-3000:])
 
+    def case_config():
+        conf_dir = "/run/modgate/modgate.conf.d"
+        os.makedirs(conf_dir, exist_ok=True)
+        try:
+            with open("/run/modgate/modgate.conf", "w") as f:
+                f.write("[Load]\nWorkers=2\nLoadAlone=foo-bar\n\n[Manager]\nIdleExitSec=5min\n")
+            with open(conf_dir + "/50-local.conf", "w") as f:
+                f.write("[Load]\nWorkers=3\n")
+            res = h.run(os.environ["MODGATED"], "-n", capture_output=True, text=True, check=False)
+            assert res.returncode == 0, res
+            for line in ("Workers=3", "LoadAlone=foo_bar", "IdleExitSec=300s", "RequireReadOnlySuperblock=yes"):
+                assert line in res.stdout.splitlines(), res.stdout
+            # The command line wins.
+            res = h.run(os.environ["MODGATED"], "-n", "--workers=7", capture_output=True, text=True, check=False)
+            assert "Workers=7" in res.stdout.splitlines(), res.stdout
+
+            # A typo stops the start with file, line and a hint; nothing runs on a half-read policy.
+            with open(conf_dir + "/60-typo.conf", "w") as f:
+                f.write("[Trust]\nRequireReadOnlySuperblok=no\n")
+            for args in (["-n"], ["--listen=/run/modgate/bad.sock", "--trusted-root=" + trusted]):
+                res = h.run(os.environ["MODGATED"], *args, capture_output=True, text=True, check=False)
+                assert res.returncode == 1, res
+                assert "Invalid configuration: /run/modgate/modgate.conf.d/60-typo.conf:2:" in res.stderr, res.stderr
+            assert not os.path.exists("/run/modgate/bad.sock")
+        finally:
+            for p in ("/run/modgate/modgate.conf", conf_dir + "/50-local.conf", conf_dir + "/60-typo.conf"):
+                if os.path.exists(p):
+                    os.unlink(p)
+
     t.case("SIGTERM stops every daemon cleanly, with nothing leaked", case_clean_exit)
+    t.case("modgate.conf and drop-ins configure the daemon; a typo stops it with file and line", case_config)
     for d in daemons:
         d.stop()
     journal.stop()
