@@ -6,6 +6,7 @@
 
 #include "journal.h"
 #include "kernel.h"
+#include "load-parameters.h"
 #include "log.h"
 #include "module-name.h"
 #include "request.h"
@@ -25,24 +26,6 @@ typedef struct LoadRequest {
         sd_event_source *timeout;
         struct LoadRequest *prev, *next;
 } LoadRequest;
-
-typedef struct LoadParameters {
-        const char *name;
-        const char *modalias;
-        const char *path;
-        const char *parameters;
-        sd_json_variant *context;
-        uint64_t timeout_usec;
-} LoadParameters;
-
-typedef struct ContextParameters {
-        const char *source;
-        const char *devpath;
-        const char *subsystem;
-        const char *action;
-        const char *file;
-        int64_t seqnum;
-} ContextParameters;
 
 static void load_request_free(LoadRequest *req) {
         Manager *m = req->manager;
@@ -179,63 +162,18 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
-static int dispatch_context(sd_json_variant *v, RequestContext *ret, ContextParameters *p) {
-        static const sd_json_dispatch_field table[] = {
-                { "source", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(ContextParameters, source), 0 },
-                { "devpath", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(ContextParameters, devpath), 0 },
-                { "subsystem", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(ContextParameters, subsystem), 0 },
-                { "seqnum", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_int64,
-                  offsetof(ContextParameters, seqnum), 0 },
-                { "action", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(ContextParameters, action), 0 },
-                { "file", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(ContextParameters, file), 0 },
-                {}
-        };
-        int r;
-
-        *p = (ContextParameters) { .seqnum = -1 };
-        if (v) {
-                r = sd_json_dispatch(v, table, 0, p);
-                if (r < 0)
-                        return r;
-        }
-
-        *ret = (RequestContext) {
-                .source = p->source ? request_source_from_string(p->source) : SOURCE_ADMIN,
-                .devpath = p->devpath,
-                .subsystem = p->subsystem,
-                .action = p->action,
-                .file = p->file,
-                .seqnum = p->seqnum,
-        };
-        return 0;
-}
-
 #define reply_invalid(link, error, ...) sd_varlink_errorbo(link, "io.modgate.Manager." error, __VA_ARGS__)
 
 /* Every input is checked, with a named error, before anything is looked up. */
-static int load_validate(sd_varlink *link, const LoadParameters *p, const RequestContext *c) {
-        const char *why;
-
-        if (!!p->name + !!p->modalias + !!p->path != 1)
-                return reply_invalid(link, "InvalidRequest", SD_JSON_BUILD_PAIR_STRING(
-                                "reason", "give exactly one of name, modalias and path"));
-        if (p->name && !module_name_is_valid(p->name))
-                return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", p->name));
-        if (p->modalias && (why = modalias_check(p->modalias)))
-                return reply_invalid(link, "InvalidModalias", SD_JSON_BUILD_PAIR_STRING("reason", why));
-        if (p->path && (why = module_path_check(p->path)))
-                return reply_invalid(link, "InvalidPath", SD_JSON_BUILD_PAIR_STRING("path", p->path),
-                                     SD_JSON_BUILD_PAIR_STRING("reason", why));
-        if (p->parameters && (why = module_parameters_check(p->parameters)))
-                return reply_invalid(link, "InvalidModuleParameters", SD_JSON_BUILD_PAIR_STRING("reason", why));
-        if ((why = request_context_check(c)))
-                return reply_invalid(link, "InvalidRequest", SD_JSON_BUILD_PAIR_STRING("reason", why));
-        return 0;
+static int reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefusal *f) {
+        if (f->field)
+                return sd_varlink_error_invalid_parameter_name(link, f->field);
+        if (strcmp(f->error, "io.modgate.Manager.InvalidName") == 0)
+                return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("name", p->name));
+        if (strcmp(f->error, "io.modgate.Manager.InvalidPath") == 0)
+                return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("path", p->path),
+                                          SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
+        return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
 }
 
 static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
@@ -335,39 +273,20 @@ static int load_start(Manager *m, sd_varlink *link, const LoadParameters *p, con
 
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
-        static const sd_json_dispatch_field table[] = {
-                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(LoadParameters, name), 0 },
-                { "modalias", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(LoadParameters, modalias), 0 },
-                { "path", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(LoadParameters, path), 0 },
-                { "parameters", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(LoadParameters, parameters), 0 },
-                { "context", SD_JSON_VARIANT_OBJECT, sd_json_dispatch_variant_noref,
-                  offsetof(LoadParameters, context), 0 },
-                { "timeoutUSec", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64,
-                  offsetof(LoadParameters, timeout_usec), 0 },
-                {}
-        };
         _cleanup_(plan_freep) Plan *owned = NULL;
         Manager *m = userdata;
         LoadParameters p = {};
-        ContextParameters cp;
-        RequestContext c;
+        LoadRefusal refusal = {};
         const Plan *plan = NULL;
         Requester who;
         int r;
 
         manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, table, &p);
-        if (r != 0)
-                return r;
-        r = dispatch_context(p.context, &c, &cp);
+        r = load_parameters_parse(parameters, &p, &refusal);
         if (r < 0)
-                return sd_varlink_error_invalid_parameter_name(link, "context");
-
-        r = load_validate(link, &p, &c);
-        if (r != 0)
                 return r;
+        if (r > 0)
+                return reply_refusal(link, &p, &refusal);
 
         if (m->n_requests >= REQUESTS_MAX)
                 return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
@@ -376,12 +295,12 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 .name = (char *) p.name,
                 .modalias = (char *) p.modalias,
                 .path = (char *) p.path,
-                .source = c.source,
-                .devpath = (char *) c.devpath,
-                .subsystem = (char *) c.subsystem,
-                .action = (char *) c.action,
-                .file = (char *) c.file,
-                .seqnum = c.seqnum,
+                .source = p.context.source,
+                .devpath = (char *) p.context.devpath,
+                .subsystem = (char *) p.context.subsystem,
+                .action = (char *) p.context.action,
+                .file = (char *) p.context.file,
+                .seqnum = p.context.seqnum,
         };
         who.have_peer = sd_varlink_get_peer_pid(link, &who.pid) >= 0 &&
                         sd_varlink_get_peer_uid(link, &who.uid) >= 0;
