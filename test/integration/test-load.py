@@ -174,11 +174,12 @@ def main():
         # 55 characters is still a name, just not one the index knows.
         error_of(main_d.load("x" * 55), "io.modgate.Manager.ModuleNotFound")
         for params in ({"name": 5}, {"name": None}, {"name": "vxlan", "extra": 1}, {"name": "vxlan", "context": 3},
-                       {"name": "vxlan", "context": {"seqnum": "x"}}, {"name": "vxlan", "timeoutUSec": -1}):
+                       {"name": "vxlan", "context": {"seqnum": "x"}}, {"name": "vxlan", "timeoutUSec": -1},
+                       {"name": "vxlan", "context": {"source": "nobody"}}):
             reply = main_d.call("io.modgate.Manager.Load", params)
             assert reply.get("error") == "org.varlink.service.InvalidParameter", (params, reply)
         for params in ({}, {"name": "vxlan", "modalias": "x"}, {"parameters": "a=1"},
-                       {"name": "vxlan", "context": {"source": "nobody"}}):
+                       {"name": "vxlan", "context": {"devpath": "/devices/x\n"}}):
             reply = main_d.call("io.modgate.Manager.Load", params)
             assert reply.get("error") == "io.modgate.Manager.InvalidRequest", (params, reply)
         assert len(main_d.shim_records()) == n, "a syscall was made for an invalid request"
