@@ -103,11 +103,6 @@ static void record_fallback(const Record *rec, int error) {
         log_full_errno(LOG_WARNING, error, "Journal unavailable (%m), record follows: %s", line);
 }
 
-static int strdup_or_null(const char *s, char **ret) {
-        *ret = s ? strdup(s) : NULL;
-        return !s || *ret ? 0 : -ENOMEM;
-}
-
 int requester_copy(const Requester *from, Requester *to) {
         *to = *from;
         to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = NULL;

@@ -94,45 +94,29 @@ int kernel_delete_module(const char *name) {
 }
 
 int kernel_module_holders(const char *name, char ***ret) {
-        char path[128], **l = NULL;
+        _cleanup_strv_free_ char **l = NULL;
         struct dirent *de;
-        size_t n = 0;
+        char path[128];
         DIR *d;
+        int r = 0;
 
         snprintf(path, sizeof(path), "/sys/module/%s/holders", name);
         d = opendir(path);
-        if (!d) {
-                if (errno != ENOENT)
-                        return negative_errno();
-                l = calloc(1, sizeof(char *));
-                if (!l)
-                        return -ENOMEM;
-                *ret = l;
-                return 0;
-        }
+        if (!d && errno != ENOENT)
+                return negative_errno();
 
-        while ((de = readdir(d))) {
-                char **a;
+        while (d && (de = readdir(d)) && r >= 0)
+                if (de->d_name[0] != '.')
+                        r = strv_extend(&l, de->d_name);
+        if (d)
+                closedir(d);
+        if (r < 0)
+                return r;
 
-                if (de->d_name[0] == '.')
-                        continue;
-                a = reallocarray(l, n + 2, sizeof(char *));
-                if (!a || !(a[n] = strdup(de->d_name))) {
-                        l = a ?: l;
-                        if (l)
-                                l[n] = NULL;
-                        strv_free(l);
-                        closedir(d);
-                        return -ENOMEM;
-                }
-                l = a;
-                l[++n] = NULL;
-        }
-        closedir(d);
-
+        /* Always an array, empty when nothing holds the module. */
         if (!l && !(l = calloc(1, sizeof(char *))))
                 return -ENOMEM;
-        *ret = l;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 

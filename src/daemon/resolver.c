@@ -176,14 +176,6 @@ static ssize_t plan_find(const Plan *p, const char *name) {
         return -1;
 }
 
-static int strdup_or_null(const char *s, char **ret) {
-        *ret = NULL;
-        if (!s)
-                return 0;
-        *ret = strdup(s);
-        return *ret ? 0 : -ENOMEM;
-}
-
 static int plan_append(Plan *p, struct kmod_module *mod, Role role, ModuleSpec **ret) {
         ModuleSpec *a, *s;
 
