@@ -405,6 +405,12 @@ static int unload_in_use(sd_varlink *link, const Requester *who, const char *nam
                                   SD_JSON_BUILD_PAIR_INTEGER("refcount", refs));
 }
 
+static int unload_not_loaded(sd_varlink *link, const Requester *who, const char *name) {
+        journal_record_unload(who, name, ENOENT, "module is not loaded");
+        return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded",
+                                  SD_JSON_BUILD_PAIR_STRING("module", name));
+}
+
 static int unload(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
         _cleanup_free_ char *command = NULL;
         char **holders = NULL;
@@ -419,7 +425,7 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
         if (r < 0)
                 return unload_refuse(link, who, name, -r, "cannot read module state");
         if (state == MODULE_STATE_ABSENT)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded", SD_JSON_BUILD_PAIR_STRING("module", name));
+                return unload_not_loaded(link, who, name);
         if (state == MODULE_STATE_BUILTIN)
                 return unload_refuse(link, who, name, EPERM, "module is built into the kernel");
 
@@ -447,7 +453,7 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
         if (r == -EWOULDBLOCK || r == -EBUSY)
                 return unload_in_use(link, who, name, NULL, refs);
         if (r == -ENOENT)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded", SD_JSON_BUILD_PAIR_STRING("module", name));
+                return unload_not_loaded(link, who, name);
         if (r < 0)
                 return unload_refuse(link, who, name, -r, strerror(-r));
 
