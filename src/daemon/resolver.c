@@ -366,6 +366,9 @@ static int plan_build(Resolver *r, const char *key, Plan **ret) {
                 q = add_module(&b, m, ROLE_REQUESTED, &idx);
                 if (q < 0)
                         return q;
+                /* Matched, even when an earlier match already needed it (uas needs usb_storage, and a
+                 * mass storage modalias matches both): it is requested, not only a dependency. */
+                p->specs[idx].role = ROLE_REQUESTED;
                 any = true;
         }
 

@@ -71,7 +71,7 @@ struct Scheduler {
 
         /* Event loop thread only. */
         Hashmap *jobs;          /* module name → Job in flight, holding a reference */
-        Hashmap *denials;       /* module name → reason */
+        Hashmap *denials;       /* module file path → reason */
         JobQueue ready;
         unsigned n_running;
         bool alone_running;
@@ -174,13 +174,14 @@ static void remember_denial(Scheduler *s, const ModuleResult *r) {
         char *reason;
 
         /* Only what the next attempt would find again: the origin check. Install commands are in the
-         * index, which has its own cache. */
-        if (r->outcome != OUTCOME_DENIED || r->cached || r->command || !r->reason)
+         * index, which has its own cache. The verdict is about one file, so it is remembered for that
+         * file: a request by path for a copy elsewhere must not deny the module's own file. */
+        if (r->outcome != OUTCOME_DENIED || r->cached || r->command || !r->reason || !r->path)
                 return;
         if (hashmap_size(s->denials) >= DENIALS_MAX)
                 hashmap_clear(s->denials);
         reason = strdup(r->reason);
-        if (reason && hashmap_put(s->denials, r->name, reason) < 0)
+        if (reason && hashmap_put(s->denials, r->path, reason) < 0)
                 free(reason);
 }
 
@@ -394,7 +395,7 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
                 return true;
         }
 
-        denial = hashmap_get(s->denials, j->result.name);
+        denial = hashmap_get(s->denials, spec->path);
         if (denial) {
                 j->result.cached = true;
                 job_finish_with(j, OUTCOME_DENIED, EPERM, "%s", denial);

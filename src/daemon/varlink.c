@@ -326,6 +326,25 @@ static int unload_in_use(sd_varlink *link, const Requester *who, const char *nam
                                   SD_JSON_BUILD_PAIR_INTEGER("refcount", refs));
 }
 
+static int unload_not_loaded(sd_varlink *link, const Requester *who, const char *name) {
+        journal_record_unload(who, name, ENOENT, "module is not loaded");
+        return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded",
+                                  SD_JSON_BUILD_PAIR_STRING("module", name));
+}
+
+/* A builtin module has a directory in /sys/module only when it has parameters: the index knows the
+ * others. */
+static bool module_is_builtin(Manager *m, const char *name) {
+        const Plan *plan;
+
+        if (resolver_plan_key(m->resolver, name, &plan) < 0)
+                return false;
+        for (size_t i = 0; i < plan->n_specs; i++)
+                if (module_name_equal(plan->specs[i].name, name))
+                        return !plan->specs[i].path;
+        return false;
+}
+
 static int unload(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
         _cleanup_free_ char *command = NULL;
         char **holders = NULL;
@@ -339,8 +358,10 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
         r = kernel_module_state(name, &state);
         if (r < 0)
                 return unload_refuse(link, who, name, -r, "cannot read module state");
+        if (state == MODULE_STATE_ABSENT && module_is_builtin(m, name))
+                state = MODULE_STATE_BUILTIN;
         if (state == MODULE_STATE_ABSENT)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded", SD_JSON_BUILD_PAIR_STRING("module", name));
+                return unload_not_loaded(link, who, name);
         if (state == MODULE_STATE_BUILTIN)
                 return unload_refuse(link, who, name, EPERM, "module is built into the kernel");
 
@@ -368,7 +389,7 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
         if (r == -EWOULDBLOCK || r == -EBUSY)
                 return unload_in_use(link, who, name, NULL, refs);
         if (r == -ENOENT)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded", SD_JSON_BUILD_PAIR_STRING("module", name));
+                return unload_not_loaded(link, who, name);
         if (r < 0)
                 return unload_refuse(link, who, name, -r, strerror(-r));
 
