@@ -325,7 +325,8 @@ def build(build_dir):
     busybox = shutil.which("busybox")
     veritysetup = shutil.which("veritysetup")
     if not busybox or not veritysetup:
-        raise ImageError("no busybox or veritysetup; tools/devroot installs busybox-static and cryptsetup-bin")
+        raise ImageError("no busybox or veritysetup; tools/devroot installs busybox-static and "
+                         "cryptsetup-bin")
 
     with Cache() as cache:
         destdir = os.path.join(cache.root, "destdir")
@@ -335,8 +336,9 @@ def build(build_dir):
         base = cache.layer("base", base_key, build_base)
         modules = cache.layer("modules", digest(kernel.id, source(build_modules)), build_modules, kernel)
         programs = [busybox, veritysetup] + shared_libraries(veritysetup)
-        initrd_key = digest(kernel.id, *map(file_digest, programs), file_digest(os.path.join(GUEST, "initrd-init")),
-                            INITRD_MODULES, source(build_initrd), source(initrd_module_order))
+        initrd_key = digest(kernel.id, *map(file_digest, programs),
+                            file_digest(os.path.join(GUEST, "initrd-init")), INITRD_MODULES,
+                            source(build_initrd), source(initrd_module_order))
         initrd = cache.layer("initrd", initrd_key, build_initrd, kernel, busybox, veritysetup)
         root_key = digest(base_key, kernel.version, tree_digest(os.path.join(GUEST, "rootfs")),
                           tree_digest(destdir), source(build_root), source(installed_units))
