@@ -313,6 +313,11 @@ def source(fn):
 
 def install_modgate(build_dir, destdir):
     """`meson install` of an already built tree (the guest gets exactly what a package would)."""
+    options = run("meson", "introspect", "--buildoptions", build_dir, capture_output=True).stdout
+    prefix = next((o["value"] for o in json.loads(options) if o["name"] == "prefix"), None)
+    if prefix != "/usr":
+        raise ImageError("%s is configured with prefix %s; the guest needs a build with -Dprefix=/usr"
+                         % (build_dir, prefix))
     shutil.rmtree(destdir, ignore_errors=True)
     run("meson", "install", "-C", build_dir, "--no-rebuild", "--quiet", "--destdir", destdir,
         capture_output=True)
