@@ -13,6 +13,7 @@
 #include "log.h"
 
 #define FIELDS_MAX 48
+#define BLACKLISTED_FIELDS_MAX 16
 
 typedef struct Record {
         struct iovec iov[FIELDS_MAX];
@@ -94,7 +95,7 @@ static void record_message(Record *rec, const ModuleResult *r) {
 }
 
 static void record_fallback(const Record *rec, int error) {
-        char line[4096];
+        char line[4096] = "";
         size_t off = 0;
 
         for (size_t i = 0; i < rec->n && off < sizeof(line); i++)
@@ -217,8 +218,9 @@ void journal_record_not_found(const Requester *who, char *const *blacklisted) {
         record_add(&rec, "PRIORITY=%d", LOG_INFO);
         record_add(&rec, "MODGATE_OUTCOME=not_found");
         record_requester(&rec, who);
-        for (; blacklisted && *blacklisted; blacklisted++)
-                record_add(&rec, "MODGATE_BLACKLISTED=%s", *blacklisted);
+        /* A field per module, a few at most: a modalias that matches more is listed in the reply. */
+        for (size_t i = 0; blacklisted && blacklisted[i] && i < BLACKLISTED_FIELDS_MAX; i++)
+                record_add(&rec, "MODGATE_BLACKLISTED=%s", blacklisted[i]);
         record_send(&rec);
 }
 

@@ -64,17 +64,39 @@ int module_result_set(ModuleResult *r, Outcome o, int error, const char *fmt, ..
         return q;
 }
 
-static const char *relative_to_root(const TrustedRoot *root, const char *path) {
+/* The part of path below root, or NULL. Trailing slashes of the root do not count, so "/" works. */
+static const char *relative_to_root(const TrustedRoot *root, const char *path, size_t *ret_len) {
         size_t n = strlen(root->path);
 
-        while (n > 1 && root->path[n - 1] == '/')
+        while (n > 0 && root->path[n - 1] == '/')
                 n--;
         if (strncmp(path, root->path, n) != 0 || path[n] != '/')
                 return NULL;
+        *ret_len = n;
         path += n;
         while (*path == '/')
                 path++;
         return *path ? path : NULL;
+}
+
+/* The innermost trusted root holding path: nested roots are separate mounts, which openat2() from an
+ * outer root would refuse to cross. */
+static const TrustedRoot *find_root(const LoadContext *ctx, const char *path, const char **ret_rel) {
+        const TrustedRoot *best = NULL;
+        size_t best_len = 0;
+
+        for (size_t i = 0; i < ctx->n_roots; i++) {
+                const char *rel;
+                size_t n;
+
+                rel = relative_to_root(ctx->roots[i], path, &n);
+                if (rel && (!best || n > best_len)) {
+                        best = ctx->roots[i];
+                        best_len = n;
+                        *ret_rel = rel;
+                }
+        }
+        return best;
 }
 
 static const char *finit_error_to_string(int error) {
@@ -110,7 +132,8 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
 
         n = pread(fd, magic, sizeof(magic), 0);
         if (n < 0)
-                return module_result_set(r, OUTCOME_FAILED, errno, "cannot read module file: %s", strerror(errno));
+                return module_result_set(r, OUTCOME_FAILED, errno, "cannot read module file: %s",
+                                         strerrordesc_np(errno));
         r->compression = compression_from_magic(magic, (size_t) n);
         if (r->compression == COMPRESSION_UNKNOWN)
                 return module_result_set(r, OUTCOME_FAILED, ENOEXEC, "not an ELF object or a known compressed file");
@@ -128,17 +151,14 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
 int loader_load(const LoadContext *ctx, ModuleResult *r) {
         _cleanup_close_ int fd = -EBADF;
         uint64_t start = now_usec();
-        const TrustedRoot *root = NULL;
+        const TrustedRoot *root;
         const char *rel = NULL;
         TrustVerdict v;
         int q;
 
         r->outcome = OUTCOME_FAILED;
-        for (size_t i = 0; i < ctx->n_roots && !rel; i++) {
-                root = ctx->roots[i];
-                rel = relative_to_root(root, r->path);
-        }
-        if (!rel)
+        root = find_root(ctx, r->path, &rel);
+        if (!root)
                 return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
 
         fd = trusted_root_open_file(root, rel);
@@ -146,10 +166,11 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
                 return module_result_set(r, fd == -EXDEV || fd == -ELOOP ? OUTCOME_DENIED : OUTCOME_FAILED, fd,
                                          "%s", trust_open_error_to_string(fd));
 
+        /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
         q = file_origin_from_fd(fd, &r->origin);
         if (q < 0)
-                return module_result_set(r, OUTCOME_DENIED, q, "cannot identify the file's origin: %s",
-                                         strerror(-q));
+                return module_result_set(r, OUTCOME_FAILED, q, "cannot identify the file's origin: %s",
+                                         strerrordesc_np(-q));
         r->have_origin = true;
 
         v = trust_evaluate(&r->origin, ctx->require_superblock_ro);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include "capability.h"
@@ -166,6 +167,17 @@ static void print_config(const Config *c) {
         printf("\nRequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
 }
 
+/* The soft limit of 1024 is for select(); sd-event uses epoll. Connections are capped below it. */
+static void rlimit_nofile_bump(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_debug_errno(errno, "Failed to raise RLIMIT_NOFILE, ignoring: %m");
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_free_ char *error = NULL;
@@ -198,6 +210,8 @@ static int run(int argc, char *argv[]) {
                 print_config(&m->config);
                 return 0;
         }
+
+        rlimit_nofile_bump();
 
         r = capability_keep_only_sys_module();
         if (r < 0)

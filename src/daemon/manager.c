@@ -187,7 +187,7 @@ static void manager_reload_config(Manager *m) {
         }
 
         if (c.workers != m->config.workers || c.require_superblock_ro != m->config.require_superblock_ro ||
-            strv_length(c.trusted_roots) != strv_length(m->config.trusted_roots))
+            !strv_equal(c.trusted_roots, m->config.trusted_roots))
                 log_notice("Workers=, TrustedRoot= and RequireReadOnlySuperblock= take effect at the next start.");
 
         if (!m->keep_load_alone) {

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <libkmod.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +286,16 @@ static int add_module(Builder *b, struct kmod_module *mod, Role role, ssize_t *r
                 b->depth--;
                 return r;
         }
+        /* A softdep that is also a hard dependency is a hard dependency: required, and named so. */
+        for (size_t i = 0; i < n_requires; i++) {
+                ModuleSpec *d = b->plan->specs + requires[i];
+
+                if (d->role == ROLE_SOFTDEP_PRE || d->role == ROLE_SOFTDEP_POST)
+                        d->role = ROLE_DEPENDENCY;
+                for (size_t k = 0; k < n_after; k++)
+                        if (after[k] == requires[i])
+                                after[k--] = after[--n_after];
+        }
         s->requires = requires;
         s->n_requires = n_requires;
         s->after = after;
@@ -344,8 +355,6 @@ static int plan_build(Resolver *r, const char *key, Plan **ret) {
         b.plan = p;
 
         q = kmod_module_new_from_lookup(r->ctx, key, &list);
-        if (q == -EINVAL)
-                q = 0;          /* libkmod refuses keys it cannot hold (over PATH_MAX): no match */
         if (q < 0)
                 return q;
         q = kmod_module_apply_filter(r->ctx, KMOD_FILTER_BLACKLIST, list, &allowed);
@@ -379,6 +388,13 @@ static int plan_build(Resolver *r, const char *key, Plan **ret) {
 int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan) {
         Plan *p;
         int q;
+
+        /* libkmod takes keys shorter than PATH_MAX. Longer ones (the kernel's uevents stay far below)
+         * match nothing, and are not worth a place in the cache either. */
+        if (strlen(key) >= PATH_MAX) {
+                *ret_plan = NULL;
+                return -ENOENT;
+        }
 
         p = hashmap_get(r->plans, key);
         if (!p) {

@@ -134,7 +134,7 @@ Job *job_unref(Job *j) {
         sd_event_source_disable_unref(j->coming_timer);
         job_release(j->requires, j->n_requires);
         job_release(j->after, j->n_after);
-        free(j->dependents);
+        job_release(j->dependents, j->n_dependents);
         free(j->watchers);
         module_result_done(&j->result);
         requester_done(&j->requester);
@@ -165,13 +165,19 @@ int job_watch(Job *j, job_done_t cb, void *userdata) {
         return 0;
 }
 
+/* The dependent is referenced: starting it may finish it, and its requests may let it go, while
+ * this job still walks its list. */
 static int job_add_dependent(Job *on, Job *j) {
-        Job **a = reallocarray(on->dependents, on->n_dependents + 1, sizeof(Job *));
+        Job **a;
 
+        for (size_t i = 0; i < on->n_dependents; i++)
+                if (on->dependents[i] == j)
+                        return 0;
+        a = reallocarray(on->dependents, on->n_dependents + 1, sizeof(Job *));
         if (!a)
                 return -ENOMEM;
         on->dependents = a;
-        on->dependents[on->n_dependents++] = j;
+        on->dependents[on->n_dependents++] = job_ref(j);
         return 0;
 }
 
@@ -202,6 +208,8 @@ static void scheduler_dispatch(Scheduler *s);
 
 static void job_finish(Job *j) {
         Scheduler *s = j->scheduler;
+        Job **dependents;
+        size_t n;
 
         job_ref(j);
         j->state = JOB_DONE;
@@ -219,10 +227,13 @@ static void job_finish(Job *j) {
                 j->watchers[i].cb(j, j->watchers[i].userdata);
         j->n_watchers = 0;
 
-        for (size_t i = 0; i < j->n_dependents; i++)
-                if (j->dependents[i]->state == JOB_WAITING)
-                        job_try_start(j->dependents[i]);
+        dependents = TAKE_PTR(j->dependents);
+        n = j->n_dependents;
         j->n_dependents = 0;
+        for (size_t i = 0; i < n; i++)
+                if (dependents[i]->state == JOB_WAITING)
+                        job_try_start(dependents[i]);
+        job_release(dependents, n);
 
         job_unref(j);
 }
@@ -259,6 +270,8 @@ static void job_try_start(Job *j) {
 }
 
 static void scheduler_dispatch(Scheduler *s) {
+        if (s->stopping)
+                return;
         while (s->ready.head && s->n_running < s->n_workers && !s->alone_running) {
                 Job *j = s->ready.head;
 
@@ -332,7 +345,7 @@ static int on_coming_timer(sd_event_source *source, uint64_t usec, void *userdat
 
         r = kernel_module_state(j->result.name, &state);
         if (r < 0) {
-                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerror(-r));
+                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerrordesc_np(-r));
                 return 0;
         }
         switch (state) {
@@ -354,8 +367,11 @@ static int on_coming_timer(sd_event_source *source, uint64_t usec, void *userdat
                                 module_state_to_string(state));
                 return 0;
         }
-        (void) sd_event_source_set_time_relative(source, COMING_POLL_USEC);
-        (void) sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
+        r = sd_event_source_set_time_relative(source, COMING_POLL_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
+        if (r < 0)
+                job_finish_with(j, OUTCOME_FAILED, r, "cannot wait for the module: %s", strerrordesc_np(-r));
         return 0;
 }
 
@@ -374,7 +390,7 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
 
         r = kernel_module_state(j->result.name, &state);
         if (r < 0) {
-                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerror(-r));
+                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerrordesc_np(-r));
                 return true;
         }
         switch (state) {
@@ -387,18 +403,12 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
         case MODULE_STATE_GOING:
                 job_finish_with(j, OUTCOME_FAILED, EBUSY, "module is being removed");
                 return true;
-        case MODULE_STATE_COMING:
-                j->state = JOB_COMING;
-                j->coming_since = now_usec();
-                r = sd_event_add_time_relative(s->event, &j->coming_timer, CLOCK_MONOTONIC, COMING_POLL_USEC,
-                                               COMING_POLL_USEC / 4, on_coming_timer, j);
-                if (r < 0)
-                        job_finish_with(j, OUTCOME_FAILED, r, "cannot wait for the module: %s", strerror(-r));
-                return true;
         default:
                 break;
         }
 
+        /* Before waiting for another loader: if that one gives up, this job loads the module itself,
+         * and must have been refused by then if it is to be refused. */
         if (spec->install_command) {
                 j->result.command = strdup(spec->install_command);
                 job_finish_with(j, OUTCOME_DENIED, EPERM,
@@ -411,6 +421,17 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
         if (denial) {
                 j->result.cached = true;
                 job_finish_with(j, OUTCOME_DENIED, denial->error, "%s", denial->reason);
+                return true;
+        }
+
+        if (state == MODULE_STATE_COMING) {
+                j->state = JOB_COMING;
+                j->coming_since = now_usec();
+                r = sd_event_add_time_relative(s->event, &j->coming_timer, CLOCK_MONOTONIC, COMING_POLL_USEC,
+                                               COMING_POLL_USEC / 4, on_coming_timer, j);
+                if (r < 0)
+                        job_finish_with(j, OUTCOME_FAILED, r, "cannot wait for the module: %s",
+                                        strerrordesc_np(-r));
                 return true;
         }
         return false;
@@ -482,10 +503,38 @@ static int job_link_all(Job *j, const ModuleSpec *spec, Job **jobs) {
         return 0;
 }
 
+static bool streq_ptr(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* A request joins a load in flight only when it would have done the same: same file, same
+ * parameters. Anything else would report a load it did not get. */
+static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters, const char **ret) {
+        for (size_t i = 0; i < plan->n_specs; i++) {
+                const ModuleSpec *spec = plan->specs + i;
+                _cleanup_free_ char *want = NULL;
+                Job *j = hashmap_get(s->jobs, spec->name);
+
+                if (!j || spec->role != ROLE_REQUESTED)
+                        continue;
+                if (join_parameters(spec->options, parameters, &want) < 0)
+                        return -ENOMEM;
+                if (!streq_ptr(j->result.path, spec->path) || !streq_ptr(j->result.parameters, want)) {
+                        *ret = j->result.name;
+                        return -EBUSY;
+                }
+        }
+        return 0;
+}
+
 int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, const Requester *who,
-                     Job ***ret_jobs) {
+                     Job ***ret_jobs, const char **ret_conflict) {
         Job **jobs;
         int r;
+
+        r = find_conflict(s, plan, parameters, ret_conflict);
+        if (r < 0)
+                return r;
 
         jobs = calloc(plan->n_specs ?: 1, sizeof(Job *));
         if (!jobs)
@@ -514,14 +563,15 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
                 }
                 jobs[i] = job_ref(j);
 
+                /* Linked first: a job that waits for another loader may end up loading itself. */
+                r = job_link_all(j, spec, jobs);
+                if (r < 0) {
+                        job_finish_with(j, OUTCOME_FAILED, r, "%s", strerrordesc_np(-r));
+                        continue;
+                }
                 if (job_decide_early(j, spec))
                         continue;
 
-                r = job_link_all(j, spec, jobs);
-                if (r < 0) {
-                        job_finish_with(j, OUTCOME_FAILED, r, "%s", strerror(-r));
-                        continue;
-                }
                 j->state = JOB_WAITING;
                 job_try_start(j);
         }
@@ -598,6 +648,9 @@ int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Sched
 }
 
 Scheduler *scheduler_free(Scheduler *s) {
+        size_t state = 0;
+        Job *j;
+
         if (!s)
                 return NULL;
 
@@ -608,6 +661,17 @@ Scheduler *scheduler_free(Scheduler *s) {
         pthread_mutex_unlock(&s->lock);
         for (unsigned i = 0; i < s->n_threads; i++)
                 pthread_join(s->threads[i], NULL);
+
+        /* What the kernel did is recorded and answered, even now. */
+        while ((j = queue_pop(&s->done)))
+                job_finish(j);
+
+        /* Jobs that never ran hold their dependents, which hold them: let go of that first. */
+        while (s->jobs && hashmap_iterate(s->jobs, &state, NULL, (void **) &j)) {
+                job_release(j->dependents, j->n_dependents);
+                j->dependents = NULL;
+                j->n_dependents = 0;
+        }
 
         hashmap_free(s->jobs);
         hashmap_free(s->denials);

@@ -31,9 +31,11 @@ void scheduler_set_load_alone(Scheduler *s, char *const *names);
 void scheduler_flush_denials(Scheduler *s);
 
 /* Turns a plan into jobs, joining jobs in flight. parameters are the request's own, for the modules
- * it names. Returns an array of referenced jobs, one per plan entry, in plan order. */
+ * it names. Returns an array of referenced jobs, one per plan entry, in plan order. A module the
+ * request names that is already loading from another file or with other parameters cannot be
+ * joined: -EBUSY, with its name in ret_conflict, and nothing is done. */
 int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, const Requester *who,
-                     Job ***ret_jobs);
+                     Job ***ret_jobs, const char **ret_conflict);
 
 /* Whether a job for this module is in flight. */
 bool scheduler_has_job(Scheduler *s, const char *name);

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "mountinfo.h"
 #include "trust.h"
@@ -88,14 +89,13 @@ static int statmount_origin(uint64_t mount_id, FileOrigin *o) {
 
 static int mountinfo_origin(int mount_id, FileOrigin *o) {
         _cleanup_(mount_info_done) MountInfo m = {};
-        FILE *f;
+        _cleanup_(fclosep) FILE *f = NULL;
         int r;
 
         f = fopen("/proc/self/mountinfo", "re");
         if (!f)
                 return negative_errno();
         r = mount_info_find(f, mount_id, &m);
-        fclose(f);
         if (r < 0)
                 return r;
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-json.h>
 
 #include "journal.h"
@@ -223,38 +224,65 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
         return 1;
 }
 
-static int load_start(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
-                      const Plan *plan) {
-        LoadRequest *req;
-        int r;
+static LoadRequest *load_request_new(Manager *m) {
+        LoadRequest *req = calloc(1, sizeof(*req));
 
-        req = calloc(1, sizeof(*req));
         if (!req)
-                return -ENOMEM;
+                return NULL;
         req->manager = m;
         req->next = m->requests;
         if (req->next)
                 req->next->prev = req;
         m->requests = req;
         m->n_requests++;
+        return req;
+}
 
-        req->n_jobs = plan->n_specs;
+static int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,
+                      const Requester *who, const Plan *plan) {
+        const char *conflict = NULL;
+        LoadRequest *req;
+        int r = 0;
+
+        req = load_request_new(m);
+        if (!req)
+                return -ENOMEM;
         req->blacklisted = strv_copy_n(plan->blacklisted, plan->n_blacklisted);
-        r = req->blacklisted ? scheduler_submit(m->scheduler, plan, p->parameters, who, &req->jobs) : -ENOMEM;
-        if (r < 0) {
-                req->n_jobs = 0;
+        if (!req->blacklisted) {
                 load_request_free(req);
+                return -ENOMEM;
+        }
+        r = scheduler_submit(m->scheduler, plan, p->parameters, who, &req->jobs, &conflict);
+        if (r < 0) {
+                load_request_free(req);
+                if (r == -EBUSY)
+                        return sd_varlink_errorbo(
+                                        link, "io.modgate.Manager.Busy",
+                                        SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from another file "
+                                                                  "or with other parameters; ask again when that "
+                                                                  "load is done"),
+                                        SD_JSON_BUILD_PAIR_STRING("module", conflict));
                 return r;
         }
+        req->n_jobs = plan->n_specs;
 
-        req->link = sd_varlink_ref(link);
-        for (size_t i = 0; i < req->n_jobs; i++)
+        /* A oneway call wants no reply: the load runs and is recorded, and nothing is sent. */
+        if (!(flags & SD_VARLINK_METHOD_ONEWAY))
+                req->link = sd_varlink_ref(link);
+
+        for (size_t i = 0; r >= 0 && i < req->n_jobs; i++)
                 if (!job_is_done(req->jobs[i])) {
                         r = job_watch(req->jobs[i], on_job_done, req);
-                        if (r < 0)
-                                return log_oom(); /* the request stays unanswered until its timeout */
-                        req->n_pending++;
+                        if (r >= 0)
+                                req->n_pending++;
                 }
+        if (r < 0) {
+                /* sd-varlink answers with the error; what is watched finishes unanswered. */
+                req->link = sd_varlink_unref(req->link);
+                if (req->n_pending == 0)
+                        load_request_free(req);
+                return log_oom();
+        }
 
         if (req->n_pending == 0) {
                 load_request_answer(req);
@@ -262,7 +290,7 @@ static int load_start(Manager *m, sd_varlink *link, const LoadParameters *p, con
                 return 0;
         }
 
-        if (p->timeout_usec > 0) {
+        if (p->timeout_usec > 0 && req->link) {
                 r = sd_event_add_time_relative(m->event, &req->timeout, CLOCK_MONOTONIC, p->timeout_usec, 1,
                                                on_request_timeout, req);
                 if (r < 0)
@@ -309,7 +337,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (r <= 0)
                 return r;
 
-        return load_start(m, link, &p, &who, plan);
+        return load_start(m, link, flags, &p, &who, plan);
 }
 
 static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error, const char *reason) {
@@ -347,7 +375,7 @@ static bool module_is_builtin(Manager *m, const char *name) {
 
 static int unload(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
         _cleanup_free_ char *command = NULL;
-        char **holders = NULL;
+        _cleanup_strv_free_ char **holders = NULL;
         ModuleState state;
         unsigned refs = 0;
         int r;
@@ -369,12 +397,8 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
         if (r < 0)
                 return unload_refuse(link, who, name, -r, "cannot read the module's holders");
         (void) kernel_module_refcount(name, &refs);
-        if (holders[0] || refs > 0) {
-                r = unload_in_use(link, who, name, holders, refs);
-                strv_free(holders);
-                return r;
-        }
-        strv_free(holders);
+        if (holders[0] || refs > 0)
+                return unload_in_use(link, who, name, holders, refs);
 
         r = resolver_remove_command(m->resolver, name, &command);
         if (r >= 0 && command) {
@@ -426,6 +450,17 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         return unload(userdata, link, &who, name);
 }
 
+/* Every connection is an fd, and so is every module file a worker opens: stay below the fd limit,
+ * or accepting fails and sd-varlink stops listening. */
+static unsigned connections_max(Manager *m) {
+        struct rlimit rl;
+        rlim_t spare = 64 + 2 * (rlim_t) m->config.workers;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= spare * 2)
+                return 16;
+        return (unsigned) MIN(rl.rlim_cur - spare, (rlim_t) VARLINK_CONNECTIONS_MAX);
+}
+
 int manager_varlink_init(Manager *m) {
         _cleanup_(sd_varlink_server_unrefp) sd_varlink_server *s = NULL;
         int r;
@@ -438,8 +473,8 @@ int manager_varlink_init(Manager *m) {
         sd_varlink_server_set_userdata(s, m);
         (void) sd_varlink_server_set_description(s, "modgated");
         (void) sd_varlink_server_set_info(s, "modgate", "modgate", PROJECT_VERSION, NULL);
-        (void) sd_varlink_server_set_connections_max(s, VARLINK_CONNECTIONS_MAX);
-        (void) sd_varlink_server_set_connections_per_uid_max(s, VARLINK_CONNECTIONS_PER_UID_MAX);
+        (void) sd_varlink_server_set_connections_max(s, connections_max(m));
+        (void) sd_varlink_server_set_connections_per_uid_max(s, connections_max(m));
 
         r = sd_varlink_server_add_interface(s, &vl_interface_io_modgate_Manager);
         if (r < 0)

@@ -7,7 +7,6 @@
 /* Caps on what clients can make the daemon hold. Every client is root (the socket is 0600 and the
  * server takes root only); at boot udev and the kernel's helper ask many at once. */
 #define VARLINK_CONNECTIONS_MAX 4096U
-#define VARLINK_CONNECTIONS_PER_UID_MAX 4096U
 #define REQUESTS_MAX 8192U
 
 int manager_varlink_init(Manager *m);

@@ -59,3 +59,14 @@ char **strv_copy_n(char *const *l, size_t n) {
                         return strv_free(c);
         return c;
 }
+
+bool strv_equal(char *const *a, char *const *b) {
+        size_t n = strv_length(a);
+
+        if (n != strv_length(b))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(a[i], b[i]) != 0)
+                        return false;
+        return true;
+}

@@ -23,3 +23,6 @@ int strv_extend(char ***l, const char *s);
 
 /* A copy of the first n strings of l. Returns NULL on allocation failure. */
 char **strv_copy_n(char *const *l, size_t n);
+
+/* Whether a and b hold the same strings in the same order; NULL is the empty list. */
+bool strv_equal(char *const *a, char *const *b);

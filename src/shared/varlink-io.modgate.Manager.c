@@ -164,7 +164,9 @@ static SD_VARLINK_DEFINE_ERROR(
 
 static SD_VARLINK_DEFINE_ERROR(
                 Busy,
-                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The module whose load in flight conflicts with this request"),
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_ERROR(
                 NotLoaded,
@@ -221,7 +223,8 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_error_Timeout,
                 SD_VARLINK_SYMBOL_COMMENT("The module is used by other modules or has references"),
                 &vl_error_ModuleInUse,
-                SD_VARLINK_SYMBOL_COMMENT("Too many requests are pending; try again"),
+                SD_VARLINK_SYMBOL_COMMENT("Too many requests are pending, or a load of the same module from "
+                                          "another file or with other parameters is in flight; try again"),
                 &vl_error_Busy,
                 SD_VARLINK_SYMBOL_COMMENT("The module is not loaded"),
                 &vl_error_NotLoaded,

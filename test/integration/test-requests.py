@@ -11,6 +11,7 @@ over a private /sys/module."""
 import errno
 import json
 import os
+import signal
 import shutil
 import sys
 import tempfile
@@ -53,6 +54,7 @@ REMOVE_MODULE = "vcan"          # remove command: Unload refuses
 MODPROBE_D = """\
 # modgate integration test: test-requests.py
 softdep ipvlan pre: nlmon post: ifb
+softdep team_mode_broadcast pre: team
 options macvlan mgconf=1
 blacklist e1000
 install {inst} /usr/bin/touch {{pwned}}-install
@@ -65,7 +67,7 @@ CMDLINE = "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda1 ro quiet macvlan.mgcmd=2\n"
 NAMED = {"nlmon", "ifb", "ipvlan", "macvlan", "macvtap", "tap", "e1000", INSTALL_MODULE, INSTALL_DEP_MODULE,
          INSTALL_DEP_USER, REMOVE_MODULE, "dummy", "geneve", "vxlan", "udp_tunnel",
          "ip6_udp_tunnel", "virtio_net", "net_failover", "failover", "bonding", "can_dev", "ppp_generic", "slhc",
-         "at803x", "qcom_phy_lib", "libphy"}
+         "at803x", "qcom_phy_lib", "libphy", "team", "team_mode_broadcast"}
 
 SLOW_MS = 1000          # a module's init in the daemon where requests must overlap
 PAR_MS = 300            # a module's init in the parallelism cases
@@ -218,7 +220,9 @@ def main():
     alone_name, *alone_others = pool.take(7)
     errno_names = dict(zip(ERRNO_CASES, pool.take(len(ERRNO_CASES))))
     path_module = pool.take(1)[0]
-    fail_env = ",".join(["nlmon:%d" % SOFTDEP_FAILURE] + ["%s:%d" % (n, e) for e, n in errno_names.items()])
+    oneway_name, oneway_other, conflict_name, drain_name = pool.take(4)
+    fail_env = ",".join(["nlmon:%d" % SOFTDEP_FAILURE, "team:%d" % errno.EIO] +
+                        ["%s:%d" % (n, e) for e, n in errno_names.items()])
 
     # A tree of our own that the test may change: a tmpfs, read-only at the superblock while the
     # daemon looks, made writable only to add a module and run depmod. kmod 34 wants BASE/lib/modules.
@@ -730,6 +734,86 @@ def main():
 
     t.case("15 a udev request's journal record has its device fields; a joined job counts its requesters",
            case_udev_provenance)
+
+    # --- 16: what review found -------------------------------------------------------------------
+
+    def case_softdep_is_also_dependency():
+        # team is team_mode_broadcast's hard dependency and, by modprobe.d, its softdep too. When team
+        # fails, team_mode_broadcast fails once, and the daemon lives (the sanitizer build watches).
+        forget_modules()
+        p = error_of(fail_d.load("team_mode_broadcast"), "LoadFailed")
+        assert p["module"] == "team" and p["errnoName"] == "EIO", p
+        assert [(m["name"], m["outcome"]) for m in p["modules"]] == [
+            ("team", "failed"), ("team_mode_broadcast", "failed")], p
+        assert fail_d.proc.poll() is None, "daemon died"
+        ok(fail_d.call("org.varlink.service.GetInfo"))
+
+    def case_oneway():
+        # A oneway Load is carried out and answers nobody; the next call on the connection gets its
+        # own reply, not the oneway one's.
+        forget_modules()
+        c = h.AsyncVarlink(slow_d.address)
+        c.sock.sendall(json.dumps({"method": LOAD, "parameters": {"name": oneway_name},
+                                   "oneway": True}).encode() + b"\0")
+        time.sleep(0.2)
+        c.send(LOAD, {"name": oneway_other})
+        mods = modules_of(c.receive())
+        assert [m["name"] for m in mods] == [oneway_other], mods
+        assert not c.answered(1.5), "a second reply came on the connection"
+        c.close()
+        wait_for("the oneway load", lambda: h.module_state(oneway_name) == "live")
+
+    def case_coming_with_install_command():
+        # Refused at once, not after the other loader gives up, and never loaded.
+        forget_modules()
+        h.set_module_state(INSTALL_MODULE, "coming")
+        try:
+            p = error_of(main_d.load(INSTALL_MODULE), "InstallCommandRefused")
+            assert p["module"] == INSTALL_MODULE, p
+        finally:
+            shutil.rmtree("/sys/module/" + INSTALL_MODULE)
+        time.sleep(0.2)
+        assert not calls_for(main_d, [INSTALL_MODULE]), calls_for(main_d, [INSTALL_MODULE])
+
+    def case_join_conflict():
+        # A load in flight with other parameters is not joined: Busy, naming the module.
+        forget_modules()
+        first = h.AsyncVarlink(slow_d.address)
+        first.send(LOAD, {"name": conflict_name, "parameters": "mgfirst=1"})
+        wait_for("the first load to start", lambda: h.module_state(conflict_name) == "coming")
+        p = error_of(slow_d.call(LOAD, {"name": conflict_name, "parameters": "mgsecond=2"}), "Busy")
+        assert p["module"] == conflict_name, p
+        same = slow_d.call(LOAD, {"name": conflict_name, "parameters": "mgfirst=1"})
+        assert [(m["name"], m["outcome"]) for m in modules_of(same)] == [(conflict_name, "loaded")], same
+        assert modules_of(first.receive())[0]["parameters"] == "mgfirst=1"
+        first.close()
+        assert [r["params"] for r in calls_for(slow_d, [conflict_name])] == ["mgfirst=1"]
+
+    def case_drain_at_stop():
+        # SIGTERM while a module's init runs: the load finishes, and its journal record is written.
+        forget_modules()
+        d = h.Daemon(work, "drain", trusted, extra_env={"MODGATE_SHIM_DELAY_MS": str(SLOW_MS)})
+        try:
+            assert d.activate()
+            c = h.AsyncVarlink(d.address)
+            c.send(LOAD, {"name": drain_name})
+            wait_for("the load to start", lambda: h.module_state(drain_name) == "coming")
+            d.proc.send_signal(signal.SIGTERM)
+            d.proc.wait(timeout=10)
+            assert d.proc.returncode == 0, d.stderr_text()[-2000:]
+            recs = wait_for("the record of the drained load",
+                            lambda: journal.records(MODGATE_MODULE=drain_name, _PID=str(d.pid)))
+            assert [r["MODGATE_OUTCOME"] for r in recs] == ["loaded"], recs
+            c.close()
+        finally:
+            d.stop()
+
+    t.case("16a a softdep that is also a hard dependency fails once; the daemon lives", case_softdep_is_also_dependency)
+    t.case("16b a oneway Load answers nobody, and the next call gets its own reply", case_oneway)
+    t.case("16c a coming module with an install command is refused at once and never loaded",
+           case_coming_with_install_command)
+    t.case("16d a load in flight with other parameters is not joined: Busy", case_join_conflict)
+    t.case("16e SIGTERM during a load: the load completes and is recorded", case_drain_at_stop)
 
     def case_clean():
         for d in daemons[1:]:
