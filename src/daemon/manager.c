@@ -10,6 +10,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "manager.h"
+#include "udevd-check.h"
 #include "varlink.h"
 
 int manager_new(Manager **ret) {
@@ -83,6 +84,15 @@ int manager_startup(Manager *m) {
 
         log_info("Trusted root %s (mount %llu); the kernel decompresses %s modules.", m->root->path,
                  (unsigned long long) m->root->mount_id, compression_to_string(m->kernel_compression));
+
+        r = udevd_check_cap_sys_module();
+        if (r > 0)
+                log_warning("systemd-udevd holds CAP_SYS_MODULE: its kmod builtin can load modules "
+                            "without modgate.");
+        else if (r == 0)
+                log_info("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
+        else
+                log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
 
         return manager_varlink_init(m);
 }
