@@ -145,13 +145,14 @@ static int add_names(BootList *b, const StrList *names, const char *source) {
         return 0;
 }
 
-/* Returns 0, or -errno when the file could not be read: logged, and the run fails. */
-static int collect_file(BootList *b, const char *path) {
+/* Returns 0, or -errno when the file could not be read: logged, and the run fails. A file of the
+ * modules-load.d directories is read below --root=. */
+static int collect_file(BootList *b, const char *path, bool below_root) {
         _cleanup_(str_list_done) StrList names = {};
         _cleanup_free_ char *full = NULL, *text = NULL;
         int r;
 
-        if (asprintf(&full, "%s%s", arg_root && path[0] == '/' ? arg_root : "", path) < 0)
+        if (asprintf(&full, "%s%s", below_root && arg_root ? arg_root : "", path) < 0)
                 return log_oom();
 
         r = read_file(full, MODULES_LOAD_FILE_SIZE_MAX, &text);
@@ -168,7 +169,7 @@ static int collect_file(BootList *b, const char *path) {
 /* A file named on the command line: a path, or a name looked up in the modules-load.d directories. */
 static int collect_argument(BootList *b, const char *arg) {
         if (strchr(arg, '/'))
-                return collect_file(b, arg);
+                return collect_file(b, arg, false);
 
         for (const char *const *d = MODULES_LOAD_DIRS; *d; d++) {
                 _cleanup_free_ char *path = NULL, *full = NULL;
@@ -180,7 +181,7 @@ static int collect_argument(BootList *b, const char *arg) {
                         continue;
                 if (modules_load_path_is_masked(full))
                         return 0;
-                return collect_file(b, path);
+                return collect_file(b, path, true);
         }
         return log_error_errno(ENOENT, "No configuration file %s in modules-load.d.", arg);
 }
@@ -207,7 +208,7 @@ static int collect_all(BootList *b) {
                 return log_error_errno(r, "Failed to enumerate modules-load.d files: %m");
 
         for (size_t i = 0; i < files.n; i++) {
-                r = collect_file(b, files.items[i]);
+                r = collect_file(b, files.items[i], true);
                 if (r < 0 && ret == 0)
                         ret = r;
         }
