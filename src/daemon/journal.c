@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include "journal.h"
 #include "log.h"
 
-#define FIELDS_MAX 32
+#define FIELDS_MAX 48
 
 typedef struct Record {
         struct iovec iov[FIELDS_MAX];
@@ -67,7 +68,8 @@ static int priority(Outcome o) {
         case OUTCOME_FAILED:
                 return LOG_ERR;
         default:
-                return LOG_INFO;
+                /* Nothing happened; a coldplug asks for the same modules hundreds of times. */
+                return LOG_DEBUG;
         }
 }
 
@@ -101,48 +103,142 @@ static void record_fallback(const Record *rec, int error) {
         log_full_errno(LOG_WARNING, error, "Journal unavailable (%m), record follows: %s", line);
 }
 
-void journal_record_module(const Requester *who, const ModuleResult *r) {
-        Record rec = {};
+int requester_copy(const Requester *from, Requester *to) {
+        *to = *from;
+        to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = NULL;
+        if (strdup_or_null(from->name, &to->name) < 0 || strdup_or_null(from->modalias, &to->modalias) < 0 ||
+            strdup_or_null(from->path, &to->path) < 0 || strdup_or_null(from->devpath, &to->devpath) < 0 ||
+            strdup_or_null(from->subsystem, &to->subsystem) < 0 ||
+            strdup_or_null(from->action, &to->action) < 0 || strdup_or_null(from->file, &to->file) < 0) {
+                requester_done(to);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void requester_done(Requester *r) {
+        free(r->name);
+        free(r->modalias);
+        free(r->path);
+        free(r->devpath);
+        free(r->subsystem);
+        free(r->action);
+        free(r->file);
+        *r = (Requester) {};
+}
+
+static void record_requester(Record *rec, const Requester *who) {
+        record_add(rec, "MODGATE_SOURCE=%s", request_source_to_string(who->source));
+        if (who->name)
+                record_add(rec, "MODGATE_REQUEST_NAME=%s", who->name);
+        if (who->modalias)
+                record_add(rec, "MODGATE_MODALIAS=%s", who->modalias);
+        if (who->path)
+                record_add(rec, "MODGATE_REQUEST_PATH=%s", who->path);
+        if (who->devpath)
+                record_add(rec, "MODGATE_DEVPATH=%s", who->devpath);
+        if (who->subsystem)
+                record_add(rec, "MODGATE_SUBSYSTEM=%s", who->subsystem);
+        if (who->action)
+                record_add(rec, "MODGATE_ACTION=%s", who->action);
+        if (who->seqnum >= 0)
+                record_add(rec, "MODGATE_SEQNUM=%lld", (long long) who->seqnum);
+        if (who->file)
+                record_add(rec, "MODGATE_LIST_FILE=%s", who->file);
+        if (who->have_peer) {
+                record_add(rec, "MODGATE_PEER_PID=%d", (int) who->pid);
+                record_add(rec, "MODGATE_PEER_UID=%u", (unsigned) who->uid);
+        }
+}
+
+static void record_origin(Record *rec, const ModuleResult *r) {
+        if (r->path)
+                record_add(rec, "MODGATE_PATH=%s", r->path);
+        if (!r->have_origin)
+                return;
+        record_add(rec, "MODGATE_DEVICE=%u:%u", major(r->origin.dev), minor(r->origin.dev));
+        record_add(rec, "MODGATE_INODE=%llu", (unsigned long long) r->origin.ino);
+        record_add(rec, "MODGATE_MOUNT_ID=%llu", (unsigned long long) r->origin.mount_id);
+        record_add(rec, "MODGATE_FSTYPE=%s", r->origin.fstype);
+        record_add(rec, "MODGATE_SUPERBLOCK_RO=%d", r->origin.sb_ro);
+        record_add(rec, "MODGATE_MOUNT_RO=%d", r->origin.mount_ro);
+}
+
+static void record_send(Record *rec) {
         int q;
+
+        if (rec->oom)
+                (void) log_oom();
+        q = sd_journal_sendv(rec->iov, (int) rec->n);
+        if (q < 0)
+                record_fallback(rec, q);
+        record_done(rec);
+}
+
+void journal_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r) {
+        Record rec = {};
 
         record_message(&rec, r);
         record_add(&rec, "MESSAGE_ID=%s", message_id(r->outcome));
         record_add(&rec, "PRIORITY=%d", priority(r->outcome));
         record_add(&rec, "MODGATE_MODULE=%s", r->name);
         record_add(&rec, "MODGATE_OUTCOME=%s", outcome_to_string(r->outcome));
-        record_add(&rec, "MODGATE_REQUEST=%s", who->request);
-        if (who->have_peer) {
-                record_add(&rec, "MODGATE_PEER_PID=%d", (int) who->pid);
-                record_add(&rec, "MODGATE_PEER_UID=%u", (unsigned) who->uid);
-        }
-        if (r->path)
-                record_add(&rec, "MODGATE_PATH=%s", r->path);
-        if (r->have_origin) {
-                record_add(&rec, "MODGATE_DEVICE=%u:%u", major(r->origin.dev), minor(r->origin.dev));
-                record_add(&rec, "MODGATE_INODE=%llu", (unsigned long long) r->origin.ino);
-                record_add(&rec, "MODGATE_MOUNT_ID=%llu", (unsigned long long) r->origin.mount_id);
-                record_add(&rec, "MODGATE_FSTYPE=%s", r->origin.fstype);
-                record_add(&rec, "MODGATE_SUPERBLOCK_RO=%d", r->origin.sb_ro);
-                record_add(&rec, "MODGATE_MOUNT_RO=%d", r->origin.mount_ro);
-        }
+        record_add(&rec, "MODGATE_ROLE=%s", role_to_string(r->role));
+        record_add(&rec, "MODGATE_REQUESTERS=%u", n_requesters);
+        record_requester(&rec, who);
+        record_origin(&rec, r);
+        if (r->parameters)
+                record_add(&rec, "MODGATE_PARAMETERS=%s", r->parameters);
         if (r->outcome == OUTCOME_LOADED) {
                 record_add(&rec, "MODGATE_COMPRESSION=%s", compression_to_string(r->compression));
                 record_add(&rec, "MODGATE_FINIT_FLAGS=%u", r->flags);
         }
         if (r->reason)
                 record_add(&rec, "MODGATE_REASON=%s", r->reason);
+        if (r->command)
+                record_add(&rec, "MODGATE_REFUSED_COMMAND=%s", r->command);
+        if (r->cached)
+                record_add(&rec, "MODGATE_CACHED=1");
         if (r->error != 0) {
                 record_add(&rec, "MODGATE_ERRNO=%d", r->error);
                 record_add(&rec, "MODGATE_ERRNO_NAME=%s", strerrorname_np(r->error) ?: "unknown");
         }
         record_add(&rec, "MODGATE_DURATION_USEC=%llu", (unsigned long long) r->duration_usec);
+        record_send(&rec);
+}
 
-        if (rec.oom)
-                log_oom();
+void journal_record_not_found(const Requester *who, char *const *blacklisted) {
+        const char *key = who->name ?: who->modalias ?: who->path ?: "";
+        Record rec = {};
 
-        q = sd_journal_sendv(rec.iov, (int) rec.n);
-        if (q < 0)
-                record_fallback(&rec, q);
+        record_add(&rec, "MESSAGE=No module matches %s%s.", key,
+                   blacklisted && *blacklisted ? " (only blacklisted modules do)" : "");
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_NOT_FOUND);
+        record_add(&rec, "PRIORITY=%d", LOG_INFO);
+        record_add(&rec, "MODGATE_OUTCOME=not_found");
+        record_requester(&rec, who);
+        for (; blacklisted && *blacklisted; blacklisted++)
+                record_add(&rec, "MODGATE_BLACKLISTED=%s", *blacklisted);
+        record_send(&rec);
+}
 
-        record_done(&rec);
+void journal_record_unload(const Requester *who, const char *module, int error, const char *reason) {
+        Record rec = {};
+
+        if (error == 0)
+                record_add(&rec, "MESSAGE=Unloaded module %s.", module);
+        else
+                record_add(&rec, "MESSAGE=Did not unload module %s: %s.", module, reason ?: strerror(error));
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_MODULE_UNLOADED);
+        record_add(&rec, "PRIORITY=%d", error == 0 ? LOG_NOTICE : LOG_WARNING);
+        record_add(&rec, "MODGATE_MODULE=%s", module);
+        record_add(&rec, "MODGATE_OUTCOME=%s", error == 0 ? "unloaded" : "kept");
+        record_requester(&rec, who);
+        if (reason)
+                record_add(&rec, "MODGATE_REASON=%s", reason);
+        if (error != 0) {
+                record_add(&rec, "MODGATE_ERRNO=%d", error);
+                record_add(&rec, "MODGATE_ERRNO_NAME=%s", strerrorname_np(error) ?: "unknown");
+        }
+        record_send(&rec);
 }

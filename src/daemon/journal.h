@@ -5,21 +5,42 @@
 #include <sys/types.h>
 
 #include "loader.h"
+#include "request.h"
 
 /* The message ids of modgate's journal records; explained in catalog/modgate.catalog. */
 #define MODGATE_MESSAGE_MODULE_LOADED "9f556e7045894398898a0967ca80c0b2"
 #define MODGATE_MESSAGE_MODULE_PRESENT "9804cc4e5ad548c785ff9f16da0c915f"
 #define MODGATE_MESSAGE_MODULE_DENIED "3c67f0aec4794a73a35a7cb128a9d622"
 #define MODGATE_MESSAGE_MODULE_FAILED "13e53cc4fa4c4374879d2a1775a89733"
+#define MODGATE_MESSAGE_MODULE_UNLOADED "fa479a41770b4c8c9ac677d2e9139751"
+#define MODGATE_MESSAGE_NOT_FOUND "e17a107dd17e44e68aa0f15806e59623"
 
-/* Who asked. */
+/* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
-        const char *request;    /* the name as the client sent it */
+        char *name;             /* exactly one of name, modalias and path, as the client sent it */
+        char *modalias;
+        char *path;
+        RequestSource source;
+        char *devpath;
+        char *subsystem;
+        char *action;
+        char *file;
+        int64_t seqnum;         /* -1 when not given */
         bool have_peer;
         pid_t pid;
         uid_t uid;
 } Requester;
 
-/* Writes one journal record for the decision on one module. When the journal cannot be reached the
- * same fields go to stderr on one line, so that no decision goes unrecorded. */
-void journal_record_module(const Requester *who, const ModuleResult *r);
+int requester_copy(const Requester *from, Requester *to);
+void requester_done(Requester *r);
+
+/* Writes one journal record for the decision on one module; n_requesters counts the requests that
+ * joined the same load. When the journal cannot be reached the same fields go to stderr on one line,
+ * so that no decision goes unrecorded. */
+void journal_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r);
+
+/* A request that matched no module. */
+void journal_record_not_found(const Requester *who, char *const *blacklisted);
+
+/* The outcome of an Unload request; error is 0 on success. */
+void journal_record_unload(const Requester *who, const char *module, int error, const char *reason);

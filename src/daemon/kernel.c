@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 
 #include "kernel.h"
 #include "macro.h"
+#include "strv.h"
 
 static const char *const state_table[_MODULE_STATE_MAX] = {
         [MODULE_STATE_ABSENT] = "absent",
@@ -81,5 +84,50 @@ int kernel_finit_module(int fd, const char *params, unsigned flags) {
          * memory has no origin to check. */
         if (syscall(SYS_finit_module, fd, params ?: "", flags) < 0)
                 return negative_errno();
+        return 0;
+}
+
+int kernel_delete_module(const char *name) {
+        if (syscall(SYS_delete_module, name, O_NONBLOCK) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int kernel_module_holders(const char *name, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        struct dirent *de;
+        char path[128];
+        DIR *d;
+        int r = 0;
+
+        snprintf(path, sizeof(path), "/sys/module/%s/holders", name);
+        d = opendir(path);
+        if (!d && errno != ENOENT)
+                return negative_errno();
+
+        while (d && (de = readdir(d)) && r >= 0)
+                if (de->d_name[0] != '.')
+                        r = strv_extend(&l, de->d_name);
+        if (d)
+                closedir(d);
+        if (r < 0)
+                return r;
+
+        /* Always an array, empty when nothing holds the module. */
+        if (!l && !(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int kernel_module_refcount(const char *name, unsigned *ret) {
+        char path[128], buf[32];
+        int r;
+
+        snprintf(path, sizeof(path), "/sys/module/%s/refcnt", name);
+        r = read_small_file(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        *ret = (unsigned) strtoul(buf, NULL, 10);
         return 0;
 }

@@ -25,3 +25,12 @@ int kernel_compression(Compression *ret);
 
 /* finit_module(2). Returns 0 or -errno. */
 int kernel_finit_module(int fd, const char *params, unsigned flags);
+
+/* delete_module(2) with O_NONBLOCK: never waits for users to go away, never forced. */
+int kernel_delete_module(const char *name);
+
+/* The modules that use name (/sys/module/NAME/holders), as a NULL-terminated array. */
+int kernel_module_holders(const char *name, char ***ret);
+
+/* /sys/module/NAME/refcnt. */
+int kernel_module_refcount(const char *name, unsigned *ret);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,12 +20,22 @@ typedef enum Outcome {
 
 const char *outcome_to_string(Outcome o);
 
+static inline bool outcome_is_success(Outcome o) {
+        return o == OUTCOME_LOADED || o == OUTCOME_ALREADY_LOADED || o == OUTCOME_BUILTIN;
+}
+
+/* The decision on one module. name, path and parameters are set when the job is made; the rest by
+ * the load. */
 typedef struct ModuleResult {
         char *name;
         char *path;
+        char *parameters;       /* handed to finit_module(); NULL for none */
+        Role role;
         Outcome outcome;
         char *reason;           /* why it was not loaded; NULL when it was */
+        char *command;          /* the modprobe.d install command that was refused, if that was why */
         int error;              /* positive errno of the failure, 0 if none */
+        bool cached;            /* the outcome is a remembered denial */
         bool have_origin;       /* the file was opened and origin describes it */
         FileOrigin origin;
         Compression compression;
@@ -32,18 +43,19 @@ typedef struct ModuleResult {
         uint64_t duration_usec;
 } ModuleResult;
 
+void module_result_done(ModuleResult *r);
+int module_result_set(ModuleResult *r, Outcome o, int error, const char *fmt, ...) _printf_(4, 5);
+int module_result_setv(ModuleResult *r, Outcome o, int error, const char *fmt, va_list ap) _printf_(4, 0);
+
 typedef struct LoadContext {
-        TrustedRoot *root;
+        TrustedRoot *const *roots;
+        size_t n_roots;
         Compression kernel_compression;
+        bool require_superblock_ro;
 } LoadContext;
 
-/* Loads specs in order (dependencies first), opening each file beneath the trusted root, checking
- * the open fd and handing that fd to finit_module(). Stops at the first module that is denied or
- * fails; the modules after it are not touched and not in the results. Returns 0 (the outcome is in
- * the results) or -ENOMEM. */
-int loader_run(const LoadContext *ctx, const ModuleSpec *specs, size_t n, ModuleResult **ret, size_t *ret_n);
+/* Opens r->path beneath the trusted root, checks the open fd and hands that fd to finit_module().
+ * Runs on a worker thread: touches nothing but r and read-only ctx. Returns 0, or -ENOMEM. */
+int loader_load(const LoadContext *ctx, ModuleResult *r);
 
-void module_results_free(ModuleResult *results, size_t n);
-
-/* Whether the whole request succeeded: every module loaded, already loaded or builtin. */
-bool module_results_ok(const ModuleResult *results, size_t n);
+uint64_t now_usec(void);

@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
 #include "capability.h"
+#include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "module-name.h"
+#include "strv.h"
 
+/* Command-line options override modgate.conf; unset ones leave it alone. */
 static char *arg_listen = NULL;
 static char *arg_trusted_root = NULL;
+static unsigned arg_workers = 0;
+static char **arg_load_alone = NULL;
+static int64_t arg_idle_exit_sec = -1;
+static bool arg_test_config = false;
 
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
@@ -21,7 +31,15 @@ static void help(void) {
                "     --listen=PATH         Listen on this socket instead of the one passed by the\n"
                "                           service manager (FileDescriptorName=varlink)\n"
                "     --trusted-root=DIR    Load modules from beneath DIR\n"
-               "                           (default: /usr/lib/modules/$(uname -r))\n",
+               "                           (default: /usr/lib/modules/$(uname -r))\n"
+               "     --workers=N           Run up to N module loads at once (1..64, default 4)\n"
+               "     --load-alone=NAME     Load NAME only while no other module loads (repeatable)\n"
+               "     --idle-exit-sec=SEC   Exit after SEC seconds without clients or loads; 0: never\n"
+               "                           (default: IdleExitSec= when socket-activated, 0 with\n"
+               "                           --listen=)\n"
+               "  -n --test-config         Check the configuration, print it, and exit\n\n"
+               "Settings come from modgate.conf and modgate.conf.d/*.conf in /etc/modgate, /run/modgate,\n"
+               "/usr/local/lib/modgate and /usr/lib/modgate; options given here override them.\n",
                program_invocation_short_name);
 }
 
@@ -30,17 +48,24 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_VERSION = 0x100,
                 ARG_LISTEN,
                 ARG_TRUSTED_ROOT,
+                ARG_WORKERS,
+                ARG_LOAD_ALONE,
+                ARG_IDLE_EXIT_SEC,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "trusted-root", required_argument, NULL, ARG_TRUSTED_ROOT },
+                { "workers", required_argument, NULL, ARG_WORKERS },
+                { "load-alone", required_argument, NULL, ARG_LOAD_ALONE },
+                { "idle-exit-sec", required_argument, NULL, ARG_IDLE_EXIT_SEC },
+                { "test-config", no_argument, NULL, 'n' },
                 {}
         };
         int c;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "hn", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -63,6 +88,40 @@ static int parse_argv(int argc, char *argv[]) {
                         if (!arg_trusted_root)
                                 return log_oom();
                         break;
+                case 'n':
+                        arg_test_config = true;
+                        break;
+                case ARG_WORKERS: {
+                        char *end;
+                        unsigned long n;
+
+                        errno = 0;
+                        n = strtoul(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end != '\0' || n < 1 || n > WORKERS_MAX)
+                                return log_error_errno(EINVAL, "--workers= takes a number from 1 to %u: %s",
+                                                       WORKERS_MAX, optarg);
+                        arg_workers = (unsigned) n;
+                        break;
+                }
+                case ARG_IDLE_EXIT_SEC: {
+                        char *end;
+                        unsigned long long n;
+
+                        errno = 0;
+                        n = strtoull(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end != '\0' || n > 86400ULL * 365)
+                                return log_error_errno(EINVAL, "--idle-exit-sec= takes a number of seconds: %s",
+                                                       optarg);
+                        arg_idle_exit_sec = (int64_t) n;
+                        break;
+                }
+                case ARG_LOAD_ALONE:
+                        if (!module_name_is_valid(optarg))
+                                return log_error_errno(EINVAL, "--load-alone= takes a module name: %s", optarg);
+                        if (strv_extend(&arg_load_alone, optarg) < 0)
+                                return log_oom();
+                        module_name_normalize(arg_load_alone[strv_length(arg_load_alone) - 1]);
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -75,8 +134,41 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+/* The options given on the command line win over the configuration files. */
+static int apply_arguments(Config *c, bool socket_activated) {
+        if (arg_workers > 0)
+                c->workers = arg_workers;
+        if (arg_load_alone) {
+                strv_free(c->load_alone);
+                c->load_alone = TAKE_PTR(arg_load_alone);
+        }
+        if (arg_trusted_root) {
+                strv_free(c->trusted_roots);
+                c->trusted_roots = NULL;
+                if (strv_extend(&c->trusted_roots, arg_trusted_root) < 0)
+                        return -ENOMEM;
+        }
+        if (arg_idle_exit_sec >= 0)
+                c->idle_exit_usec = (uint64_t) arg_idle_exit_sec * USEC_PER_SEC;
+        else if (!socket_activated)
+                c->idle_exit_usec = 0;  /* started by hand: nothing would start it again */
+        return 0;
+}
+
+static void print_config(const Config *c) {
+        printf("[Load]\nWorkers=%u\nLoadAlone=", c->workers);
+        for (char **p = c->load_alone; p && *p; p++)
+                printf("%s%s", *p, p[1] ? " " : "");
+        printf("\n\n[Manager]\nIdleExitSec=%llus\n\n[Trust]\nTrustedRoot=",
+               (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC));
+        for (char **p = c->trusted_roots; p && *p; p++)
+                printf("%s%s", *p, p[1] ? " " : "");
+        printf("\nRequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_free_ char *error = NULL;
         int r;
 
         log_open();
@@ -85,16 +177,31 @@ static int run(int argc, char *argv[]) {
         if (r <= 0)
                 return r;
 
-        r = capability_keep_only_sys_module();
-        if (r < 0)
-                return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
-
         r = manager_new(&m);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate manager: %m");
 
+        /* A configuration that does not parse stops the start: a typo must not leave a trust setting
+         * weaker than the administrator meant. */
+        r = config_load(&m->config, NULL, &error);
+        if (r < 0)
+                return log_error_errno(r, "Invalid configuration: %s", error ?: "out of memory");
+
         m->listen_address = TAKE_PTR(arg_listen);
-        m->trusted_root_path = TAKE_PTR(arg_trusted_root);
+        m->keep_load_alone = arg_load_alone;
+        m->keep_idle_exit = arg_idle_exit_sec >= 0 || m->listen_address;
+        r = apply_arguments(&m->config, !m->listen_address);
+        if (r < 0)
+                return log_oom();
+
+        if (arg_test_config) {
+                print_config(&m->config);
+                return 0;
+        }
+
+        r = capability_keep_only_sys_module();
+        if (r < 0)
+                return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
 
         r = manager_startup(m);
         if (r < 0) {
@@ -110,5 +217,6 @@ int main(int argc, char *argv[]) {
 
         free(arg_listen);
         free(arg_trusted_root);
+        strv_free(arg_load_alone);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -8,8 +8,10 @@
 #include <systemd/sd-daemon.h>
 
 #include "kernel.h"
+#include "loader.h"
 #include "log.h"
 #include "manager.h"
+#include "strv.h"
 #include "udevd-check.h"
 #include "varlink.h"
 
@@ -20,6 +22,7 @@ int manager_new(Manager **ret) {
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
+        config_init_defaults(&m->config);
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -41,11 +44,17 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
+        sd_event_source_disable_unref(m->idle_timer);
+        /* Workers first: a load in progress completes, nothing new starts. */
+        m->scheduler = scheduler_free(m->scheduler);
+        manager_free_requests(m);
         sd_varlink_server_unref(m->varlink_server);
         resolver_free(m->resolver);
-        trusted_root_free(m->root);
+        for (size_t i = 0; i < m->n_roots; i++)
+                trusted_root_free(m->roots[i]);
+        free(m->roots);
         sd_event_unref(m->event);
-        free(m->trusted_root_path);
+        config_done(&m->config);
         free(m->listen_address);
         free(m);
         return NULL;
@@ -61,29 +70,67 @@ static int default_trusted_root(char **ret) {
         return 0;
 }
 
+static int manager_pin_roots(Manager *m) {
+        _cleanup_free_ char *def = NULL;
+        char *const *paths = m->config.trusted_roots;
+        char *one[2] = {};
+        int r;
+
+        if (strv_length(paths) == 0) {
+                r = default_trusted_root(&def);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to determine the module directory: %m");
+                one[0] = def;
+                paths = one;
+        }
+
+        m->roots = calloc(strv_length(paths), sizeof(TrustedRoot *));
+        if (!m->roots)
+                return log_oom();
+        for (; paths[m->n_roots]; m->n_roots++) {
+                TrustedRoot *t;
+
+                r = trusted_root_new(paths[m->n_roots], &t);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to pin trusted root %s: %m", paths[m->n_roots]);
+                m->roots[m->n_roots] = t;
+                log_info("Trusted root %s (mount %llu).", t->path, (unsigned long long) t->mount_id);
+        }
+        return 0;
+}
+
 int manager_startup(Manager *m) {
         int r;
 
-        if (!m->trusted_root_path) {
-                r = default_trusted_root(&m->trusted_root_path);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to determine the module directory: %m");
-        }
-
-        r = trusted_root_new(m->trusted_root_path, &m->root);
+        r = manager_pin_roots(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to pin trusted root %s: %m", m->trusted_root_path);
+                return r;
 
-        r = resolver_new(m->trusted_root_path, &m->resolver);
+        r = resolver_new(m->roots[0]->path, &m->resolver);
         if (r < 0)
-                return log_error_errno(r, "Failed to load the module index of %s: %m", m->trusted_root_path);
+                return log_error_errno(r, "Failed to load the module index of %s: %m", m->roots[0]->path);
 
         r = kernel_compression(&m->kernel_compression);
         if (r < 0)
                 return log_error_errno(r, "Failed to read /sys/module/compression: %m");
 
-        log_info("Trusted root %s (mount %llu); the kernel decompresses %s modules.", m->root->path,
-                 (unsigned long long) m->root->mount_id, compression_to_string(m->kernel_compression));
+        r = scheduler_new(m->event,
+                          &(LoadContext) {
+                                  .roots = m->roots,
+                                  .n_roots = m->n_roots,
+                                  .kernel_compression = m->kernel_compression,
+                                  .require_superblock_ro = m->config.require_superblock_ro,
+                          },
+                          m->config.workers, &m->scheduler);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
+        scheduler_set_load_alone(m->scheduler, m->config.load_alone);
+
+        log_info("The kernel decompresses %s modules; %u workers; superblocks must be read-only: %s.",
+                 compression_to_string(m->kernel_compression), m->config.workers,
+                 m->config.require_superblock_ro ? "yes" : "no");
+        if (!m->config.require_superblock_ro)
+                log_warning("RequireReadOnlySuperblock=no: module files on writable filesystems are trusted.");
 
         r = udevd_check_cap_sys_module();
         if (r > 0)
@@ -97,8 +144,109 @@ int manager_startup(Manager *m) {
         return manager_varlink_init(m);
 }
 
+void manager_touch(Manager *m) {
+        m->last_activity_usec = now_usec();
+}
+
+static bool manager_is_idle(Manager *m) {
+        return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
+                sd_varlink_server_current_connections(m->varlink_server) == 0;
+}
+
+static int on_idle_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = now_usec(), due = m->last_activity_usec + m->config.idle_exit_usec;
+
+        if (now >= due && manager_is_idle(m)) {
+                /* Nothing is accepted from here on: a client that connects now waits in the socket's
+                 * backlog, and the service manager starts the next instance for it. */
+                log_info("Idle for %llu s, exiting.", (unsigned long long) (m->config.idle_exit_usec / 1000000U));
+                (void) sd_varlink_server_shutdown(m->varlink_server);
+                return sd_event_exit(sd_event_source_get_event(s), 0);
+        }
+
+        (void) sd_event_source_set_time_relative(s, now >= due ? m->config.idle_exit_usec : due - now);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static int manager_arm_idle_timer(Manager *m) {
+        if (m->config.idle_exit_usec == 0)
+                return sd_event_source_set_enabled(m->idle_timer, SD_EVENT_OFF);
+
+        manager_touch(m);
+        if (m->idle_timer) {
+                (void) sd_event_source_set_time_relative(m->idle_timer, m->config.idle_exit_usec);
+                return sd_event_source_set_enabled(m->idle_timer, SD_EVENT_ONESHOT);
+        }
+        return sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, m->config.idle_exit_usec,
+                                          USEC_PER_SEC, on_idle_timer, m);
+}
+
+/* Settings that workers or pinned roots depend on wait for a restart; the rest apply now. */
+static void manager_reload_config(Manager *m) {
+        _cleanup_(config_done) Config c = {};
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        config_init_defaults(&c);
+        r = config_load(&c, NULL, &error);
+        if (r < 0) {
+                log_error_errno(r, "Invalid configuration, keeping the running one: %s",
+                                error ?: "out of memory");
+                return;
+        }
+
+        if (c.workers != m->config.workers || c.require_superblock_ro != m->config.require_superblock_ro ||
+            strv_length(c.trusted_roots) != strv_length(m->config.trusted_roots))
+                log_notice("Workers=, TrustedRoot= and RequireReadOnlySuperblock= take effect at the next start.");
+
+        if (!m->keep_load_alone) {
+                /* Jobs read the list only on this thread, when they are made. */
+                strv_free(m->config.load_alone);
+                m->config.load_alone = TAKE_PTR(c.load_alone);
+                scheduler_set_load_alone(m->scheduler, m->config.load_alone);
+        }
+        if (!m->keep_idle_exit) {
+                m->config.idle_exit_usec = c.idle_exit_usec;
+                r = manager_arm_idle_timer(m);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to arm the idle timer: %m");
+        }
+}
+
+static int manager_reload(Manager *m) {
+        int r;
+
+        (void) sd_notifyf(false, "RELOADING=1\nSTATUS=Reloading...\nMONOTONIC_USEC=%llu",
+                          (unsigned long long) now_usec());
+
+        manager_reload_config(m);
+
+        r = resolver_reload(m->resolver);
+        if (r < 0)
+                log_warning_errno(r, "Failed to reload the module index, keeping the old one: %m");
+        else
+                log_info("Reloaded the module index and modprobe.d.");
+        scheduler_flush_denials(m->scheduler);
+
+        (void) sd_notify(false, "READY=1\nSTATUS=Processing requests...");
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        return manager_reload(userdata);
+}
+
 int manager_run(Manager *m) {
         int r;
+
+        r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle SIGHUP: %m");
+
+        r = manager_arm_idle_timer(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the idle timer: %m");
 
         (void) sd_notify(false, "READY=1\nSTATUS=Processing requests...");
 

@@ -5,21 +5,35 @@
 #include <systemd/sd-varlink.h>
 
 #include "compression.h"
+#include "config.h"
 #include "macro.h"
 #include "resolver.h"
+#include "scheduler.h"
 #include "trust.h"
+
+typedef struct LoadRequest LoadRequest;
 
 /* Owns the event loop and every piece of daemon state. */
 typedef struct Manager {
         sd_event *event;
         sd_varlink_server *varlink_server;
 
-        char *trusted_root_path;
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
+        Config config;                  /* modgate.conf, with command-line options applied */
+        bool keep_load_alone;           /* set on the command line: a reload leaves it */
+        bool keep_idle_exit;
 
-        TrustedRoot *root;
+        uint64_t last_activity_usec;
+        sd_event_source *idle_timer;
+
+        TrustedRoot **roots;            /* the first one's index resolves names and aliases */
+        size_t n_roots;
         Resolver *resolver;
         Compression kernel_compression;
+        Scheduler *scheduler;
+
+        LoadRequest *requests;          /* Load calls waiting for their jobs */
+        unsigned n_requests;
 } Manager;
 
 int manager_new(Manager **ret);
@@ -29,3 +43,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 /* Pins the trusted root, opens the module index and starts listening. Logs its errors. */
 int manager_startup(Manager *m);
 int manager_run(Manager *m);
+
+/* Notes that a client or a job did something, which postpones the idle exit. */
+void manager_touch(Manager *m);

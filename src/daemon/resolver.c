@@ -7,39 +7,94 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "log.h"
 #include "module-name.h"
 #include "resolver.h"
 
-/* modules.dep already lists every transitive dependency, so real chains are shallow; this only stops
- * a corrupt index from recursing without end. */
-#define RESOLVE_DEPTH_MAX 64
-#define RESOLVE_MODULES_MAX 1024
+/* modules.dep already lists every transitive dependency, so real chains are shallow; these only stop
+ * a corrupt index or a softdep loop from growing without end. */
+#define RESOLVE_DEPTH_MAX 32
+#define PLAN_MODULES_MAX 1024
+/* Plans are cached per key; a client sending ever new modaliases only makes the cache start over. */
+#define PLAN_CACHE_MAX 4096
 
 struct Resolver {
         struct kmod_ctx *ctx;
         char *dirname;
+        Hashmap *plans;
+        unsigned generation;
 };
 
-typedef struct SpecList {
-        ModuleSpec *specs;
-        size_t n;
-} SpecList;
+typedef struct Builder {
+        Plan *plan;
+        const char *stack[RESOLVE_DEPTH_MAX];
+        unsigned depth;
+} Builder;
+
+static const char *const role_table[_ROLE_MAX] = {
+        [ROLE_REQUESTED] = "requested",
+        [ROLE_DEPENDENCY] = "dependency",
+        [ROLE_SOFTDEP_PRE] = "softdep_pre",
+        [ROLE_SOFTDEP_POST] = "softdep_post",
+};
+
+const char *role_to_string(Role r) {
+        return r >= 0 && r < _ROLE_MAX ? role_table[r] : NULL;
+}
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_list *, kmod_module_unref_list);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_module *, kmod_module_unref);
+
+Plan *plan_free(Plan *p) {
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n_specs; i++) {
+                ModuleSpec *s = p->specs + i;
+                free(s->name);
+                free(s->path);
+                free(s->options);
+                free(s->install_command);
+                free(s->requires);
+                free(s->after);
+        }
+        free(p->specs);
+        for (size_t i = 0; i < p->n_blacklisted; i++)
+                free(p->blacklisted[i]);
+        free(p->blacklisted);
+        free(p);
+        return NULL;
+}
+
+static void plan_free_void(void *p) {
+        plan_free(p);
+}
 
 static void kmod_log(void *data, int priority, const char *file, int line, const char *fn,
                      const char *format, va_list args) {
         char buf[512];
 
-        (void) data;
-        (void) file;
-        (void) line;
-        (void) fn;
         vsnprintf(buf, sizeof(buf), format, args);
         buf[strcspn(buf, "\n")] = '\0';
-        log_full_errno(priority > LOG_DEBUG ? LOG_DEBUG : priority, 0, "libkmod: %s", buf);
+        log_full_errno(LOG_DEBUG, 0, "libkmod: %s", buf);
+}
+
+static int context_new(const char *dirname, struct kmod_ctx **ret) {
+        struct kmod_ctx *ctx;
+        int r;
+
+        ctx = kmod_new(dirname, NULL);
+        if (!ctx)
+                return -ENOMEM;
+        kmod_set_log_fn(ctx, kmod_log, NULL);
+
+        r = kmod_load_resources(ctx);
+        if (r < 0) {
+                kmod_unref(ctx);
+                return r;
+        }
+        *ret = ctx;
+        return 0;
 }
 
 int resolver_new(const char *dirname, Resolver **ret) {
@@ -49,17 +104,12 @@ int resolver_new(const char *dirname, Resolver **ret) {
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-
         r->dirname = strdup(dirname);
-        if (!r->dirname)
+        r->plans = hashmap_new(plan_free_void);
+        if (!r->dirname || !r->plans)
                 return -ENOMEM;
 
-        r->ctx = kmod_new(dirname, NULL);
-        if (!r->ctx)
-                return -ENOMEM;
-        kmod_set_log_fn(r->ctx, kmod_log, NULL);
-
-        q = kmod_load_resources(r->ctx);
+        q = context_new(dirname, &r->ctx);
         if (q < 0)
                 return q;
 
@@ -71,6 +121,7 @@ Resolver *resolver_free(Resolver *r) {
         if (!r)
                 return NULL;
         kmod_unref(r->ctx);
+        hashmap_free(r->plans);
         free(r->dirname);
         free(r);
         return NULL;
@@ -80,97 +131,337 @@ const char *resolver_dirname(Resolver *r) {
         return r->dirname;
 }
 
-void module_specs_free(ModuleSpec *specs, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(specs[i].name);
-                free(specs[i].path);
-        }
-        free(specs);
+unsigned resolver_generation(Resolver *r) {
+        return r->generation;
 }
 
-static bool spec_list_contains(const SpecList *l, const char *name) {
-        for (size_t i = 0; i < l->n; i++)
-                if (module_name_equal(l->specs[i].name, name))
+int resolver_reload(Resolver *r) {
+        struct kmod_ctx *ctx;
+        int q;
+
+        q = context_new(r->dirname, &ctx);
+        if (q < 0)
+                return q;
+        kmod_unref(r->ctx);
+        r->ctx = ctx;
+        hashmap_clear(r->plans);
+        r->generation++;
+        return 1;
+}
+
+int resolver_refresh(Resolver *r) {
+        if (kmod_validate_resources(r->ctx) == KMOD_RESOURCES_OK)
+                return 0;
+        return resolver_reload(r);
+}
+
+static int index_append(size_t **a, size_t *n, size_t v) {
+        size_t *b;
+
+        for (size_t i = 0; i < *n; i++)
+                if ((*a)[i] == v)
+                        return 0;
+        b = reallocarray(*a, *n + 1, sizeof(size_t));
+        if (!b)
+                return -ENOMEM;
+        b[(*n)++] = v;
+        *a = b;
+        return 0;
+}
+
+static ssize_t plan_find(const Plan *p, const char *name) {
+        for (size_t i = 0; i < p->n_specs; i++)
+                if (module_name_equal(p->specs[i].name, name))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static int plan_append(Plan *p, struct kmod_module *mod, Role role, ModuleSpec **ret) {
+        ModuleSpec *a, *s;
+
+        if (p->n_specs >= PLAN_MODULES_MAX)
+                return -E2BIG;
+        a = reallocarray(p->specs, p->n_specs + 1, sizeof(ModuleSpec));
+        if (!a)
+                return -ENOMEM;
+        p->specs = a;
+        s = p->specs + p->n_specs;
+        *s = (ModuleSpec) { .role = role };
+
+        if (strdup_or_null(kmod_module_get_name(mod), &s->name) < 0 || !s->name ||
+            strdup_or_null(kmod_module_get_path(mod), &s->path) < 0 ||
+            strdup_or_null(kmod_module_get_options(mod), &s->options) < 0 ||
+            strdup_or_null(kmod_module_get_install_commands(mod), &s->install_command) < 0) {
+                free(s->name);
+                free(s->path);
+                free(s->options);
+                return -ENOMEM;
+        }
+        module_name_normalize(s->name);
+        p->n_specs++;
+        *ret = s;
+        return 0;
+}
+
+static int add_module(Builder *b, struct kmod_module *mod, Role role, ssize_t *ret_index);
+
+/* Post softdeps wait for the module that names them. The edge goes only to modules new to the plan, so
+ * that no order loop can form. */
+static int add_post_softdeps(Builder *b, struct kmod_list *post, size_t idx) {
+        struct kmod_list *i;
+        ssize_t pidx;
+        int r;
+
+        kmod_list_foreach(i, post) {
+                _cleanup_(kmod_module_unrefp) struct kmod_module *m = kmod_module_get_module(i);
+                size_t before = b->plan->n_specs;
+                ModuleSpec *p;
+
+                r = add_module(b, m, ROLE_SOFTDEP_POST, &pidx);
+                if (r == -ELOOP)
+                        continue;
+                if (r < 0)
+                        return r;
+                if ((size_t) pidx < before)
+                        continue;
+                p = b->plan->specs + pidx;
+                if (index_append(&p->after, &p->n_after, idx) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int add_list(Builder *b, struct kmod_list *list, Role role, size_t **a, size_t *n, bool tolerate_loop) {
+        struct kmod_list *i;
+        ssize_t idx;
+        int r;
+
+        kmod_list_foreach(i, list) {
+                _cleanup_(kmod_module_unrefp) struct kmod_module *m = kmod_module_get_module(i);
+
+                r = add_module(b, m, role, &idx);
+                if (r == -ELOOP && tolerate_loop)
+                        continue;       /* softdeps that name each other: modprobe ignores them too */
+                if (r < 0)
+                        return r;
+                if (idx >= 0 && a && index_append(a, n, (size_t) idx) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Softdep pre: and hard dependencies come first, then the module, then softdep post:. */
+static int add_module(Builder *b, struct kmod_module *mod, Role role, ssize_t *ret_index) {
+        _cleanup_(kmod_module_unref_listp) struct kmod_list *deps = NULL, *pre = NULL, *post = NULL;
+        size_t *requires = NULL, *after = NULL, n_requires = 0, n_after = 0;
+        const char *name = kmod_module_get_name(mod);
+        ModuleSpec *s;
+        ssize_t idx;
+        int r;
+
+        idx = plan_find(b->plan, name);
+        if (idx >= 0) {
+                *ret_index = idx;
+                return 0;
+        }
+        for (unsigned i = 0; i < b->depth; i++)
+                if (module_name_equal(b->stack[i], name))
+                        return -ELOOP;
+        if (b->depth >= RESOLVE_DEPTH_MAX)
+                return -ELOOP;
+        b->stack[b->depth++] = name;
+
+        (void) kmod_module_get_softdeps(mod, &pre, &post);
+        deps = kmod_module_get_dependencies(mod);
+
+        r = add_list(b, pre, ROLE_SOFTDEP_PRE, &after, &n_after, true);
+        if (r >= 0)
+                r = add_list(b, deps, ROLE_DEPENDENCY, &requires, &n_requires, false);
+        if (r >= 0)
+                r = plan_append(b->plan, mod, role, &s);
+        if (r < 0) {
+                free(requires);
+                free(after);
+                b->depth--;
+                return r;
+        }
+        s->requires = requires;
+        s->n_requires = n_requires;
+        s->after = after;
+        s->n_after = n_after;
+        idx = (ssize_t) (s - b->plan->specs);
+
+        r = add_post_softdeps(b, post, (size_t) idx);
+        b->depth--;
+        if (r < 0)
+                return r;
+
+        *ret_index = idx;
+        return 0;
+}
+
+static int plan_add_blacklisted(Plan *p, const char *name) {
+        char **a, *s;
+
+        s = strdup(name);
+        if (!s)
+                return -ENOMEM;
+        module_name_normalize(s);
+        a = reallocarray(p->blacklisted, p->n_blacklisted + 2, sizeof(char *));
+        if (!a) {
+                free(s);
+                return -ENOMEM;
+        }
+        a[p->n_blacklisted++] = s;
+        a[p->n_blacklisted] = NULL;
+        p->blacklisted = a;
+        return 0;
+}
+
+static bool list_contains(struct kmod_list *list, const char *name) {
+        struct kmod_list *i;
+
+        kmod_list_foreach(i, list) {
+                _cleanup_(kmod_module_unrefp) struct kmod_module *m = kmod_module_get_module(i);
+                if (module_name_equal(kmod_module_get_name(m), name))
                         return true;
+        }
         return false;
 }
 
-static int spec_list_append(SpecList *l, struct kmod_module *mod) {
-        const char *name = kmod_module_get_name(mod), *path = kmod_module_get_path(mod);
-        ModuleSpec *a, s = {};
+static int plan_build(Resolver *r, const char *key, Plan **ret) {
+        _cleanup_(kmod_module_unref_listp) struct kmod_list *list = NULL, *allowed = NULL;
+        _cleanup_(plan_freep) Plan *p = NULL;
+        Builder b = {};
+        struct kmod_list *i;
+        bool any = false;
+        ssize_t idx;
+        int q;
 
-        if (l->n >= RESOLVE_MODULES_MAX)
-                return -E2BIG;
-
-        s.name = strdup(name);
-        if (!s.name)
+        p = calloc(1, sizeof(*p));
+        if (!p)
                 return -ENOMEM;
-        module_name_normalize(s.name);
-        if (path) {
-                s.path = strdup(path);
-                if (!s.path) {
-                        free(s.name);
+        b.plan = p;
+
+        q = kmod_module_new_from_lookup(r->ctx, key, &list);
+        if (q == -EINVAL)
+                q = 0;          /* libkmod refuses keys it cannot hold (over PATH_MAX): no match */
+        if (q < 0)
+                return q;
+        q = kmod_module_apply_filter(r->ctx, KMOD_FILTER_BLACKLIST, list, &allowed);
+        if (q < 0)
+                return q;
+
+        kmod_list_foreach(i, list) {
+                _cleanup_(kmod_module_unrefp) struct kmod_module *m = kmod_module_get_module(i);
+                const char *name = kmod_module_get_name(m);
+
+                /* Blacklisting hides alias matches, never a module asked for by name. */
+                if (!module_name_equal(name, key) && !list_contains(allowed, name)) {
+                        q = plan_add_blacklisted(p, name);
+                        if (q < 0)
+                                return q;
+                        continue;
+                }
+                q = add_module(&b, m, ROLE_REQUESTED, &idx);
+                if (q < 0)
+                        return q;
+                /* Matched, even when an earlier match already needed it (uas needs usb_storage, and a
+                 * mass storage modalias matches both): it is requested, not only a dependency. */
+                p->specs[idx].role = ROLE_REQUESTED;
+                any = true;
+        }
+
+        *ret = TAKE_PTR(p);
+        return any ? 0 : -ENOENT;
+}
+
+int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan) {
+        Plan *p;
+        int q;
+
+        p = hashmap_get(r->plans, key);
+        if (!p) {
+                q = plan_build(r, key, &p);
+                if (q < 0 && q != -ENOENT)
+                        return q;
+                if (hashmap_size(r->plans) >= PLAN_CACHE_MAX)
+                        hashmap_clear(r->plans);
+                if (hashmap_put(r->plans, key, p) < 0) {
+                        plan_free(p);
                         return -ENOMEM;
                 }
         }
 
-        a = reallocarray(l->specs, l->n + 1, sizeof(ModuleSpec));
-        if (!a) {
-                free(s.name);
-                free(s.path);
-                return -ENOMEM;
-        }
-        l->specs = a;
-        l->specs[l->n++] = s;
-        return 0;
+        *ret_plan = p;
+        return p->n_specs > 0 ? 0 : -ENOENT;
 }
 
-/* Depth first: every dependency is placed before the module that needs it. */
-static int add_with_dependencies(SpecList *l, struct kmod_module *mod, unsigned depth) {
-        _cleanup_(kmod_module_unref_listp) struct kmod_list *deps = NULL;
-        struct kmod_list *i;
-        int r;
+static char *name_from_path(const char *path) {
+        const char *base = strrchr(path, '/');
+        char *name, *dot;
 
-        if (depth > RESOLVE_DEPTH_MAX)
-                return -ELOOP;
-        if (spec_list_contains(l, kmod_module_get_name(mod)))
-                return 0;
-
-        deps = kmod_module_get_dependencies(mod);
-        kmod_list_foreach(i, deps) {
-                _cleanup_(kmod_module_unrefp) struct kmod_module *dep = kmod_module_get_module(i);
-
-                r = add_with_dependencies(l, dep, depth + 1);
-                if (r < 0)
-                        return r;
-        }
-
-        return spec_list_append(l, mod);
+        name = strdup(base ? base + 1 : path);
+        if (!name)
+                return NULL;
+        dot = strstr(name, ".ko");
+        if (dot)
+                *dot = '\0';
+        module_name_normalize(name);
+        return name;
 }
 
-int resolver_resolve(Resolver *r, const char *name, ModuleSpec **ret, size_t *ret_n) {
-        _cleanup_(kmod_module_unref_listp) struct kmod_list *list = NULL;
-        SpecList l = {};
-        struct kmod_list *i;
+int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
+        _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
+        _cleanup_(plan_freep) Plan *p = NULL;
+        _cleanup_free_ char *name = NULL;
+        Builder b = {};
+        const char *indexed;
+        ssize_t idx;
         int q;
 
-        q = kmod_module_new_from_lookup(r->ctx, name, &list);
+        name = name_from_path(path);
+        p = calloc(1, sizeof(*p));
+        if (!name || !p)
+                return -ENOMEM;
+        if (!module_name_is_valid(name))
+                return -EINVAL;
+        b.plan = p;
+
+        q = kmod_module_new_from_name(r->ctx, name, &mod);
         if (q < 0)
                 return q;
-        if (!list)
-                return -ENOENT;
-
-        kmod_list_foreach(i, list) {
-                _cleanup_(kmod_module_unrefp) struct kmod_module *mod = kmod_module_get_module(i);
-
-                q = add_with_dependencies(&l, mod, 0);
-                if (q < 0) {
-                        module_specs_free(l.specs, l.n);
+        indexed = kmod_module_get_path(mod);
+        if (indexed && strcmp(indexed, path) == 0) {
+                q = add_module(&b, mod, ROLE_REQUESTED, &idx);
+                if (q < 0)
                         return q;
+        } else {
+                /* A file the index does not know: loaded alone, like insmod, with no options. */
+                ModuleSpec *s = calloc(1, sizeof(*s));
+                if (!s)
+                        return -ENOMEM;
+                p->specs = s;
+                s->name = TAKE_PTR(name);
+                s->path = strdup(path);
+                if (!s->path) {
+                        free(s->name);
+                        return -ENOMEM;
                 }
+                s->role = ROLE_REQUESTED;
+                p->n_specs = 1;
         }
 
-        *ret = l.specs;
-        *ret_n = l.n;
+        *ret_plan = TAKE_PTR(p);
         return 0;
+}
+
+int resolver_remove_command(Resolver *r, const char *name, char **ret) {
+        _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
+        int q;
+
+        q = kmod_module_new_from_name(r->ctx, name, &mod);
+        if (q < 0)
+                return q;
+        return strdup_or_null(kmod_module_get_remove_commands(mod), ret);
 }

@@ -6,16 +6,45 @@
 
 #include "macro.h"
 
-/* libkmod, used only to resolve: names and aliases to modules, modules to their dependencies. Never
- * to insert: libkmod opens by path, may fall back to init_module() and runs install commands. A
- * kmod_ctx is not thread-safe, so a Resolver belongs to the event loop thread. */
+/* libkmod, used only to resolve: names, aliases and modaliases to modules, modules to their
+ * dependencies, softdeps, options and install commands. Never to insert: libkmod opens by path, may
+ * fall back to init_module() and runs install commands. A kmod_ctx is not thread-safe, so a Resolver
+ * belongs to the event loop thread. */
 
 typedef struct Resolver Resolver;
+
+typedef enum Role {
+        ROLE_REQUESTED,
+        ROLE_DEPENDENCY,
+        ROLE_SOFTDEP_PRE,
+        ROLE_SOFTDEP_POST,
+        _ROLE_MAX,
+} Role;
+
+const char *role_to_string(Role r);
 
 typedef struct ModuleSpec {
         char *name;             /* canonical: '_' rather than '-' */
         char *path;             /* absolute path from the index; NULL for builtin modules */
+        char *options;          /* from modprobe.d and the kernel command line; NULL if none */
+        char *install_command;  /* a modprobe.d install command, which modgate refuses to run */
+        Role role;
+        size_t *requires;       /* plan indexes of hard dependencies: live before this starts */
+        size_t n_requires;
+        size_t *after;          /* plan indexes to finish first, failure tolerated (softdeps) */
+        size_t n_after;
 } ModuleSpec;
+
+/* Everything a request resolves to, in an order where each module comes after what it needs. */
+typedef struct Plan {
+        ModuleSpec *specs;
+        size_t n_specs;
+        char **blacklisted;     /* alias matches that modprobe.d blacklists, NULL-terminated */
+        size_t n_blacklisted;
+} Plan;
+
+Plan *plan_free(Plan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
 
 int resolver_new(const char *dirname, Resolver **ret);
 Resolver *resolver_free(Resolver *r);
@@ -23,8 +52,27 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Resolver *, resolver_free);
 
 const char *resolver_dirname(Resolver *r);
 
-/* Resolves name to the modules to load, dependencies first and the module itself last. Returns 0,
- * -ENOENT when the index knows no such module, -ELOOP for a dependency cycle, or another -errno. */
-int resolver_resolve(Resolver *r, const char *name, ModuleSpec **ret, size_t *ret_n);
+/* Reloads the index when depmod has rewritten it. Returns 1 when it reloaded (cached plans are
+ * dropped), 0 when the index is unchanged, or -errno. */
+int resolver_refresh(Resolver *r);
 
-void module_specs_free(ModuleSpec *specs, size_t n);
+/* Reloads index and modprobe.d configuration unconditionally (on SIGHUP). */
+int resolver_reload(Resolver *r);
+
+/* A counter that changes whenever cached answers became stale. */
+unsigned resolver_generation(Resolver *r);
+
+/* Resolves a module name, alias or modalias (one literal key). modprobe.d blacklists hide alias
+ * matches, never a module asked for by its own name. The plan is cached by key until the index
+ * changes and belongs to the resolver: valid until the next call. Returns -ENOENT when nothing but
+ * blacklisted modules matched (ret_plan still set so the caller can report them), -ELOOP for a
+ * dependency cycle, other -errno. */
+int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan);
+
+/* Resolves a module file given by path, as insmod takes one: when the index lists that very file,
+ * with its dependencies; otherwise the file alone, named after its file name. The plan is the
+ * caller's. */
+int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan);
+
+/* A modprobe.d remove command for a module, or NULL. */
+int resolver_remove_command(Resolver *r, const char *name, char **ret);

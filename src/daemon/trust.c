@@ -31,7 +31,7 @@ const char *trust_verdict_to_string(TrustVerdict v) {
         return v >= 0 && v < _TRUST_VERDICT_MAX ? verdict_table[v] : NULL;
 }
 
-TrustVerdict trust_evaluate(const FileOrigin *o) {
+TrustVerdict trust_evaluate(const FileOrigin *o, bool require_superblock_ro) {
         if (!S_ISREG(o->mode))
                 return TRUST_NOT_REGULAR;
         if (o->uid != 0)
@@ -40,7 +40,7 @@ TrustVerdict trust_evaluate(const FileOrigin *o) {
                 return TRUST_WRITABLE_BY_OTHERS;
         /* A read-only mount of a writable filesystem (a bind mount, a ProtectSystem= sandbox) can
          * still be changed through another mount: only the superblock flag counts. */
-        if (!o->sb_ro)
+        if (require_superblock_ro && !o->sb_ro)
                 return TRUST_WRITABLE_SUPERBLOCK;
         return TRUST_OK;
 }
@@ -179,7 +179,7 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
         return NULL;
 }
 
-int trusted_root_open_file(TrustedRoot *r, const char *relpath) {
+int trusted_root_open_file(const TrustedRoot *r, const char *relpath) {
         struct open_how how = {
                 .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,

@@ -39,7 +39,7 @@ typedef enum TrustVerdict {
 } TrustVerdict;
 
 /* Pure: the decision on an origin that has already been read off an open fd. */
-TrustVerdict trust_evaluate(const FileOrigin *o);
+TrustVerdict trust_evaluate(const FileOrigin *o, bool require_superblock_ro);
 const char *trust_verdict_to_string(TrustVerdict v);
 
 int trusted_root_new(const char *path, TrustedRoot **ret);
@@ -48,7 +48,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(TrustedRoot *, trusted_root_free);
 
 /* Opens relpath beneath the root with openat2(), never leaving it: -EXDEV when the path or a symlink
  * in it leads outside or across a mount, -ELOOP for magic links and loops, -ENOENT when missing. */
-int trusted_root_open_file(TrustedRoot *r, const char *relpath);
+int trusted_root_open_file(const TrustedRoot *r, const char *relpath);
 
 /* Reads the identity of fd and of the mount it is on. */
 int file_origin_from_fd(int fd, FileOrigin *ret);

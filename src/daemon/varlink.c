@@ -5,131 +5,425 @@
 #include <systemd/sd-json.h>
 
 #include "journal.h"
-#include "loader.h"
+#include "kernel.h"
+#include "load-parameters.h"
 #include "log.h"
 #include "module-name.h"
+#include "request.h"
+#include "scheduler.h"
+#include "strv.h"
 #include "varlink-io.modgate.Manager.h"
 #include "varlink.h"
 
+/* A Load call in flight: it waits for its jobs, which may be shared with other calls. */
+typedef struct LoadRequest {
+        Manager *manager;
+        sd_varlink *link;               /* NULL once answered */
+        Job **jobs;
+        size_t n_jobs;
+        size_t n_pending;
+        char **blacklisted;
+        sd_event_source *timeout;
+        struct LoadRequest *prev, *next;
+} LoadRequest;
 
-typedef struct LoadParameters {
-        const char *name;
-} LoadParameters;
+static void load_request_free(LoadRequest *req) {
+        Manager *m = req->manager;
 
-static int build_results(const ModuleResult *results, size_t n, sd_json_variant **ret) {
+        if (req->prev)
+                req->prev->next = req->next;
+        else
+                m->requests = req->next;
+        if (req->next)
+                req->next->prev = req->prev;
+        m->n_requests--;
+        manager_touch(m);
+
+        sd_event_source_disable_unref(req->timeout);
+        sd_varlink_unref(req->link);
+        jobs_unref(req->jobs, req->n_jobs);
+        strv_free(req->blacklisted);
+        free(req);
+}
+
+void manager_free_requests(Manager *m) {
+        while (m->requests)
+                load_request_free(m->requests);
+}
+
+static int build_module(const ModuleResult *r, sd_json_variant **array) {
+        return sd_json_variant_append_arraybo(
+                        array,
+                        SD_JSON_BUILD_PAIR_STRING("name", r->name),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
+                        SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(r->outcome)),
+                        SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->parameters, "parameters",
+                                                     SD_JSON_BUILD_STRING(r->parameters)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errno", SD_JSON_BUILD_INTEGER(r->error)),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
+                                                     SD_JSON_BUILD_STRING(strerrorname_np(r->error))));
+}
+
+/* The first module whose failure fails the request: softdeps may fail alone. Plan order puts a
+ * dependency before its users, so this is the cause rather than a consequence. */
+static const ModuleResult *first_failure(LoadRequest *req) {
+        for (size_t i = 0; i < req->n_jobs; i++) {
+                const ModuleResult *r = job_result(req->jobs[i]);
+
+                if (!outcome_is_success(r->outcome) && r->role != ROLE_SOFTDEP_PRE &&
+                    r->role != ROLE_SOFTDEP_POST)
+                        return r;
+        }
+        return NULL;
+}
+
+static int load_request_reply(LoadRequest *req) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *array = NULL;
+        const ModuleResult *f;
         int r;
 
         r = sd_json_variant_new_array(&array, NULL, 0);
+        for (size_t i = 0; r >= 0 && i < req->n_jobs; i++)
+                r = build_module(job_result(req->jobs[i]), &array);
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < n; i++) {
-                const ModuleResult *m = results + i;
+        f = first_failure(req);
+        if (!f)
+                return sd_varlink_replybo(
+                                req->link,
+                                SD_JSON_BUILD_PAIR_VARIANT("modules", array),
+                                SD_JSON_BUILD_PAIR_CONDITION(!!req->blacklisted && !!req->blacklisted[0],
+                                                             "blacklisted", SD_JSON_BUILD_STRV(req->blacklisted)));
+        if (f->command)
+                return sd_varlink_errorbo(req->link, "io.modgate.Manager.InstallCommandRefused",
+                                          SD_JSON_BUILD_PAIR_STRING("module", f->name),
+                                          SD_JSON_BUILD_PAIR_STRING("command", f->command),
+                                          SD_JSON_BUILD_PAIR_VARIANT("modules", array));
+        if (f->outcome == OUTCOME_DENIED)
+                return sd_varlink_errorbo(req->link, "io.modgate.Manager.UntrustedOrigin",
+                                          SD_JSON_BUILD_PAIR_STRING("module", f->name),
+                                          SD_JSON_BUILD_PAIR_CONDITION(!!f->path, "path", SD_JSON_BUILD_STRING(f->path)),
+                                          SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "untrusted origin"),
+                                          SD_JSON_BUILD_PAIR_VARIANT("modules", array));
+        return sd_varlink_errorbo(req->link, "io.modgate.Manager.LoadFailed",
+                                  SD_JSON_BUILD_PAIR_STRING("module", f->name),
+                                  SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "load failed"),
+                                  SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errno", SD_JSON_BUILD_INTEGER(f->error)),
+                                  SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errnoName",
+                                                               SD_JSON_BUILD_STRING(strerrorname_np(f->error))),
+                                  SD_JSON_BUILD_PAIR_VARIANT("modules", array));
+}
 
-                r = sd_json_variant_append_arraybo(
-                                &array,
-                                SD_JSON_BUILD_PAIR_STRING("name", m->name),
-                                SD_JSON_BUILD_PAIR_CONDITION(!!m->path, "path", SD_JSON_BUILD_STRING(m->path)),
-                                SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(m->outcome)),
-                                SD_JSON_BUILD_PAIR_CONDITION(!!m->reason, "reason",
-                                                             SD_JSON_BUILD_STRING(m->reason)),
-                                SD_JSON_BUILD_PAIR_CONDITION(m->error != 0, "errno",
-                                                             SD_JSON_BUILD_INTEGER(m->error)),
-                                SD_JSON_BUILD_PAIR_CONDITION(m->error != 0, "errnoName",
-                                                             SD_JSON_BUILD_STRING(strerrorname_np(m->error))));
-                if (r < 0)
-                        return r;
-        }
+static void load_request_answer(LoadRequest *req) {
+        int r;
 
-        *ret = TAKE_PTR(array);
+        if (!req->link)
+                return;
+        /* sd_varlink_error() returns -EBADR once the error is sent, so that methods can return it. */
+        r = load_request_reply(req);
+        if (r < 0 && r != -EBADR)
+                log_debug_errno(r, "Failed to send reply, client gone? %m");
+        req->link = sd_varlink_unref(req->link);
+}
+
+static void on_job_done(Job *j, void *userdata) {
+        LoadRequest *req = userdata;
+
+        if (--req->n_pending > 0)
+                return;
+        load_request_answer(req);
+        load_request_free(req);
+}
+
+static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *pending = NULL;
+        LoadRequest *req = userdata;
+        int r = 0;
+
+        if (!req->link)
+                return 0;
+
+        r = sd_json_variant_new_array(&pending, NULL, 0);
+        for (size_t i = 0; r >= 0 && i < req->n_jobs; i++)
+                if (!job_is_done(req->jobs[i]))
+                        r = sd_json_variant_append_arrayb(&pending,
+                                                          SD_JSON_BUILD_STRING(job_result(req->jobs[i])->name));
+        if (r >= 0)
+                r = sd_varlink_errorbo(req->link, "io.modgate.Manager.Timeout",
+                                       SD_JSON_BUILD_PAIR_VARIANT("pending", pending));
+        if (r < 0 && r != -EBADR)
+                log_debug_errno(r, "Failed to send timeout reply: %m");
+
+        /* The load goes on, and its journal records are still written when it ends. */
+        req->link = sd_varlink_unref(req->link);
         return 0;
 }
 
-static int reply_results(sd_varlink *link, const ModuleResult *results, size_t n) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *array = NULL;
-        const ModuleResult *last = n > 0 ? results + n - 1 : NULL;
+#define reply_invalid(link, error, ...) sd_varlink_errorbo(link, "io.modgate.Manager." error, __VA_ARGS__)
+
+/* Every input is checked, with a named error, before anything is looked up. */
+static int reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefusal *f) {
+        if (f->field)
+                return sd_varlink_error_invalid_parameter_name(link, f->field);
+        if (strcmp(f->error, "io.modgate.Manager.InvalidName") == 0)
+                return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("name", p->name));
+        if (strcmp(f->error, "io.modgate.Manager.InvalidPath") == 0)
+                return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("path", p->path),
+                                          SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
+        return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
+}
+
+static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
+                     const Plan **ret_plan, Plan **ret_owned) {
+        const Plan *plan = NULL;
         int r;
 
-        r = build_results(results, n, &array);
+        r = resolver_refresh(m->resolver);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Failed to reload the module index: %m");
+        if (r > 0) {
+                log_info("Module index changed on disk, reloaded.");
+                scheduler_flush_denials(m->scheduler);
+        }
 
-        if (!last || module_results_ok(results, n))
-                return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_VARIANT("modules", array));
+        if (p->path) {
+                r = resolver_plan_path(m->resolver, p->path, ret_owned);
+                if (r == -EINVAL)
+                        return reply_invalid(link, "InvalidPath", SD_JSON_BUILD_PAIR_STRING("path", p->path),
+                                             SD_JSON_BUILD_PAIR_STRING("reason", "file name is not a module name"));
+                if (r < 0)
+                        return log_error_errno(r, "Failed to resolve %s: %m", p->path);
+                *ret_plan = *ret_owned;
+                return 1;
+        }
 
-        if (last->outcome == OUTCOME_DENIED)
+        r = resolver_plan_key(m->resolver, p->name ?: p->modalias, &plan);
+        if (r == -ENOENT) {
+                journal_record_not_found(who, plan ? plan->blacklisted : NULL);
                 return sd_varlink_errorbo(
-                                link, "io.modgate.Manager.UntrustedOrigin",
-                                SD_JSON_BUILD_PAIR_STRING("module", last->name),
-                                SD_JSON_BUILD_PAIR_CONDITION(!!last->path, "path", SD_JSON_BUILD_STRING(last->path)),
-                                SD_JSON_BUILD_PAIR_STRING("reason", last->reason ?: "untrusted origin"),
-                                SD_JSON_BUILD_PAIR_VARIANT("modules", array));
+                                link, "io.modgate.Manager.ModuleNotFound",
+                                SD_JSON_BUILD_PAIR_CONDITION(!!p->name, "name", SD_JSON_BUILD_STRING(p->name)),
+                                SD_JSON_BUILD_PAIR_CONDITION(!!p->modalias, "modalias",
+                                                             SD_JSON_BUILD_STRING(p->modalias)),
+                                SD_JSON_BUILD_PAIR_CONDITION(plan && plan->n_blacklisted > 0, "blacklisted",
+                                                             SD_JSON_BUILD_STRV(plan ? plan->blacklisted : NULL)));
+        }
+        if (r == -ELOOP)
+                return sd_varlink_errorbo(link, "io.modgate.Manager.LoadFailed",
+                                          SD_JSON_BUILD_PAIR_STRING("module", p->name ?: p->modalias),
+                                          SD_JSON_BUILD_PAIR_STRING("reason", "the module index has a dependency loop"),
+                                          SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));
+        if (r < 0)
+                return log_error_errno(r, "Failed to resolve %s: %m", p->name ?: p->modalias);
 
-        return sd_varlink_errorbo(
-                        link, "io.modgate.Manager.LoadFailed",
-                        SD_JSON_BUILD_PAIR_STRING("module", last->name),
-                        SD_JSON_BUILD_PAIR_STRING("reason", last->reason ?: "load failed"),
-                        SD_JSON_BUILD_PAIR_CONDITION(last->error != 0, "errno", SD_JSON_BUILD_INTEGER(last->error)),
-                        SD_JSON_BUILD_PAIR_CONDITION(last->error != 0, "errnoName",
-                                                     SD_JSON_BUILD_STRING(strerrorname_np(last->error))),
-                        SD_JSON_BUILD_PAIR_VARIANT("modules", array));
+        *ret_plan = plan;
+        return 1;
+}
+
+static int load_start(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
+                      const Plan *plan) {
+        LoadRequest *req;
+        int r;
+
+        req = calloc(1, sizeof(*req));
+        if (!req)
+                return -ENOMEM;
+        req->manager = m;
+        req->next = m->requests;
+        if (req->next)
+                req->next->prev = req;
+        m->requests = req;
+        m->n_requests++;
+
+        req->n_jobs = plan->n_specs;
+        req->blacklisted = strv_copy_n(plan->blacklisted, plan->n_blacklisted);
+        r = req->blacklisted ? scheduler_submit(m->scheduler, plan, p->parameters, who, &req->jobs) : -ENOMEM;
+        if (r < 0) {
+                req->n_jobs = 0;
+                load_request_free(req);
+                return r;
+        }
+
+        req->link = sd_varlink_ref(link);
+        for (size_t i = 0; i < req->n_jobs; i++)
+                if (!job_is_done(req->jobs[i])) {
+                        r = job_watch(req->jobs[i], on_job_done, req);
+                        if (r < 0)
+                                return log_oom(); /* the request stays unanswered until its timeout */
+                        req->n_pending++;
+                }
+
+        if (req->n_pending == 0) {
+                load_request_answer(req);
+                load_request_free(req);
+                return 0;
+        }
+
+        if (p->timeout_usec > 0) {
+                r = sd_event_add_time_relative(m->event, &req->timeout, CLOCK_MONOTONIC, p->timeout_usec, 1,
+                                               on_request_timeout, req);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to arm the request's timeout, ignoring: %m");
+        }
+        return 0;
 }
 
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
-        static const sd_json_dispatch_field dispatch_table[] = {
-                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
-                  offsetof(LoadParameters, name), SD_JSON_MANDATORY },
-                {}
-        };
+        _cleanup_(plan_freep) Plan *owned = NULL;
         Manager *m = userdata;
         LoadParameters p = {};
-        ModuleSpec *specs = NULL;
-        ModuleResult *results = NULL;
-        size_t n_specs = 0, n_results = 0;
-        Requester who = {};
-        LoadContext ctx = {
-                .root = m->root,
-                .kernel_compression = m->kernel_compression,
-        };
+        LoadRefusal refusal = {};
+        const Plan *plan = NULL;
+        Requester who;
         int r;
 
-        (void) flags;
-
-        r = sd_varlink_dispatch(link, parameters, dispatch_table, &p);
-        if (r != 0)
+        manager_touch(m);
+        r = load_parameters_parse(parameters, &p, &refusal);
+        if (r < 0)
                 return r;
+        if (r > 0)
+                return reply_refusal(link, &p, &refusal);
 
-        /* Checked before anything else: no lookup, no file access for a name no module can have. */
-        if (!module_name_is_valid(p.name))
-                return sd_varlink_errorbo(link, "io.modgate.Manager.InvalidName",
-                                          SD_JSON_BUILD_PAIR_STRING("name", p.name));
+        if (m->n_requests >= REQUESTS_MAX)
+                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
 
-        who.request = p.name;
+        who = (Requester) {
+                .name = (char *) p.name,
+                .modalias = (char *) p.modalias,
+                .path = (char *) p.path,
+                .source = p.context.source,
+                .devpath = (char *) p.context.devpath,
+                .subsystem = (char *) p.context.subsystem,
+                .action = (char *) p.context.action,
+                .file = (char *) p.context.file,
+                .seqnum = p.context.seqnum,
+        };
         who.have_peer = sd_varlink_get_peer_pid(link, &who.pid) >= 0 &&
                         sd_varlink_get_peer_uid(link, &who.uid) >= 0;
 
-        r = resolver_resolve(m->resolver, p.name, &specs, &n_specs);
-        if (r == -ENOENT) {
-                log_info("Load %s: no such module in %s.", p.name, m->root->path);
-                return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleNotFound",
-                                          SD_JSON_BUILD_PAIR_STRING("name", p.name));
+        r = load_plan(m, link, &p, &who, &plan, &owned);
+        if (r <= 0)
+                return r;
+
+        return load_start(m, link, &p, &who, plan);
+}
+
+static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error, const char *reason) {
+        journal_record_unload(who, name, error, reason);
+        return sd_varlink_errorbo(link, "io.modgate.Manager.UnloadFailed", SD_JSON_BUILD_PAIR_STRING("module", name),
+                                  SD_JSON_BUILD_PAIR_STRING("reason", reason),
+                                  SD_JSON_BUILD_PAIR_STRING("errnoName", strerrorname_np(error)));
+}
+
+static int unload_in_use(sd_varlink *link, const Requester *who, const char *name, char **holders, unsigned refs) {
+        journal_record_unload(who, name, EBUSY, holders && holders[0] ? "used by other modules" : "in use");
+        return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleInUse", SD_JSON_BUILD_PAIR_STRING("module", name),
+                                  SD_JSON_BUILD_PAIR_STRV("holders", holders),
+                                  SD_JSON_BUILD_PAIR_INTEGER("refcount", refs));
+}
+
+static int unload_not_loaded(sd_varlink *link, const Requester *who, const char *name) {
+        journal_record_unload(who, name, ENOENT, "module is not loaded");
+        return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded",
+                                  SD_JSON_BUILD_PAIR_STRING("module", name));
+}
+
+/* A builtin module has a directory in /sys/module only when it has parameters: the index knows the
+ * others. */
+static bool module_is_builtin(Manager *m, const char *name) {
+        const Plan *plan;
+
+        if (resolver_plan_key(m->resolver, name, &plan) < 0)
+                return false;
+        for (size_t i = 0; i < plan->n_specs; i++)
+                if (module_name_equal(plan->specs[i].name, name))
+                        return !plan->specs[i].path;
+        return false;
+}
+
+static int unload(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
+        _cleanup_free_ char *command = NULL;
+        char **holders = NULL;
+        ModuleState state;
+        unsigned refs = 0;
+        int r;
+
+        if (scheduler_has_job(m->scheduler, name))
+                return unload_refuse(link, who, name, EBUSY, "a load of this module is in progress");
+
+        r = kernel_module_state(name, &state);
+        if (r < 0)
+                return unload_refuse(link, who, name, -r, "cannot read module state");
+        if (state == MODULE_STATE_ABSENT && module_is_builtin(m, name))
+                state = MODULE_STATE_BUILTIN;
+        if (state == MODULE_STATE_ABSENT)
+                return unload_not_loaded(link, who, name);
+        if (state == MODULE_STATE_BUILTIN)
+                return unload_refuse(link, who, name, EPERM, "module is built into the kernel");
+
+        r = kernel_module_holders(name, &holders);
+        if (r < 0)
+                return unload_refuse(link, who, name, -r, "cannot read the module's holders");
+        (void) kernel_module_refcount(name, &refs);
+        if (holders[0] || refs > 0) {
+                r = unload_in_use(link, who, name, holders, refs);
+                strv_free(holders);
+                return r;
         }
+        strv_free(holders);
+
+        r = resolver_remove_command(m->resolver, name, &command);
+        if (r >= 0 && command) {
+                journal_record_unload(who, name, EPERM, "modprobe.d has a remove command; modgate never runs commands");
+                return sd_varlink_errorbo(link, "io.modgate.Manager.InstallCommandRefused",
+                                          SD_JSON_BUILD_PAIR_STRING("module", name),
+                                          SD_JSON_BUILD_PAIR_STRING("command", command),
+                                          SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));
+        }
+
+        r = kernel_delete_module(name);
+        if (r == -EWOULDBLOCK || r == -EBUSY)
+                return unload_in_use(link, who, name, NULL, refs);
+        if (r == -ENOENT)
+                return unload_not_loaded(link, who, name);
         if (r < 0)
-                return log_error_errno(r, "Failed to resolve %s: %m", p.name);
+                return unload_refuse(link, who, name, -r, strerror(-r));
 
-        r = loader_run(&ctx, specs, n_specs, &results, &n_results);
-        module_specs_free(specs, n_specs);
-        if (r < 0)
-                return log_error_errno(r, "Failed to load %s: %m", p.name);
+        journal_record_unload(who, name, 0, NULL);
+        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("name", name));
+}
 
-        for (size_t i = 0; i < n_results; i++)
-                journal_record_module(&who, results + i);
+static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                            void *userdata) {
+        static const sd_json_dispatch_field table[] = {
+                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, 0, SD_JSON_MANDATORY },
+                {}
+        };
+        _cleanup_free_ char *name = NULL;
+        const char *n = NULL;
+        Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
+        int r;
 
-        r = reply_results(link, results, n_results);
-        module_results_free(results, n_results);
-        return r;
+        manager_touch(userdata);
+        r = sd_varlink_dispatch(link, parameters, table, &n);
+        if (r != 0)
+                return r;
+        if (!module_name_is_valid(n))
+                return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", n));
+
+        name = strdup(n);
+        if (!name)
+                return -ENOMEM;
+        module_name_normalize(name);
+        who.name = name;
+        who.have_peer = sd_varlink_get_peer_pid(link, &who.pid) >= 0 &&
+                        sd_varlink_get_peer_uid(link, &who.uid) >= 0;
+
+        return unload(userdata, link, &who, name);
 }
 
 int manager_varlink_init(Manager *m) {
@@ -151,9 +445,12 @@ int manager_varlink_init(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add varlink interface: %m");
 
-        r = sd_varlink_server_bind_method(s, "io.modgate.Manager.Load", vl_method_load);
+        r = sd_varlink_server_bind_method_many(
+                        s,
+                        "io.modgate.Manager.Load", vl_method_load,
+                        "io.modgate.Manager.Unload", vl_method_unload);
         if (r < 0)
-                return log_error_errno(r, "Failed to bind varlink method: %m");
+                return log_error_errno(r, "Failed to bind varlink methods: %m");
 
         if (m->listen_address) {
                 r = sd_varlink_server_listen_address(s, m->listen_address, 0600);

@@ -4,7 +4,11 @@
 #include "manager.h"
 
 /* Caps on what clients can make the daemon hold. */
-#define VARLINK_CONNECTIONS_MAX 256U
-#define VARLINK_CONNECTIONS_PER_UID_MAX 128U
+/* Caps on what clients can make the daemon hold. Every client is root (the socket is 0600 and the
+ * server takes root only); at boot udev and the kernel's helper ask many at once. */
+#define VARLINK_CONNECTIONS_MAX 4096U
+#define VARLINK_CONNECTIONS_PER_UID_MAX 4096U
+#define REQUESTS_MAX 8192U
 
 int manager_varlink_init(Manager *m);
+void manager_free_requests(Manager *m);

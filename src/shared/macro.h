@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -49,6 +50,12 @@ static inline void closep(int *fd) {
                 if (*p)                                         \
                         func(*p);                               \
         }
+
+/* A copy of s, or NULL for NULL. Returns 0 or -ENOMEM. */
+static inline int strdup_or_null(const char *s, char **ret) {
+        *ret = s ? strdup(s) : NULL;
+        return !s || *ret ? 0 : -ENOMEM;
+}
 
 /* Turn a libc-style -1/errno result into -errno. */
 static inline int negative_errno(void) {

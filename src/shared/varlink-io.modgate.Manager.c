@@ -163,6 +163,10 @@ static SD_VARLINK_DEFINE_ERROR(
                 SD_VARLINK_DEFINE_FIELD(refcount, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_ERROR(
+                Busy,
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
                 NotLoaded,
                 SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0));
 
@@ -216,6 +220,8 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_error_Timeout,
                 SD_VARLINK_SYMBOL_COMMENT("The module is used by other modules or has references"),
                 &vl_error_ModuleInUse,
+                SD_VARLINK_SYMBOL_COMMENT("Too many requests are pending; try again"),
+                &vl_error_Busy,
                 SD_VARLINK_SYMBOL_COMMENT("The module is not loaded"),
                 &vl_error_NotLoaded,
                 SD_VARLINK_SYMBOL_COMMENT("delete_module(2) failed"),

@@ -146,10 +146,17 @@ class Daemon:
             "NOTIFY_SOCKET": self.notify_path,
             "MODGATE_LOG_LEVEL": "debug",
         }
+        # A sanitizer build needs its settings in the daemon too.
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                env[k] = os.environ[k]
         env.update(extra_env or {})
         cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
         for k, v in env.items():
             cmd += ["-E", "%s=%s" % (k, v)]
+        # Tests talk to one instance for their whole run: no idle exit unless a test asks for it.
+        if not any(a.startswith("--idle-exit-sec=") for a in args):
+            args = ("--idle-exit-sec=0", *args)
         cmd += [os.environ["MODGATED"], "--trusted-root=" + trusted_root, *args]
 
         self.stderr = open(self.stderr_path, "w")
@@ -170,19 +177,24 @@ class Daemon:
             c.close()
         return "error" not in reply and self.wait_ready()
 
-    def wait_ready(self):
-        """Waits for READY=1 on the notification socket, as the service manager would."""
-        deadline = time.monotonic() + 30
+    def wait_notify(self, word, timeout=30):
+        """Waits for a sd_notify() message containing word (READY=1, RELOADING=1, ...), as the service
+        manager would; returns the message or None."""
+        deadline = time.monotonic() + timeout
+        self.notify.settimeout(timeout)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                return False
+                return None
             try:
                 msg = self.notify.recv(4096).decode()
             except socket.timeout:
                 break
-            if "READY=1" in msg.split("\n"):
-                return True
-        return False
+            if word in msg.split("\n"):
+                return msg
+        return None
+
+    def wait_ready(self):
+        return self.wait_notify("READY=1") is not None
 
     @property
     def pid(self):
@@ -289,6 +301,38 @@ def mount_sys_module(live=(), compression="xz"):
 
 def copy_tree(src, dst):
     shutil.copytree(src, dst, symlinks=True)
+
+
+# Helpers for the request scenarios (test-requests.py): configuration mounted before a daemon starts,
+# the machine's own modaliases and modprobe's answer for them, many clients at once, and the shim's
+# timestamps.
+
+import select  # noqa: E402
+import threading  # noqa: E402
+
+
+def mount_modprobe_d(text, name="modgate-test.conf"):
+    """A tmpfs over /etc/modprobe.d holding only this configuration. libkmod reads its configuration
+    when a context is made, so this must come before the daemon starts."""
+    run("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/etc/modprobe.d")
+    with open(os.path.join("/etc/modprobe.d", name), "w") as f:
+        f.write(text)
+
+
+def mount_file_over(path, text, workdir):
+    """Bind-mounts a file with this text over path, for example /proc/cmdline."""
+    src = os.path.join(workdir, os.path.basename(path) + ".over")
+    with open(src, "w") as f:
+        f.write(text)
+    run("mount", "--bind", src, path)
+
+
+def mount_erofs_tree(tree, workdir, name="trusted"):
+    """The module tree as it is, on a read-only erofs image mounted with a loop device."""
+    image = os.path.join(workdir, name + ".erofs")
+    run("mkfs.erofs", "--quiet", image, tree)
+    mnt = os.path.join(workdir, name)
+    os.makedirs(mnt)
 
 
 # --- System integration: the helpers, a stand-in daemon, and a booted systemd ----------------------
@@ -419,6 +463,156 @@ def mount_trusted_tree(tree, work):
     run("mkfs.erofs", "--quiet", image, tree)
     run("mount", "-t", "erofs", "-o", "ro,loop", image, mnt)
     return mnt
+
+
+def reset_sys_module(keep=("compression",)):
+    """Forgets every module in the private /sys/module, as after a reboot. Only while no daemon is
+    loading."""
+    for entry in os.listdir("/sys/module"):
+        if entry in keep:
+            continue
+        path = os.path.join("/sys/module", entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def set_module_state(name, state):
+    """Writes /sys/module/NAME/initstate as the kernel shows it, replacing it in one step."""
+    d = os.path.join("/sys/module", name)
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, ".initstate.tmp")
+    with open(tmp, "w") as f:
+        f.write(state + "\n")
+    os.rename(tmp, os.path.join(d, "initstate"))
+
+
+def module_state(name):
+    """live, coming or going from the private /sys/module, or None when the module is not there."""
+    try:
+        with open("/sys/module/%s/initstate" % name) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def machine_modaliases():
+    """Every modalias this machine's devices have (/sys/devices/**/modalias), sorted and unique."""
+    found = set()
+    for dirpath, _, filenames in os.walk("/sys/devices"):
+        if "modalias" not in filenames:
+            continue
+        try:
+            with open(os.path.join(dirpath, "modalias"), "rb") as f:
+                alias = f.read().decode("ascii", "replace").strip()
+        except OSError:
+            continue
+        if alias:
+            found.add(alias)
+    return sorted(found)
+
+
+def modprobe_resolve(kver, alias):
+    """The module names that `modprobe -S KVER -R ALIAS` prints (canonical, unique). Nothing printed
+    (modprobe exits 1 with "not found") is the empty set."""
+    res = run("modprobe", "-S", kver, "-R", alias, capture_output=True, text=True, check=False)
+    names = {line.strip().replace("-", "_") for line in res.stdout.splitlines() if line.strip()}
+    if res.returncode != 0 and names:
+        raise RuntimeError("modprobe -R %r failed: %s" % (alias, res.stderr))
+    return names
+
+
+def parse_modules_softdep(tree):
+    """Every name that modules.softdep mentions, on either side."""
+    names = set()
+    with open(os.path.join(tree, "modules.softdep")) as f:
+        for line in f:
+            words = line.split()
+            if words and words[0] == "softdep":
+                names.update(w.replace("-", "_") for w in words[1:] if not w.endswith(":"))
+    return names
+
+
+def independent_modules(tree, prefix, exclude=()):
+    """Modules below prefix (for example kernel/drivers/net/) with no dependency and no softdep, in
+    name order: each loads with a single finit_module and nothing else."""
+    deps = parse_modules_dep(tree)
+    soft = parse_modules_softdep(tree)
+    return sorted(n for n, (path, d) in deps.items()
+                  if path.startswith(prefix) and not d and n not in soft and n not in exclude)
+
+
+class AsyncVarlink(Varlink):
+    """A varlink connection whose call is sent now and answered later."""
+
+    def send(self, method, parameters=None):
+        self.sock.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
+
+    def answered(self, timeout):
+        """Whether a reply arrived within timeout seconds (without reading it)."""
+        if b"\0" in self.buf:
+            return True
+        readable, _, _ = select.select([self.sock], [], [], timeout)
+        return bool(readable)
+
+    def receive(self):
+        while b"\0" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed by the daemon")
+            self.buf += chunk
+        reply, _, self.buf = self.buf.partition(b"\0")
+        return json.loads(reply)
+
+
+def call_many(address, calls, timeout=60):
+    """Makes every (method, parameters) call at once, each on its own connection from its own
+    thread: all connections are made first, then the calls are released together. Returns the
+    release time and, per call, (reply, sent, answered), times in CLOCK_MONOTONIC nanoseconds like
+    the shim's."""
+    conns = [Varlink(address, timeout) for _ in calls]
+    barrier = threading.Barrier(len(calls) + 1)
+    results = [None] * len(calls)
+
+    def client(i):
+        barrier.wait()
+        sent = time.monotonic_ns()
+        try:
+            reply = conns[i].call(*calls[i])
+        except Exception as e:  # noqa: BLE001 - reported as this call's reply
+            reply = {"error": "client: %s: %s" % (type(e).__name__, e)}
+        results[i] = (reply, sent, time.monotonic_ns())
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(calls))]
+    for th in threads:
+        th.start()
+    barrier.wait()
+    released = time.monotonic_ns()
+    for th in threads:
+        th.join()
+    for c in conns:
+        c.close()
+    return released, results
+
+
+def finit_records(records, names=None):
+    """The finit_module records of the shim, optionally only for these module names."""
+    return [r for r in records if r["call"] == "finit_module" and (names is None or r.get("name") in names)]
+
+
+def max_in_flight(records):
+    """The largest number of timed records whose [start, end] overlap at one moment. A load that
+    ends at the very moment another starts does not overlap it."""
+    events = []
+    for r in records:
+        events.append((r["start"], 1))
+        events.append((r["end"], -1))
+    n = best = 0
+    for _, step in sorted(events):
+        n += step
+        best = max(best, n)
+    return best
 
 
 def modules_alias(tree):

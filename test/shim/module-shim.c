@@ -6,11 +6,14 @@
  *  finit_module   appends a JSON line to $MODGATE_SHIM_LOG with the identity of the file behind the
  *                 fd (path, device, inode), params and flags, then marks the module live by writing
  *                 /sys/module/NAME/initstate (a private tmpfs in the test's mount namespace), as the
- *                 kernel would. A module that is live already gives EEXIST, as in the kernel.
+ *                 kernel would. A module that is live already gives EEXIST, as in the kernel. The
+ *                 line also has "start" and "end", CLOCK_MONOTONIC in nanoseconds before and after
+ *                 the module's init (the delay below), so that tests can tell which loads
+ *                 overlapped; it is written when the call returns.
  *  init_module    is recorded and fails with ENOSYS: modgated must never call it.
  *  delete_module  is recorded and removes /sys/module/NAME.
  *
- * $MODGATE_SHIM_FAIL=NAME:ERRNO makes finit_module of NAME fail with that errno.
+ * $MODGATE_SHIM_FAIL=NAME:ERRNO[,NAME:ERRNO...] makes finit_module of each NAME fail with its errno.
  * $MODGATE_SHIM_DELAY_MS=N makes every finit_module take N ms, as a module's init does: the module is
  * "coming" in /sys/module meanwhile, and live after. */
 
@@ -24,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 static void json_string(FILE *f, const char *s) {
@@ -40,10 +44,17 @@ static void json_string(FILE *f, const char *s) {
         fputc('"', f);
 }
 
+static unsigned long long now_nsec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (unsigned long long) ts.tv_sec * 1000000000ULL + (unsigned long long) ts.tv_nsec;
+}
+
 /* One write(2) per record, with O_APPEND, so that records from several threads or processes do not
- * interleave. */
-static void record(const char *call, const char *path, const struct stat *st, const char *params,
-                   long flags, const char *name, int result) {
+ * interleave. start and end are 0 for calls that are not timed. */
+static void record(const char *call, const char *path, const struct stat *st, const char *params, long flags,
+                   const char *name, int result, unsigned long long start, unsigned long long end) {
         const char *log = getenv("MODGATE_SHIM_LOG");
         char *buf = NULL;
         size_t size = 0;
@@ -72,7 +83,10 @@ static void record(const char *call, const char *path, const struct stat *st, co
                 fputs(",\"name\":", f);
                 json_string(f, name);
         }
-        fprintf(f, ",\"result\":%d}\n", result);
+        fprintf(f, ",\"result\":%d", result);
+        if (start > 0)
+                fprintf(f, ",\"start\":%llu,\"end\":%llu", start, end);
+        fputs("}\n", f);
         fclose(f);
 
         fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -102,8 +116,9 @@ static int forced_failure(const char *name) {
         const char *e = getenv("MODGATE_SHIM_FAIL");
         size_t n = strlen(name);
 
-        if (e && strncmp(e, name, n) == 0 && e[n] == ':')
-                return atoi(e + n + 1);
+        for (; e && *e; e = strchr(e, ',') ? strchr(e, ',') + 1 : NULL)
+                if (strncmp(e, name, n) == 0 && e[n] == ':')
+                        return atoi(e + n + 1);
         return 0;
 }
 
@@ -123,6 +138,7 @@ static void write_state(const char *path, const char *state) {
 
 static long fake_finit_module(int fd, const char *params, long flags) {
         char link[64], path[4096] = "", name[256], state[512];
+        unsigned long long start;
         const char *delay;
         struct stat st;
         ssize_t n;
@@ -133,7 +149,8 @@ static long fake_finit_module(int fd, const char *params, long flags) {
         if (n >= 0)
                 path[n] = '\0';
         if (fstat(fd, &st) < 0) {
-                record("finit_module", NULL, NULL, params, flags, NULL, -EBADF);
+                start = now_nsec();
+                record("finit_module", NULL, NULL, params, flags, NULL, -EBADF, start, start);
                 errno = EBADF;
                 return -1;
         }
@@ -144,8 +161,9 @@ static long fake_finit_module(int fd, const char *params, long flags) {
         err = forced_failure(name);
         if (err == 0 && access(state, F_OK) >= 0)
                 err = EEXIST;
-        record("finit_module", path, &st, params ?: "", flags, name, -err);
         if (err != 0) {
+                start = now_nsec();
+                record("finit_module", path, &st, params ?: "", flags, name, -err, start, start);
                 errno = err;
                 return -1;
         }
@@ -153,19 +171,21 @@ static long fake_finit_module(int fd, const char *params, long flags) {
         snprintf(state, sizeof(state), "/sys/module/%s", name);
         (void) mkdir(state, 0755);
         snprintf(state, sizeof(state), "/sys/module/%s/initstate", name);
+        start = now_nsec();
         delay = getenv("MODGATE_SHIM_DELAY_MS");
         if (delay && atoi(delay) > 0) {
                 write_state(state, "coming\n");
                 usleep((useconds_t) atoi(delay) * 1000);
         }
         write_state(state, "live\n");
+        record("finit_module", path, &st, params ?: "", flags, name, 0, start, now_nsec());
         return 0;
 }
 
 static long fake_delete_module(const char *name, long flags) {
         char path[512];
 
-        record("delete_module", NULL, NULL, NULL, flags, name, 0);
+        record("delete_module", NULL, NULL, NULL, flags, name, 0, 0, 0);
         snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
         if (unlink(path) < 0)
                 return -1;
@@ -188,7 +208,7 @@ long syscall(long number, ...) {
         case SYS_finit_module:
                 return fake_finit_module((int) a[0], (const char *) a[1], a[2]);
         case SYS_init_module:
-                record("init_module", NULL, NULL, (const char *) a[2], 0, NULL, -ENOSYS);
+                record("init_module", NULL, NULL, (const char *) a[2], 0, NULL, -ENOSYS, 0, 0);
                 errno = ENOSYS;
                 return -1;
         case SYS_delete_module:

@@ -16,33 +16,37 @@ static FileOrigin good(void) {
 TEST(evaluate) {
         FileOrigin o = good();
 
-        check(trust_evaluate(&o) == TRUST_OK);
+        check(trust_evaluate(&o, true) == TRUST_OK);
 
         o = good();
         o.mode = S_IFDIR | 0755;
-        check(trust_evaluate(&o) == TRUST_NOT_REGULAR);
+        check(trust_evaluate(&o, true) == TRUST_NOT_REGULAR);
 
         o = good();
         o.mode = S_IFIFO | 0644;
-        check(trust_evaluate(&o) == TRUST_NOT_REGULAR);
+        check(trust_evaluate(&o, true) == TRUST_NOT_REGULAR);
 
         o = good();
         o.uid = 1000;
-        check(trust_evaluate(&o) == TRUST_NOT_ROOT_OWNED);
+        check(trust_evaluate(&o, true) == TRUST_NOT_ROOT_OWNED);
 
         o = good();
         o.mode = S_IFREG | 0664;
-        check(trust_evaluate(&o) == TRUST_WRITABLE_BY_OTHERS);
+        check(trust_evaluate(&o, true) == TRUST_WRITABLE_BY_OTHERS);
 
         o = good();
         o.mode = S_IFREG | 0646;
-        check(trust_evaluate(&o) == TRUST_WRITABLE_BY_OTHERS);
+        check(trust_evaluate(&o, true) == TRUST_WRITABLE_BY_OTHERS);
 
         /* A read-only bind mount of a writable filesystem. */
         o = good();
         o.sb_ro = false;
         o.mount_ro = true;
-        check(trust_evaluate(&o) == TRUST_WRITABLE_SUPERBLOCK);
+        check(trust_evaluate(&o, true) == TRUST_WRITABLE_SUPERBLOCK);
+        /* RequireReadOnlySuperblock=no lifts that one check, no other. */
+        check(trust_evaluate(&o, false) == TRUST_OK);
+        o.uid = 1000;
+        check(trust_evaluate(&o, false) == TRUST_NOT_ROOT_OWNED);
 
         for (TrustVerdict v = 0; v < _TRUST_VERDICT_MAX; v++)
                 check(trust_verdict_to_string(v));

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-json.h>
+#include <systemd/sd-varlink.h>
+
+#include "log.h"
+#include "macro.h"
+
+#define DEFAULT_ADDRESS "/run/modgate/io.modgate"
+
+static const char *arg_address = DEFAULT_ADDRESS;
+static const char *arg_parameters = NULL;
+static bool arg_modalias = false;
+static bool arg_json = false;
+
+static void help(void) {
+        printf("%s [OPTIONS...] COMMAND ...\n\n"
+               "Ask modgated to load or unload kernel modules.\n\n"
+               "Commands:\n"
+               "  load NAME|PATH...       Load modules by name, alias, or file path beneath a trusted root\n"
+               "  unload NAME...          Unload modules that nothing uses\n\n"
+               "Options:\n"
+               "  -h --help               Show this help\n"
+               "     --address=PATH       Talk to this socket (default: " DEFAULT_ADDRESS ")\n"
+               "  -m --modalias           Treat the arguments of load as modaliases\n"
+               "  -p --parameters=PARAMS  Module parameters for the requested module ('a=1 b=2')\n"
+               "     --json               Print the daemon's replies as JSON\n",
+               program_invocation_short_name);
+}
+
+static const char *str(sd_json_variant *v, const char *key) {
+        sd_json_variant *f = v ? sd_json_variant_by_key(v, key) : NULL;
+
+        return f && sd_json_variant_is_string(f) ? sd_json_variant_string(f) : NULL;
+}
+
+static void print_modules(sd_json_variant *modules) {
+        if (!modules || !sd_json_variant_is_array(modules))
+                return;
+        for (size_t i = 0; i < sd_json_variant_elements(modules); i++) {
+                sd_json_variant *m = sd_json_variant_by_index(modules, i);
+
+                printf("%-24s %-15s %-12s %s\n", str(m, "name") ?: "-", str(m, "outcome") ?: "-",
+                       str(m, "role") ?: "-", str(m, "reason") ?: str(m, "path") ?: "(builtin)");
+        }
+}
+
+static int print_reply(const char *what, sd_json_variant *reply, const char *error) {
+        if (arg_json) {
+                sd_json_variant_dump(reply, SD_JSON_FORMAT_NEWLINE, stdout, NULL);
+                return error ? -EIO : 0;
+        }
+
+        print_modules(reply ? sd_json_variant_by_key(reply, "modules") : NULL);
+        if (!error)
+                return 0;
+
+        if (strcmp(error, "io.modgate.Manager.ModuleNotFound") == 0)
+                return log_error_errno(ENOENT, "%s: no such module.", what);
+        if (strcmp(error, "io.modgate.Manager.ModuleInUse") == 0)
+                return log_error_errno(EBUSY, "%s: in use.", what);
+        return log_error_errno(EIO, "%s: %s%s%s", what, error, str(reply, "reason") ? ": " : "",
+                               str(reply, "reason") ?: "");
+}
+
+static int call(sd_varlink *vl, const char *method, const char *what, sd_json_variant *params) {
+        sd_json_variant *reply = NULL;
+        const char *error = NULL;
+        int r;
+
+        r = sd_varlink_call(vl, method, params, &reply, &error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to call %s: %m", method);
+        return print_reply(what, reply, error);
+}
+
+static int do_load(sd_varlink *vl, const char *arg) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *p = NULL;
+        const char *key = arg_modalias ? "modalias" : arg[0] == '/' ? "path" : "name";
+        int r;
+
+        r = sd_json_buildo(&p, SD_JSON_BUILD_PAIR_STRING(key, arg),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!arg_parameters, "parameters",
+                                                        SD_JSON_BUILD_STRING(arg_parameters)));
+        if (r < 0)
+                return log_oom();
+        return call(vl, "io.modgate.Manager.Load", arg, p);
+}
+
+static int do_unload(sd_varlink *vl, const char *arg) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *p = NULL;
+
+        if (sd_json_buildo(&p, SD_JSON_BUILD_PAIR_STRING("name", arg)) < 0)
+                return log_oom();
+        return call(vl, "io.modgate.Manager.Unload", arg, p);
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum { ARG_ADDRESS = 0x100, ARG_JSON };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "modalias", no_argument, NULL, 'm' },
+                { "parameters", required_argument, NULL, 'p' },
+                { "json", no_argument, NULL, ARG_JSON },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "hmp:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_ADDRESS:
+                        arg_address = optarg;
+                        break;
+                case 'm':
+                        arg_modalias = true;
+                        break;
+                case 'p':
+                        arg_parameters = optarg;
+                        break;
+                case ARG_JSON:
+                        arg_json = true;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+
+        if (argc - optind < 2)
+                return log_error_errno(EINVAL, "Expected a command and at least one argument; see --help.");
+        return 1;
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(sd_varlink_flush_close_unrefp) sd_varlink *vl = NULL;
+        int (*verb)(sd_varlink *, const char *);
+        int r, ret = 0;
+
+        log_open();
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r;
+
+        if (strcmp(argv[optind], "load") == 0)
+                verb = do_load;
+        else if (strcmp(argv[optind], "unload") == 0)
+                verb = do_unload;
+        else
+                return log_error_errno(EINVAL, "Unknown command '%s'; see --help.", argv[optind]);
+
+        r = sd_varlink_connect_address(&vl, arg_address);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to %s: %m", arg_address);
+
+        for (int i = optind + 1; i < argc; i++) {
+                r = verb(vl, argv[i]);
+                if (r < 0 && ret == 0)
+                        ret = r;
+        }
+        return ret;
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "conf-files.h"
+#include "config.h"
+#include "fileio.h"
+#include "macro.h"
+#include "module-name.h"
+#include "strv.h"
+
+#define WHITESPACE " \t"
+
+_Static_assert(CONFIG_FILE_MAX % (1024 * 1024) == 0, "the size message counts in MiB");
+
+const char *const config_dirs[] = {
+        "/etc/modgate",
+        "/run/modgate",
+        "/usr/local/lib/modgate",
+        "/usr/lib/modgate",
+        NULL,
+};
+
+typedef struct ParseState {
+        Config *config;
+        const char *filename;
+        unsigned line;                  /* 0 for errors about the whole file */
+        const char *section;            /* the current section, from the table below; NULL before one */
+        char **reterr_message;
+} ParseState;
+
+typedef int (*SettingParser)(ParseState *s, const char *key, const char *value);
+
+typedef struct Setting {
+        const char *section;
+        const char *key;
+        SettingParser parse;
+} Setting;
+
+void config_init_defaults(Config *c) {
+        *c = (Config) {
+                .workers = CONFIG_WORKERS_DEFAULT,
+                .idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT,
+                .require_superblock_ro = true,
+        };
+}
+
+void config_done(Config *c) {
+        strv_free(c->load_alone);
+        strv_free(c->trusted_roots);
+        *c = (Config) {};
+}
+
+/* Sets the message, "FILE:LINE: " followed by the format, and returns r. */
+_printf_(3, 4) static int parse_error(ParseState *s, int r, const char *format, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int k;
+
+        if (!s->reterr_message)
+                return r;
+
+        va_start(ap, format);
+        k = vasprintf(&msg, format, ap);
+        va_end(ap);
+
+        /* Parsing stops at the first error, so this is the only message: never read what was there. */
+        *s->reterr_message = NULL;
+        if (k < 0)
+                return r;
+        if (s->line > 0)
+                k = asprintf(s->reterr_message, "%s:%u: %s", s->filename, s->line, msg);
+        else
+                k = asprintf(s->reterr_message, "%s: %s", s->filename, msg);
+        if (k < 0)
+                *s->reterr_message = NULL;
+        return r;
+}
+
+static int parse_workers(ParseState *s, const char *key, const char *value) {
+        unsigned v;
+        int r;
+
+        if (value[0] == '\0') {
+                s->config->workers = CONFIG_WORKERS_DEFAULT;
+                return 0;
+        }
+        r = parse_unsigned(value, &v);
+        if (r == -EINVAL)
+                return parse_error(s, -EINVAL, "%s=%s is not a number", key, value);
+        if (r < 0 || v < 1 || v > CONFIG_WORKERS_MAX)
+                return parse_error(s, -EINVAL, "%s=%s is out of range 1..%u",
+                                   key, value, CONFIG_WORKERS_MAX);
+        s->config->workers = v;
+        return 0;
+}
+
+static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
+        uint64_t v;
+        int r;
+
+        if (value[0] == '\0') {
+                s->config->idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT;
+                return 0;
+        }
+        r = parse_timespan(value, &v);
+        if (r == -ERANGE)
+                return parse_error(s, -EINVAL, "%s=%s is out of range", key, value);
+        if (r < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a time span (such as 30s, 5min, infinity)",
+                                   key, value);
+        s->config->idle_exit_usec = v == USEC_INFINITY ? 0 : v;
+        return 0;
+}
+
+static int parse_require_superblock_ro(ParseState *s, const char *key, const char *value) {
+        int r;
+
+        if (value[0] == '\0') {
+                s->config->require_superblock_ro = true;
+                return 0;
+        }
+        r = parse_boolean(value);
+        if (r < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a boolean (yes/no, true/false, on/off, 1/0)",
+                                   key, value);
+        s->config->require_superblock_ro = r;
+        return 0;
+}
+
+/* "/" alone, or "/" followed by components that are neither empty, "." nor "..". */
+static bool path_is_normalized(const char *p) {
+        if (strcmp(p, "/") == 0)
+                return true;
+        while (*p == '/') {
+                size_t n = strcspn(++p, "/");
+
+                if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return false;
+                p += n;
+        }
+        return *p == '\0';
+}
+
+static int check_module_name(ParseState *s, const char *key, char *word) {
+        if (!module_name_is_valid(word))
+                return parse_error(s, -EINVAL, "%s=%s is not a valid module name", key, word);
+        module_name_normalize(word);
+        return 0;
+}
+
+static int check_path(ParseState *s, const char *key, char *word) {
+        if (word[0] != '/')
+                return parse_error(s, -EINVAL, "%s=%s is not an absolute path", key, word);
+        if (!path_is_normalized(word))
+                return parse_error(s, -EINVAL, "%s=%s is not a normalized path (it has '.', '..', '//' "
+                                   "or a trailing '/')", key, word);
+        return 0;
+}
+
+/* Adds each whitespace-separated word of value to *list once, after check() accepted (and maybe
+ * rewrote) it; an empty value empties the list. */
+static int parse_list(ParseState *s, const char *key, const char *value, char ***list,
+                      int (*check)(ParseState *s, const char *key, char *word)) {
+        int r;
+
+        if (value[0] == '\0') {
+                *list = strv_free(*list);
+                return 0;
+        }
+
+        for (const char *p = value; *p; p += strspn(p, WHITESPACE)) {
+                _cleanup_free_ char *word = NULL;
+                size_t n = strcspn(p, WHITESPACE);
+
+                word = strndup(p, n);
+                if (!word)
+                        return parse_error(s, -ENOMEM, "out of memory");
+                p += n;
+
+                r = check(s, key, word);
+                if (r < 0)
+                        return r;
+                if (strv_contains(*list, word))
+                        continue;
+                if (strv_length(*list) >= CONFIG_LIST_MAX)
+                        return parse_error(s, -EINVAL, "%s= has more than %d entries", key, CONFIG_LIST_MAX);
+                if (strv_consume(list, TAKE_PTR(word)) < 0)
+                        return parse_error(s, -ENOMEM, "out of memory");
+        }
+        return 0;
+}
+
+static int parse_load_alone(ParseState *s, const char *key, const char *value) {
+        return parse_list(s, key, value, &s->config->load_alone, check_module_name);
+}
+
+static int parse_trusted_root(ParseState *s, const char *key, const char *value) {
+        return parse_list(s, key, value, &s->config->trusted_roots, check_path);
+}
+
+static const Setting settings[] = {
+        { "Load",    "Workers",                   parse_workers               },
+        { "Load",    "LoadAlone",                 parse_load_alone            },
+        { "Manager", "IdleExitSec",               parse_idle_exit             },
+        { "Trust",   "TrustedRoot",               parse_trusted_root          },
+        { "Trust",   "RequireReadOnlySuperblock", parse_require_superblock_ro },
+};
+
+/* The setting with this key in section (any section when section is NULL), compared with
+ * strcmp() or, for suggestions, strcasecmp(). */
+static const Setting *setting_find(const char *section, const char *key,
+                                   int (*cmp)(const char *, const char *)) {
+        for (size_t i = 0; i < ELEMENTSOF(settings); i++) {
+                if (section && strcmp(settings[i].section, section) != 0)
+                        continue;
+                if (cmp(settings[i].key, key) == 0)
+                        return &settings[i];
+        }
+        return NULL;
+}
+
+static const char *section_find(const char *name, int (*cmp)(const char *, const char *)) {
+        for (size_t i = 0; i < ELEMENTSOF(settings); i++)
+                if (cmp(settings[i].section, name) == 0)
+                        return settings[i].section;
+        return NULL;
+}
+
+static char *strstrip(char *s) {
+        size_t n;
+
+        s += strspn(s, WHITESPACE);
+        n = strlen(s);
+        while (n > 0 && strchr(WHITESPACE, s[n - 1]))
+                s[--n] = '\0';
+        return s;
+}
+
+static int parse_section(ParseState *s, char *line) {
+        size_t n = strlen(line);
+        const char *known;
+        char *end;
+
+        end = strchr(line, ']');
+        if (!end)
+                return parse_error(s, -EBADMSG, "section header %s is missing ']'", line);
+        if (end != line + n - 1)
+                return parse_error(s, -EBADMSG, "unexpected text after ']' in section header %s", line);
+        *end = '\0';
+        line++;
+
+        s->section = section_find(line, strcmp);
+        if (s->section)
+                return 0;
+        known = section_find(line, strcasecmp);
+        if (known)
+                return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", line, known);
+        return parse_error(s, -EINVAL,
+                           "unknown section [%s]; the sections are [Load], [Manager] and [Trust]", line);
+}
+
+static int unknown_key(ParseState *s, const char *key) {
+        const Setting *other;
+
+        other = setting_find(NULL, key, strcmp);
+        if (other)
+                return parse_error(s, -EINVAL, "%s= belongs in section [%s], not [%s]",
+                                   key, other->section, s->section);
+        other = setting_find(s->section, key, strcasecmp);
+        if (other)
+                return parse_error(s, -EINVAL, "unknown key %s= in section [%s] (did you mean %s=?)",
+                                   key, s->section, other->key);
+        return parse_error(s, -EINVAL, "unknown key %s= in section [%s]", key, s->section);
+}
+
+static int parse_assignment(ParseState *s, char *line) {
+        const Setting *setting;
+        char *eq, *key, *value;
+
+        eq = strchr(line, '=');
+        if (!eq)
+                return parse_error(s, -EBADMSG, "expected [Section], Key=Value or a comment, got: %s", line);
+        *eq = '\0';
+        key = strstrip(line);
+        value = strstrip(eq + 1);
+        if (key[0] == '\0')
+                return parse_error(s, -EBADMSG, "assignment without a key: =%s", value);
+        if (!s->section)
+                return parse_error(s, -EBADMSG, "%s= comes before the first [Section] header", key);
+
+        setting = setting_find(s->section, key, strcmp);
+        if (!setting)
+                return unknown_key(s, key);
+        return setting->parse(s, key, value);
+}
+
+/* Refuses bytes that have no place in a text line, so that messages echo only printable text. */
+static int check_line_bytes(ParseState *s, const char *line, size_t n) {
+        if (n > CONFIG_LINE_MAX)
+                return parse_error(s, -EBADMSG, "line is longer than %d bytes", CONFIG_LINE_MAX);
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) line[i];
+
+                if (c == '\0')
+                        return parse_error(s, -EBADMSG, "line contains a NUL byte");
+                if ((c < ' ' && c != '\t') || c == 0x7f)
+                        return parse_error(s, -EBADMSG, "line contains the control character 0x%02x", c);
+        }
+        return 0;
+}
+
+/* One line, without its '\n' (and with line[n] == '\0'). */
+static int parse_line(ParseState *s, char *line, size_t n) {
+        int r;
+
+        if (n > 0 && line[n - 1] == '\r')
+                line[--n] = '\0';
+        r = check_line_bytes(s, line, n);
+        if (r < 0)
+                return r;
+
+        line = strstrip(line);
+        if (line[0] == '\0' || line[0] == '#' || line[0] == ';')
+                return 0;
+        if (line[0] == '[')
+                return parse_section(s, line);
+        return parse_assignment(s, line);
+}
+
+/* buf holds size bytes and a '\0' after them. */
+static int parse_buffer(ParseState *s, char *buf, size_t size) {
+        char *p = buf, *end = buf + size;
+        int r;
+
+        /* A byte order mark, as some editors write. */
+        if (size >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+                p += 3;
+
+        while (p < end) {
+                char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t n = nl ? (size_t) (nl - p) : (size_t) (end - p);
+
+                s->line++;
+                p[n] = '\0';
+                r = parse_line(s, p, n);
+                if (r < 0)
+                        return r;
+                p += n + 1;
+        }
+        return 0;
+}
+
+int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message) {
+        ParseState s = { .config = c, .filename = filename, .reterr_message = reterr_message };
+        _cleanup_free_ char *buf = NULL;
+        size_t size;
+        int r;
+
+        r = read_full_stream(f, CONFIG_FILE_MAX, &buf, &size);
+        if (r == -EFBIG)
+                return parse_error(&s, r, "file is larger than %d MiB", CONFIG_FILE_MAX / (1024 * 1024));
+        if (r < 0)
+                return parse_error(&s, r, "failed to read: %s", strerror(-r));
+        return parse_buffer(&s, buf, size);
+}
+
+/* Settings can turn trust checks off: only root (or the caller, for tests) may write them. */
+static int check_owner_and_mode(ParseState *s, FILE *f) {
+        struct stat st;
+
+        if (fstat(fileno(f), &st) < 0)
+                return parse_error(s, negative_errno(), "failed to stat: %m");
+        if (st.st_uid != 0 && st.st_uid != geteuid())
+                return parse_error(s, -EPERM, "refusing a file owned by uid %u: it must be owned by root",
+                                   (unsigned) st.st_uid);
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return parse_error(s, -EPERM, "refusing a file writable by group or others (mode %04o)",
+                                   (unsigned) (st.st_mode & 07777));
+        return 0;
+}
+
+static int load_file(Config *c, const char *path, char **reterr_message) {
+        ParseState s = { .config = c, .filename = path, .reterr_message = reterr_message };
+        _cleanup_(fclosep) FILE *f = NULL;
+        int r;
+
+        f = fopen(path, "re");
+        if (!f && errno == ENOENT)
+                return 0;       /* removed since it was listed */
+        if (!f)
+                return parse_error(&s, negative_errno(), "failed to open: %m");
+        r = check_owner_and_mode(&s, f);
+        if (r < 0)
+                return r;
+        return config_parse_file(c, f, path, reterr_message);
+}
+
+int config_load(Config *c, const char *root, char **reterr_message) {
+        _cleanup_(config_done) Config t = {};
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        config_init_defaults(&t);
+
+        r = conf_files_list_main(config_dirs, root, "modgate.conf", &files);
+        if (r < 0) {
+                ParseState s = { .filename = "modgate.conf", .reterr_message = reterr_message };
+                return parse_error(&s, r, "failed to list configuration files: %s", strerror(-r));
+        }
+
+        for (char **p = files; p && *p; p++) {
+                r = load_file(&t, *p, reterr_message);
+                if (r < 0)
+                        return r;
+        }
+
+        config_done(c);
+        *c = t;
+        t = (Config) {};
+        return 0;
+}

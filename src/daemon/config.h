@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "parse-util.h"
+
+/* The daemon's settings, from modgate.conf and the drop-ins in modgate.conf.d/ (config_load()).
+ * conf/modgate.conf documents each one for administrators. */
+typedef struct Config {
+        unsigned workers;               /* [Load] Workers=, 1..CONFIG_WORKERS_MAX */
+        char **load_alone;              /* [Load] LoadAlone=, canonical module names (with '_') */
+        uint64_t idle_exit_usec;        /* [Manager] IdleExitSec=, 0 means never */
+        char **trusted_roots;           /* [Trust] TrustedRoot=, absolute paths; NULL: the default */
+        bool require_superblock_ro;     /* [Trust] RequireReadOnlySuperblock= */
+} Config;
+
+#define CONFIG_WORKERS_DEFAULT 4u
+#define CONFIG_WORKERS_MAX 64u
+#define CONFIG_IDLE_EXIT_USEC_DEFAULT (30 * USEC_PER_SEC)
+
+/* Caps, each with its own error message. */
+#define CONFIG_LINE_MAX 4096            /* bytes in a line, without its newline */
+#define CONFIG_FILE_MAX (1024 * 1024)   /* bytes in a file */
+#define CONFIG_LIST_MAX 1024            /* entries in a list setting */
+
+/* Where modgate.conf and modgate.conf.d/ are looked for, highest priority first (NULL-terminated). */
+extern const char *const config_dirs[];
+
+/* Fills c with the defaults; c must not hold allocations yet. */
+void config_init_defaults(Config *c);
+void config_done(Config *c);
+
+/* Applies one file to c. The syntax is that of systemd unit files, without line continuation or
+ * quoting: [Section] headers, Key=Value assignments, comment lines starting with '#' or ';', blank
+ * lines; whitespace around keys and values is ignored; CRLF line ends and a UTF-8 byte order mark
+ * are accepted. A later assignment overrides an earlier one; list settings accumulate, and an empty
+ * assignment empties the list (and sets any other setting back to its default).
+ *
+ * Parsing stops at the first error, which is never skipped: an unknown section or key is an error,
+ * so that a typo cannot silently leave a security setting at a weaker value. Returns 0, or:
+ *   -EBADMSG  a line that is not [Section], Key=Value, a comment or blank; too long; NUL or other
+ *             control characters
+ *   -EINVAL   an unknown section or key, or a value that is invalid or out of range
+ *   -EFBIG    the file is larger than CONFIG_FILE_MAX
+ *   -ENOMEM, or the error reading f.
+ * On failure c may be partly updated (discard it), and *reterr_message (when not NULL) is set to a
+ * message for the administrator, such as "modgate.conf:7: Workers=0 is out of range 1..64"; it is
+ * NULL only when there was no memory for it. The caller frees it. */
+int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message);
+
+/* Reads the configuration below root (NULL or "/" for the running system): modgate.conf and its
+ * drop-ins from config_dirs, with systemd's precedence (see conf-files.h). A file must be owned by
+ * root (or by the caller) and not writable by group or others, or it is refused with -EPERM. On
+ * success c is replaced; on failure c is left as it was, and *reterr_message is set as above. */
+int config_load(Config *c, const char *root, char **reterr_message);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a client asks for, checked before anything is looked up. Pure: no I/O. */
+
+/* udev's MODALIAS for CPU features passes 1 KiB; leave room far beyond that. */
+#define MODALIAS_MAX (64U * 1024U)
+#define MODULE_PARAMETERS_MAX 4096U
+#define CONTEXT_STRING_MAX 4096U
+#define MODULE_PATH_MAX 4096U
+
+typedef enum RequestSource {
+        SOURCE_ADMIN,
+        SOURCE_UDEV,
+        SOURCE_KERNEL,
+        SOURCE_BOOT,
+        _SOURCE_MAX,
+        _SOURCE_INVALID = -1,
+} RequestSource;
+
+const char *request_source_to_string(RequestSource s);
+RequestSource request_source_from_string(const char *s);
+
+typedef struct RequestContext {
+        RequestSource source;
+        const char *devpath;
+        const char *subsystem;
+        const char *action;
+        const char *file;
+        int64_t seqnum;         /* -1 when not given */
+} RequestContext;
+
+/* Each returns NULL when the value is acceptable, or the reason it is not. */
+const char *modalias_check(const char *s);
+const char *module_parameters_check(const char *s);
+const char *module_path_check(const char *path);
+const char *request_context_check(const RequestContext *c);

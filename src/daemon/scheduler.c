@@ -1,0 +1,610 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "hashmap.h"
+#include "kernel.h"
+#include "log.h"
+#include "module-name.h"
+#include "scheduler.h"
+
+/* A module in state "coming" is being loaded by someone else (PID 1, an initrd, another loader):
+ * poll until it is live or gone. */
+#define COMING_POLL_USEC (20U * 1000U)
+#define COMING_WAIT_MAX_USEC (10U * 60U * 1000000U)
+#define DENIALS_MAX 4096U
+
+typedef enum JobState {
+        JOB_WAITING,    /* for the modules it needs */
+        JOB_COMING,     /* for another loader's load of the same module */
+        JOB_READY,      /* queued for a worker */
+        JOB_RUNNING,
+        JOB_DONE,
+} JobState;
+
+typedef struct Watcher {
+        job_done_t cb;
+        void *userdata;
+} Watcher;
+
+struct Job {
+        unsigned n_ref;
+        Scheduler *scheduler;
+        JobState state;
+        ModuleResult result;
+        bool alone;
+
+        Job **requires;         /* must be live before this starts */
+        size_t n_requires;
+        Job **after;            /* must be done before this starts, success or not */
+        size_t n_after;
+        Job **dependents;       /* jobs to look at again when this is done */
+        size_t n_dependents;
+        Watcher *watchers;
+        size_t n_watchers;
+
+        Requester requester;    /* the first who asked */
+        unsigned n_requesters;
+
+        sd_event_source *coming_timer;
+        uint64_t coming_since;
+        Job *next;              /* in the ready, work or done queue */
+};
+
+typedef struct JobQueue {
+        Job *head;
+        Job *tail;
+} JobQueue;
+
+struct Scheduler {
+        sd_event *event;
+        sd_event_source *done_source;
+        LoadContext ctx;
+        char *const *load_alone;
+
+        /* Event loop thread only. */
+        Hashmap *jobs;          /* module name → Job in flight, holding a reference */
+        Hashmap *denials;       /* module file path → reason */
+        JobQueue ready;
+        unsigned n_running;
+        bool alone_running;
+
+        /* Shared with the workers, under lock. */
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        JobQueue work;
+        JobQueue done;
+        bool stopping;
+        int done_fd;
+
+        pthread_t *threads;
+        unsigned n_threads;
+        unsigned n_workers;
+};
+
+static void queue_push(JobQueue *q, Job *j) {
+        j->next = NULL;
+        if (q->tail)
+                q->tail->next = j;
+        else
+                q->head = j;
+        q->tail = j;
+}
+
+static Job *queue_pop(JobQueue *q) {
+        Job *j = q->head;
+
+        if (j) {
+                q->head = j->next;
+                if (!q->head)
+                        q->tail = NULL;
+                j->next = NULL;
+        }
+        return j;
+}
+
+Job *job_ref(Job *j) {
+        if (j)
+                j->n_ref++;
+        return j;
+}
+
+static void job_release(Job **jobs, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                job_unref(jobs[i]);
+        free(jobs);
+}
+
+Job *job_unref(Job *j) {
+        if (!j || --j->n_ref > 0)
+                return NULL;
+
+        sd_event_source_disable_unref(j->coming_timer);
+        job_release(j->requires, j->n_requires);
+        job_release(j->after, j->n_after);
+        free(j->dependents);
+        free(j->watchers);
+        module_result_done(&j->result);
+        requester_done(&j->requester);
+        free(j);
+        return NULL;
+}
+
+void jobs_unref(Job **jobs, size_t n) {
+        job_release(jobs, n);
+}
+
+bool job_is_done(const Job *j) {
+        return j->state == JOB_DONE;
+}
+
+const ModuleResult *job_result(const Job *j) {
+        return &j->result;
+}
+
+int job_watch(Job *j, job_done_t cb, void *userdata) {
+        Watcher *w;
+
+        w = reallocarray(j->watchers, j->n_watchers + 1, sizeof(Watcher));
+        if (!w)
+                return -ENOMEM;
+        j->watchers = w;
+        j->watchers[j->n_watchers++] = (Watcher) { cb, userdata };
+        return 0;
+}
+
+static int job_add_dependent(Job *on, Job *j) {
+        Job **a = reallocarray(on->dependents, on->n_dependents + 1, sizeof(Job *));
+
+        if (!a)
+                return -ENOMEM;
+        on->dependents = a;
+        on->dependents[on->n_dependents++] = j;
+        return 0;
+}
+
+static void remember_denial(Scheduler *s, const ModuleResult *r) {
+        char *reason;
+
+        /* Only what the next attempt would find again: the origin check. Install commands are in the
+         * index, which has its own cache. The verdict is about one file, so it is remembered for that
+         * file: a request by path for a copy elsewhere must not deny the module's own file. */
+        if (r->outcome != OUTCOME_DENIED || r->cached || r->command || !r->reason || !r->path)
+                return;
+        if (hashmap_size(s->denials) >= DENIALS_MAX)
+                hashmap_clear(s->denials);
+        reason = strdup(r->reason);
+        if (reason && hashmap_put(s->denials, r->path, reason) < 0)
+                free(reason);
+}
+
+static void job_try_start(Job *j);
+static void scheduler_dispatch(Scheduler *s);
+
+static void job_finish(Job *j) {
+        Scheduler *s = j->scheduler;
+
+        job_ref(j);
+        j->state = JOB_DONE;
+        j->coming_timer = sd_event_source_disable_unref(j->coming_timer);
+
+        journal_record_module(&j->requester, j->n_requesters, &j->result);
+        remember_denial(s, &j->result);
+
+        if (hashmap_get(s->jobs, j->result.name) == j) {
+                hashmap_remove(s->jobs, j->result.name);
+                job_unref(j);
+        }
+
+        for (size_t i = 0; i < j->n_watchers; i++)
+                j->watchers[i].cb(j, j->watchers[i].userdata);
+        j->n_watchers = 0;
+
+        for (size_t i = 0; i < j->n_dependents; i++)
+                if (j->dependents[i]->state == JOB_WAITING)
+                        job_try_start(j->dependents[i]);
+        j->n_dependents = 0;
+
+        job_unref(j);
+}
+
+static void job_finish_with(Job *j, Outcome o, int error, const char *fmt, ...) _printf_(4, 5);
+static void job_finish_with(Job *j, Outcome o, int error, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (module_result_setv(&j->result, o, error, fmt, ap) < 0)
+                (void) log_oom();
+        va_end(ap);
+        job_finish(j);
+}
+
+static void job_try_start(Job *j) {
+        for (size_t i = 0; i < j->n_requires; i++)
+                if (!job_is_done(j->requires[i]))
+                        return;
+        for (size_t i = 0; i < j->n_after; i++)
+                if (!job_is_done(j->after[i]))
+                        return;
+
+        for (size_t i = 0; i < j->n_requires; i++) {
+                const ModuleResult *d = &j->requires[i]->result;
+
+                if (!outcome_is_success(d->outcome))
+                        return job_finish_with(j, OUTCOME_FAILED, 0, "dependency %s was not loaded", d->name);
+        }
+
+        j->state = JOB_READY;
+        queue_push(&j->scheduler->ready, j);
+        scheduler_dispatch(j->scheduler);
+}
+
+static void scheduler_dispatch(Scheduler *s) {
+        while (s->ready.head && s->n_running < s->n_workers && !s->alone_running) {
+                Job *j = s->ready.head;
+
+                /* A module that must load alone waits until the workers are idle. */
+                if (j->alone && s->n_running > 0)
+                        break;
+
+                (void) queue_pop(&s->ready);
+                j->state = JOB_RUNNING;
+                s->n_running++;
+                s->alone_running = j->alone;
+
+                pthread_mutex_lock(&s->lock);
+                queue_push(&s->work, j);
+                pthread_cond_signal(&s->cond);
+                pthread_mutex_unlock(&s->lock);
+        }
+}
+
+static void *worker_main(void *userdata) {
+        Scheduler *s = userdata;
+
+        for (;;) {
+                Job *j;
+
+                pthread_mutex_lock(&s->lock);
+                while (!s->work.head && !s->stopping)
+                        pthread_cond_wait(&s->cond, &s->lock);
+                j = s->stopping ? NULL : queue_pop(&s->work);
+                pthread_mutex_unlock(&s->lock);
+                if (!j)
+                        return NULL;
+
+                if (loader_load(&s->ctx, &j->result) < 0)
+                        j->result.outcome = OUTCOME_FAILED;
+
+                pthread_mutex_lock(&s->lock);
+                queue_push(&s->done, j);
+                pthread_mutex_unlock(&s->lock);
+                (void) eventfd_write(s->done_fd, 1);
+        }
+}
+
+static int on_jobs_done(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Scheduler *s = userdata;
+        JobQueue done;
+        eventfd_t v;
+        Job *j;
+
+        (void) eventfd_read(fd, &v);
+
+        pthread_mutex_lock(&s->lock);
+        done = s->done;
+        s->done = (JobQueue) {};
+        pthread_mutex_unlock(&s->lock);
+
+        while ((j = queue_pop(&done))) {
+                s->n_running--;
+                if (j->alone)
+                        s->alone_running = false;
+                job_finish(j);
+        }
+        scheduler_dispatch(s);
+        return 0;
+}
+
+static int on_coming_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+        ModuleState state;
+        int r;
+
+        r = kernel_module_state(j->result.name, &state);
+        if (r < 0) {
+                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerror(-r));
+                return 0;
+        }
+        switch (state) {
+        case MODULE_STATE_LIVE:
+                job_finish_with(j, OUTCOME_ALREADY_LOADED, 0, NULL);
+                return 0;
+        case MODULE_STATE_ABSENT:
+                /* The other load failed or was undone; try ours. */
+                j->coming_timer = sd_event_source_disable_unref(j->coming_timer);
+                j->state = JOB_WAITING;
+                job_try_start(j);
+                return 0;
+        default:
+                break;
+        }
+
+        if (now_usec() - j->coming_since > COMING_WAIT_MAX_USEC) {
+                job_finish_with(j, OUTCOME_FAILED, ETIMEDOUT, "module stayed in state '%s'",
+                                module_state_to_string(state));
+                return 0;
+        }
+        (void) sd_event_source_set_time_relative(source, COMING_POLL_USEC);
+        (void) sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+/* What is known before any file is opened: the kernel's state, install commands, remembered
+ * denials. Returns true when that decided the job. */
+static bool job_decide_early(Job *j, const ModuleSpec *spec) {
+        Scheduler *s = j->scheduler;
+        ModuleState state;
+        const char *denial;
+        int r;
+
+        if (!spec->path) {
+                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
+                return true;
+        }
+
+        r = kernel_module_state(j->result.name, &state);
+        if (r < 0) {
+                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerror(-r));
+                return true;
+        }
+        switch (state) {
+        case MODULE_STATE_LIVE:
+                job_finish_with(j, OUTCOME_ALREADY_LOADED, 0, NULL);
+                return true;
+        case MODULE_STATE_BUILTIN:
+                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
+                return true;
+        case MODULE_STATE_GOING:
+                job_finish_with(j, OUTCOME_FAILED, EBUSY, "module is being removed");
+                return true;
+        case MODULE_STATE_COMING:
+                j->state = JOB_COMING;
+                j->coming_since = now_usec();
+                r = sd_event_add_time_relative(s->event, &j->coming_timer, CLOCK_MONOTONIC, COMING_POLL_USEC,
+                                               COMING_POLL_USEC / 4, on_coming_timer, j);
+                if (r < 0)
+                        job_finish_with(j, OUTCOME_FAILED, r, "cannot wait for the module: %s", strerror(-r));
+                return true;
+        default:
+                break;
+        }
+
+        if (spec->install_command) {
+                j->result.command = strdup(spec->install_command);
+                job_finish_with(j, OUTCOME_DENIED, EPERM,
+                                "modprobe.d has an install command for this module (%s); modgate never runs "
+                                "commands", spec->install_command);
+                return true;
+        }
+
+        denial = hashmap_get(s->denials, spec->path);
+        if (denial) {
+                j->result.cached = true;
+                job_finish_with(j, OUTCOME_DENIED, EPERM, "%s", denial);
+                return true;
+        }
+        return false;
+}
+
+static bool name_in(char *const *names, const char *name) {
+        for (; names && *names; names++)
+                if (module_name_equal(*names, name))
+                        return true;
+        return false;
+}
+
+static int join_parameters(const char *a, const char *b, char **ret) {
+        if (!a && !b) {
+                *ret = NULL;
+                return 0;
+        }
+        if (asprintf(ret, "%s%s%s", a ?: "", a && b ? " " : "", b ?: "") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int job_new(Scheduler *s, const ModuleSpec *spec, const char *parameters, const Requester *who, Job **ret) {
+        Job *j;
+
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->n_ref = 1;
+        j->scheduler = s;
+        j->n_requesters = 1;
+        j->alone = name_in(s->load_alone, spec->name);
+        j->result.role = spec->role;
+        j->result.name = strdup(spec->name);
+        if (!j->result.name || (spec->path && !(j->result.path = strdup(spec->path))) ||
+            join_parameters(spec->options, spec->role == ROLE_REQUESTED ? parameters : NULL,
+                            &j->result.parameters) < 0 ||
+            requester_copy(who, &j->requester) < 0) {
+                job_unref(j);
+                return -ENOMEM;
+        }
+        *ret = j;
+        return 0;
+}
+
+static int job_link(Job ***array, size_t *n, Job *on, Job *j) {
+        Job **a = reallocarray(*array, *n + 1, sizeof(Job *));
+
+        if (!a)
+                return -ENOMEM;
+        *array = a;
+        (*array)[(*n)++] = job_ref(on);
+        return job_is_done(on) ? 0 : job_add_dependent(on, j);
+}
+
+static int job_link_all(Job *j, const ModuleSpec *spec, Job **jobs) {
+        int r;
+
+        for (size_t k = 0; k < spec->n_requires; k++) {
+                r = job_link(&j->requires, &j->n_requires, jobs[spec->requires[k]], j);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t k = 0; k < spec->n_after; k++) {
+                r = job_link(&j->after, &j->n_after, jobs[spec->after[k]], j);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, const Requester *who,
+                     Job ***ret_jobs) {
+        Job **jobs;
+        int r;
+
+        jobs = calloc(plan->n_specs ?: 1, sizeof(Job *));
+        if (!jobs)
+                return -ENOMEM;
+
+        /* Plan order puts what a module needs before it, so every index a spec refers to is set. */
+        for (size_t i = 0; i < plan->n_specs; i++) {
+                const ModuleSpec *spec = plan->specs + i;
+                Job *j = hashmap_get(s->jobs, spec->name);
+
+                if (j) {
+                        j->n_requesters++;
+                        jobs[i] = job_ref(j);
+                        continue;
+                }
+
+                r = job_new(s, spec, parameters, who, &j);
+                if (r >= 0) {
+                        r = hashmap_put(s->jobs, spec->name, j);
+                        if (r < 0)
+                                job_unref(j);
+                }
+                if (r < 0) {
+                        jobs_unref(jobs, i);
+                        return r;
+                }
+                jobs[i] = job_ref(j);
+
+                if (job_decide_early(j, spec))
+                        continue;
+
+                r = job_link_all(j, spec, jobs);
+                if (r < 0) {
+                        job_finish_with(j, OUTCOME_FAILED, r, "%s", strerror(-r));
+                        continue;
+                }
+                j->state = JOB_WAITING;
+                job_try_start(j);
+        }
+
+        *ret_jobs = jobs;
+        return 0;
+}
+
+bool scheduler_has_job(Scheduler *s, const char *name) {
+        return hashmap_get(s->jobs, name);
+}
+
+size_t scheduler_n_jobs(Scheduler *s) {
+        return hashmap_size(s->jobs);
+}
+
+void scheduler_set_load_alone(Scheduler *s, char *const *names) {
+        s->load_alone = names;
+}
+
+void scheduler_flush_denials(Scheduler *s) {
+        hashmap_clear(s->denials);
+}
+
+static void job_unref_void(void *j) {
+        job_unref(j);
+}
+
+int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Scheduler **ret) {
+        _cleanup_(scheduler_freep) Scheduler *s = NULL;
+        sigset_t all, saved;
+        int r = 0;
+
+        if (n_workers < 1 || n_workers > WORKERS_MAX)
+                return -ERANGE;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->event = sd_event_ref(e);
+        s->ctx = *ctx;
+        s->n_workers = n_workers;
+        s->done_fd = -EBADF;
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->cond, NULL);
+
+        s->jobs = hashmap_new(job_unref_void);
+        s->denials = hashmap_new(free);
+        s->threads = calloc(n_workers, sizeof(pthread_t));
+        if (!s->jobs || !s->denials || !s->threads)
+                return -ENOMEM;
+
+        s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->done_fd < 0)
+                return negative_errno();
+        r = sd_event_add_io(e, &s->done_source, s->done_fd, EPOLLIN, on_jobs_done, s);
+        if (r < 0)
+                return r;
+
+        /* Workers take no signals: the event loop handles them. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        for (; s->n_threads < n_workers; s->n_threads++) {
+                r = -pthread_create(&s->threads[s->n_threads], NULL, worker_main, s);
+                if (r < 0)
+                        break;
+        }
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Scheduler *scheduler_free(Scheduler *s) {
+        if (!s)
+                return NULL;
+
+        /* Loads in progress finish (finit_module cannot be interrupted); queued ones are dropped. */
+        pthread_mutex_lock(&s->lock);
+        s->stopping = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        for (unsigned i = 0; i < s->n_threads; i++)
+                pthread_join(s->threads[i], NULL);
+
+        hashmap_free(s->jobs);
+        hashmap_free(s->denials);
+        sd_event_source_disable_unref(s->done_source);
+        safe_close(s->done_fd);
+        sd_event_unref(s->event);
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->cond);
+        free(s->threads);
+        free(s);
+        return NULL;
+}

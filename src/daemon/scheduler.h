@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+#include "journal.h"
+#include "loader.h"
+#include "resolver.h"
+
+/* One job per module name, however many ask: a request for a module that is already being loaded
+ * joins that job and gets its result. A job starts as soon as the modules it needs are live; a
+ * bounded pool of worker threads runs finit_module(), so the event loop keeps answering while a probe
+ * takes seconds. Everything but the workers' load runs on the event loop thread. */
+
+typedef struct Scheduler Scheduler;
+typedef struct Job Job;
+typedef void (*job_done_t)(Job *j, void *userdata);
+
+#define WORKERS_MAX 64U
+
+int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Scheduler **ret);
+Scheduler *scheduler_free(Scheduler *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Scheduler *, scheduler_free);
+
+/* Modules that must load while nothing else loads (drivers known to race). Names are canonical; the
+ * array is borrowed and must stay valid. */
+void scheduler_set_load_alone(Scheduler *s, char *const *names);
+
+/* Forgets remembered denials, when the index or the policy changed. */
+void scheduler_flush_denials(Scheduler *s);
+
+/* Turns a plan into jobs, joining jobs in flight. parameters are the request's own, for the modules
+ * it names. Returns an array of referenced jobs, one per plan entry, in plan order. */
+int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, const Requester *who,
+                     Job ***ret_jobs);
+
+/* Whether a job for this module is in flight. */
+bool scheduler_has_job(Scheduler *s, const char *name);
+/* Jobs in flight: the daemon is idle only at zero. */
+size_t scheduler_n_jobs(Scheduler *s);
+
+Job *job_ref(Job *j);
+Job *job_unref(Job *j);
+void jobs_unref(Job **jobs, size_t n);
+
+bool job_is_done(const Job *j);
+const ModuleResult *job_result(const Job *j);
+
+/* Calls cb once, on the event loop thread, when the job is done. Returns 0 or -ENOMEM. */
+int job_watch(Job *j, job_done_t cb, void *userdata);

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+#define READ_CHUNK 4096
+
+int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 0;
+
+        for (;;) {
+                size_t want, n;
+
+                if (size > max)
+                        return -EFBIG;
+                if (allocated - size < READ_CHUNK + 1) {
+                        char *t;
+
+                        allocated = size + READ_CHUNK + 1 + size / 2;
+                        t = realloc(buf, allocated);
+                        if (!t)
+                                return -ENOMEM;
+                        buf = t;
+                }
+
+                /* Never read more than one byte past the cap: that byte is how we know. */
+                want = READ_CHUNK;
+                if (want > max + 1 - size)
+                        want = max + 1 - size;
+                n = fread(buf + size, 1, want, f);
+                size += n;
+                if (n < want) {
+                        if (ferror(f))
+                                return negative_errno();
+                        break;
+                }
+        }
+
+        buf[size] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}

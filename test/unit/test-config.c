@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+
+#include "config.h"
+#include "fileio.h"
+#include "strv.h"
+#include "tests-tmp.h"
+
+static int parse_n(Config *c, const char *text, size_t n, char **ret_message) {
+        FILE *f = fmemopen((void *) text, n, "r");
+        int r;
+
+        check(f);
+        r = config_parse_file(c, f, "modgate.conf", ret_message);
+        fclose(f);
+        return r;
+}
+
+/* Parses text over the defaults and expects it to be accepted. */
+static void parse_ok(Config *c, const char *text) {
+        _cleanup_free_ char *message = NULL;
+        int r;
+
+        config_init_defaults(c);
+        r = parse_n(c, text, strlen(text), &message);
+        if (r < 0)
+                fprintf(stderr, "unexpected error %d: %s\n", r, message);
+        check(r == 0);
+        check(!message);
+}
+
+/* Parses n bytes and expects them to be refused with error and exactly this message. */
+static void check_error_n(const char *text, size_t n, int error, const char *message) {
+        _cleanup_(config_done) Config c = {};
+        _cleanup_free_ char *got = NULL;
+        int r;
+
+        config_init_defaults(&c);
+        r = parse_n(&c, text, n, &got);
+        if (r != error)
+                fprintf(stderr, "expected %d, got %d (%s) for: %s\n", error, r, got, text);
+        check(r == error);
+        check_streq(got, message);
+}
+
+static void check_error(const char *text, int error, const char *message) {
+        check_error_n(text, strlen(text), error, message);
+}
+
+static void check_strv(char **l, const char *const *want, size_t n) {
+        check(strv_length(l) == n);
+        for (size_t i = 0; i < n; i++)
+                check_streq(l[i], want[i]);
+}
+
+TEST(defaults) {
+        _cleanup_(config_done) Config c = {};
+
+        config_init_defaults(&c);
+        check(c.workers == 4);
+        check(!c.load_alone);
+        check(c.idle_exit_usec == 30 * USEC_PER_SEC);
+        check(!c.trusted_roots);
+        check(c.require_superblock_ro);
+
+        /* An empty file and a file of comments change nothing. */
+        parse_ok(&c, "");
+        check(c.workers == 4 && c.idle_exit_usec == 30 * USEC_PER_SEC && c.require_superblock_ro);
+        config_done(&c);
+        parse_ok(&c, "# nothing\n; here\n\n[Load]\n[Manager]\n[Trust]\n");
+        check(c.workers == 4 && !c.load_alone && !c.trusted_roots);
+}
+
+TEST(every_setting) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c,
+                 "[Load]\n"
+                 "Workers=16\n"
+                 "LoadAlone=nvidia snd-hda-intel\n"
+                 "[Manager]\n"
+                 "IdleExitSec=5min\n"
+                 "[Trust]\n"
+                 "TrustedRoot=/usr/lib/modules/6.12.0 /opt/modules\n"
+                 "RequireReadOnlySuperblock=no\n");
+        check(c.workers == 16);
+        check_strv(c.load_alone, (const char *const[]) { "nvidia", "snd_hda_intel" }, 2);
+        check(c.idle_exit_usec == 5 * USEC_PER_MINUTE);
+        check_strv(c.trusted_roots, (const char *const[]) { "/usr/lib/modules/6.12.0", "/opt/modules" }, 2);
+        check(!c.require_superblock_ro);
+}
+
+TEST(later_assignment_wins) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c,
+                 "[Load]\nWorkers=2\n[Trust]\nRequireReadOnlySuperblock=no\n"
+                 "[Load]\nWorkers=8\n[Trust]\nRequireReadOnlySuperblock=yes\n"
+                 "[Manager]\nIdleExitSec=1s\nIdleExitSec=2s\n");
+        check(c.workers == 8);
+        check(c.require_superblock_ro);
+        check(c.idle_exit_usec == 2 * USEC_PER_SEC);
+
+        /* Across files, as config_load() applies them: the second call sees the first's result. */
+        check(parse_n(&c, "[Load]\nWorkers=3\n", 17, NULL) == 0);
+        check(c.workers == 3);
+        check(c.idle_exit_usec == 2 * USEC_PER_SEC);
+}
+
+TEST(empty_assignment_resets) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c,
+                 "[Load]\nWorkers=9\nWorkers=\n"
+                 "[Manager]\nIdleExitSec=1h\nIdleExitSec=\n"
+                 "[Trust]\nRequireReadOnlySuperblock=off\nRequireReadOnlySuperblock=\n");
+        check(c.workers == CONFIG_WORKERS_DEFAULT);
+        check(c.idle_exit_usec == CONFIG_IDLE_EXIT_USEC_DEFAULT);
+        check(c.require_superblock_ro);
+}
+
+TEST(lists_accumulate_and_reset) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c,
+                 "[Load]\n"
+                 "LoadAlone=a b\n"
+                 "LoadAlone=c\n"
+                 "[Trust]\n"
+                 "TrustedRoot=/x\n"
+                 "TrustedRoot=\n"
+                 "TrustedRoot=/y\n"
+                 "TrustedRoot=/z\n");
+        check_strv(c.load_alone, (const char *const[]) { "a", "b", "c" }, 3);
+        check_strv(c.trusted_roots, (const char *const[]) { "/y", "/z" }, 2);
+
+        config_done(&c);
+        parse_ok(&c, "[Load]\nLoadAlone=a\nLoadAlone=\n[Trust]\nTrustedRoot=/x\nTrustedRoot=\n");
+        check(strv_length(c.load_alone) == 0);
+        check(strv_length(c.trusted_roots) == 0);
+}
+
+TEST(module_names) {
+        _cleanup_(config_done) Config c = {};
+
+        /* Stored with '_', once each, whatever the spelling; tabs and runs of spaces separate. */
+        parse_ok(&c, "[Load]\nLoadAlone=snd-hda-intel\tsnd_hda_intel   snd_hda-intel vport-vxlan\n");
+        check_strv(c.load_alone, (const char *const[]) { "snd_hda_intel", "vport_vxlan" }, 2);
+}
+
+TEST(idle_exit) {
+        static const struct {
+                const char *value;
+                uint64_t usec;
+        } cases[] = {
+                { "30s", 30 * USEC_PER_SEC },
+                { "90", 90 * USEC_PER_SEC },
+                { "5min", 5 * USEC_PER_MINUTE },
+                { "1h 30min", USEC_PER_HOUR + 30 * USEC_PER_MINUTE },
+                { "500ms", 500 * USEC_PER_MSEC },
+                { "0", 0 },
+                { "infinity", 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(config_done) Config c = {};
+                _cleanup_free_ char *text = NULL;
+
+                check(asprintf(&text, "[Manager]\nIdleExitSec=%s\n", cases[i].value) > 0);
+                parse_ok(&c, text);
+                check(c.idle_exit_usec == cases[i].usec);
+        }
+}
+
+TEST(booleans) {
+        static const char *const yes[] = { "yes", "true", "1", "on", "YES", "True" };
+        static const char *const no[] = { "no", "false", "0", "off", "NO", "False" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                _cleanup_(config_done) Config c = {};
+                _cleanup_free_ char *a = NULL, *b = NULL;
+
+                check(asprintf(&a, "[Trust]\nRequireReadOnlySuperblock=%s\n", no[i]) > 0);
+                parse_ok(&c, a);
+                check(!c.require_superblock_ro);
+                check(asprintf(&b, "[Trust]\nRequireReadOnlySuperblock=%s\n", yes[i]) > 0);
+                check(parse_n(&c, b, strlen(b), NULL) == 0);
+                check(c.require_superblock_ro);
+        }
+}
+
+TEST(tolerated_syntax) {
+        static const char text[] =
+                "\xef\xbb\xbf# a byte order mark, then comments\r\n"
+                "   ; indented comment\r\n"
+                "\t\r\n"
+                "  [Load]  \r\n"
+                "\tWorkers \t=\t 7 \r\n"
+                "LoadAlone =  a  \r\n"
+                "#Workers=1\r\n"
+                "[Trust]\r\n"
+                "TrustedRoot=/\r\n"
+                "RequireReadOnlySuperblock=no";    /* no final newline */
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c, text);
+        check(c.workers == 7);
+        check_strv(c.load_alone, (const char *const[]) { "a" }, 1);
+        check_strv(c.trusted_roots, (const char *const[]) { "/" }, 1);
+        check(!c.require_superblock_ro);
+}
+
+TEST(value_errors) {
+        check_error("# one\n# two\n# three\n\n[Load]\n# six\nWorkers=0\n", -EINVAL,
+                    "modgate.conf:7: Workers=0 is out of range 1..64");
+        check_error("[Load]\nWorkers=65\n", -EINVAL, "modgate.conf:2: Workers=65 is out of range 1..64");
+        check_error("[Load]\nWorkers=99999999999999999999\n", -EINVAL,
+                    "modgate.conf:2: Workers=99999999999999999999 is out of range 1..64");
+        check_error("[Load]\nWorkers=four\n", -EINVAL, "modgate.conf:2: Workers=four is not a number");
+        check_error("[Load]\nWorkers=-1\n", -EINVAL, "modgate.conf:2: Workers=-1 is not a number");
+        /* Comments take a line of their own, as in systemd. */
+        check_error("[Load]\nWorkers=4 # four\n", -EINVAL,
+                    "modgate.conf:2: Workers=4 # four is not a number");
+        check_error("[Load]\nLoadAlone=ok ../evil\n", -EINVAL,
+                    "modgate.conf:2: LoadAlone=../evil is not a valid module name");
+        check_error("[Load]\nLoadAlone=-r\n", -EINVAL,
+                    "modgate.conf:2: LoadAlone=-r is not a valid module name");
+        check_error("[Manager]\nIdleExitSec=5 parsecs\n", -EINVAL,
+                    "modgate.conf:2: IdleExitSec=5 parsecs is not a time span "
+                    "(such as 30s, 5min, infinity)");
+        check_error("[Manager]\nIdleExitSec=99999999999999999999\n", -EINVAL,
+                    "modgate.conf:2: IdleExitSec=99999999999999999999 is out of range");
+        check_error("[Trust]\nTrustedRoot=usr/lib/modules\n", -EINVAL,
+                    "modgate.conf:2: TrustedRoot=usr/lib/modules is not an absolute path");
+        check_error("[Trust]\nTrustedRoot=/usr/lib/../../tmp\n", -EINVAL,
+                    "modgate.conf:2: TrustedRoot=/usr/lib/../../tmp is not a normalized path "
+                    "(it has '.', '..', '//' or a trailing '/')");
+        check_error("[Trust]\nTrustedRoot=/usr//lib\n", -EINVAL,
+                    "modgate.conf:2: TrustedRoot=/usr//lib is not a normalized path "
+                    "(it has '.', '..', '//' or a trailing '/')");
+        check_error("[Trust]\nTrustedRoot=/usr/lib/\n", -EINVAL,
+                    "modgate.conf:2: TrustedRoot=/usr/lib/ is not a normalized path "
+                    "(it has '.', '..', '//' or a trailing '/')");
+        check_error("[Trust]\nRequireReadOnlySuperblock=maybe\n", -EINVAL,
+                    "modgate.conf:2: RequireReadOnlySuperblock=maybe is not a boolean "
+                    "(yes/no, true/false, on/off, 1/0)");
+}
+
+TEST(unknown_names) {
+        check_error("[Laod]\nWorkers=4\n", -EINVAL,
+                    "modgate.conf:1: unknown section [Laod]; "
+                    "the sections are [Load], [Manager] and [Trust]");
+        check_error("[]\n", -EINVAL,
+                    "modgate.conf:1: unknown section []; the sections are [Load], [Manager] and [Trust]");
+        check_error("[load]\n", -EINVAL, "modgate.conf:1: unknown section [load] (did you mean [Load]?)");
+        check_error("[Load]\nWorker=4\n", -EINVAL, "modgate.conf:2: unknown key Worker= in section [Load]");
+        check_error("[Trust]\nrequirereadonlysuperblock=no\n", -EINVAL,
+                    "modgate.conf:2: unknown key requirereadonlysuperblock= in section [Trust] "
+                    "(did you mean RequireReadOnlySuperblock=?)");
+        check_error("[Manager]\nWorkers=4\n", -EINVAL,
+                    "modgate.conf:2: Workers= belongs in section [Load], not [Manager]");
+}
+
+TEST(syntax_errors) {
+        check_error("Workers=4\n", -EBADMSG,
+                    "modgate.conf:1: Workers= comes before the first [Section] header");
+        check_error("[Load]\nWorkers\n", -EBADMSG,
+                    "modgate.conf:2: expected [Section], Key=Value or a comment, got: Workers");
+        check_error("[Load]\n = 4\n", -EBADMSG, "modgate.conf:2: assignment without a key: =4");
+        check_error("[Load\n", -EBADMSG, "modgate.conf:1: section header [Load is missing ']'");
+        check_error("[Load] Workers=4\n", -EBADMSG,
+                    "modgate.conf:1: unexpected text after ']' in section header [Load] Workers=4");
+        check_error("[Load]\nWorkers=4\x01\n", -EBADMSG,
+                    "modgate.conf:2: line contains the control character 0x01");
+        check_error("[Load]\nWorkers=4\rWorkers=0\n", -EBADMSG,
+                    "modgate.conf:2: line contains the control character 0x0d");
+        check_error("[Load]\nWorkers=4\x7f\n", -EBADMSG,
+                    "modgate.conf:2: line contains the control character 0x7f");
+        check_error_n("[Load]\nWorkers=4\0\n", 18, -EBADMSG, "modgate.conf:2: line contains a NUL byte");
+        /* The line number counts CRLF lines, and the message has no stray '\r'. */
+        check_error("[Load]\r\nWorkers=0\r\n", -EINVAL, "modgate.conf:2: Workers=0 is out of range 1..64");
+}
+
+TEST(first_error_stops) {
+        _cleanup_(config_done) Config c = {};
+        _cleanup_free_ char *message = NULL;
+
+        config_init_defaults(&c);
+        check(parse_n(&c, "[Load]\nWorkers=2\nWorkers=0\nWorkers=99\n", 39, &message) == -EINVAL);
+        check_streq(message, "modgate.conf:3: Workers=0 is out of range 1..64");
+
+        /* Without a place for the message, only the error. */
+        check(parse_n(&c, "[Nope]\n", 7, NULL) == -EINVAL);
+}
+
+static char *repeat(char ch, size_t n) {
+        char *s = malloc(n + 1);
+
+        check(s);
+        memset(s, ch, n);
+        s[n] = '\0';
+        return s;
+}
+
+TEST(line_length_cap) {
+        _cleanup_free_ char *ok = repeat('#', CONFIG_LINE_MAX);
+        _cleanup_free_ char *long_line = repeat('#', CONFIG_LINE_MAX + 1);
+        _cleanup_free_ char *text = NULL, *crlf = NULL;
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c, ok);
+        check(asprintf(&crlf, "%s\r\n", ok) > 0);
+        parse_ok(&c, crlf);
+        check(asprintf(&text, "[Load]\n%s\n", long_line) > 0);
+        check_error(text, -EBADMSG, "modgate.conf:2: line is longer than 4096 bytes");
+        check_error(long_line, -EBADMSG, "modgate.conf:1: line is longer than 4096 bytes");
+}
+
+TEST(file_size_cap) {
+        _cleanup_free_ char *text = repeat('\n', CONFIG_FILE_MAX + 1);
+        _cleanup_(config_done) Config c = {};
+
+        text[0] = '#';
+        text[CONFIG_FILE_MAX] = '\0';
+        parse_ok(&c, text);
+        text[CONFIG_FILE_MAX] = '\n';
+        check_error(text, -EFBIG, "modgate.conf: file is larger than 1 MiB");
+}
+
+TEST(list_cap) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(config_done) Config c = {};
+        size_t n = 0, size = 64 + 20 * (CONFIG_LIST_MAX + 1);
+
+        text = malloc(size);
+        check(text);
+        n += sprintf(text, "[Load]\n");
+        for (int i = 0; i < CONFIG_LIST_MAX; i++)
+                n += sprintf(text + n, "LoadAlone=m%d\n", i);
+        check(n + sizeof("LoadAlone=one_more\n") <= size);
+        parse_ok(&c, text);
+        check(strv_length(c.load_alone) == CONFIG_LIST_MAX);
+        /* A name already there is no new entry. */
+        check(parse_n(&c, "[Load]\nLoadAlone=m0\n", 20, NULL) == 0);
+        check_error(strcat(text, "LoadAlone=one_more\n"), -EINVAL,
+                    "modgate.conf:1026: LoadAlone= has more than 1024 entries");
+}
+
+static int load(Config *c, const char *root, char **ret_message) {
+        return config_load(c, root, ret_message);
+}
+
+TEST(load_precedence) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_(config_done) Config c = {};
+
+        tmp_write(root, "usr/lib/modgate/modgate.conf", "[Load]\nWorkers=2\nLoadAlone=a\n");
+        tmp_write(root, "etc/modgate/modgate.conf", "[Load]\nWorkers=3\n");
+        tmp_write(root, "usr/lib/modgate/modgate.conf.d/50-b.conf", "[Load]\nLoadAlone=b\nWorkers=5\n");
+        tmp_write(root, "usr/lib/modgate/modgate.conf.d/60-c.conf", "[Manager]\nIdleExitSec=1min\n");
+        tmp_write(root, "run/modgate/modgate.conf.d/60-c.conf", "[Manager]\nIdleExitSec=2min\n");
+        tmp_write(root, "etc/modgate/modgate.conf.d/70-d.conf", "[Load]\nLoadAlone=\nLoadAlone=d\n");
+
+        /* Only the /etc main file, then the drop-ins by name: 50-b, 60-c from /run, 70-d. */
+        check(load(&c, root, NULL) == 0);
+        check(c.workers == 5);
+        check_strv(c.load_alone, (const char *const[]) { "d" }, 1);
+        check(c.idle_exit_usec == 2 * USEC_PER_MINUTE);
+        check(c.require_superblock_ro);
+}
+
+TEST(load_nothing_gives_defaults) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_(config_done) Config c = {};
+
+        c.workers = 99;
+        check(load(&c, root, NULL) == 0);
+        check(c.workers == CONFIG_WORKERS_DEFAULT);
+        check(c.idle_exit_usec == CONFIG_IDLE_EXIT_USEC_DEFAULT);
+}
+
+TEST(load_masked_main_file) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_(config_done) Config c = {};
+
+        tmp_write(root, "usr/lib/modgate/modgate.conf", "[Load]\nWorkers=0\n");
+        tmp_symlink(root, "etc/modgate/modgate.conf", "/dev/null");
+        tmp_write(root, "usr/lib/modgate/modgate.conf.d/10-a.conf", "[Load]\nWorkers=6\n");
+        check(load(&c, root, NULL) == 0);
+        check(c.workers == 6);
+}
+
+TEST(load_error_keeps_config) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_(config_done) Config c = {};
+        _cleanup_free_ char *message = NULL, *want = NULL;
+
+        tmp_write(root, "etc/modgate/modgate.conf", "[Load]\nWorkers=7\nLoadAlone=a\n");
+        check(load(&c, root, NULL) == 0);
+        check(c.workers == 7);
+
+        tmp_write(root, "etc/modgate/modgate.conf.d/10-bad.conf",
+                  "[Load]\nWorkers=8\n[Trust]\nTrustedRoot=x\n");
+        check(load(&c, root, &message) == -EINVAL);
+        check(asprintf(&want, "%s/etc/modgate/modgate.conf.d/10-bad.conf:4: "
+                       "TrustedRoot=x is not an absolute path", root) > 0);
+        check_streq(message, want);
+        check(c.workers == 7);
+        check_strv(c.load_alone, (const char *const[]) { "a" }, 1);
+}
+
+TEST(load_refuses_unsafe_files) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *path = tmp_path(root, "run/modgate/modgate.conf.d/10-a.conf");
+        _cleanup_free_ char *message = NULL, *want = NULL;
+        _cleanup_(config_done) Config c = {};
+
+        tmp_write(root, "run/modgate/modgate.conf.d/10-a.conf", "[Trust]\nRequireReadOnlySuperblock=no\n");
+        check(chmod(path, 0664) == 0);
+        check(load(&c, root, &message) == -EPERM);
+        check(asprintf(&want, "%s: refusing a file writable by group or others (mode 0664)", path) > 0);
+        check_streq(message, want);
+
+        check(chmod(path, 0644) == 0);
+        if (geteuid() == 0) {
+                free(message);
+                free(want);
+                message = want = NULL;
+                check(chown(path, 4711, 4711) == 0);
+                check(load(&c, root, &message) == -EPERM);
+                check(asprintf(&want, "%s: refusing a file owned by uid 4711: it must be owned by root",
+                               path) > 0);
+                check_streq(message, want);
+                check(chown(path, 0, 0) == 0);
+        }
+        check(load(&c, root, NULL) == 0);
+        check(!c.require_superblock_ro);
+}
+
+static void check_defaults(const Config *c) {
+        check(c->workers == CONFIG_WORKERS_DEFAULT);
+        check(strv_length(c->load_alone) == 0);
+        check(c->idle_exit_usec == CONFIG_IDLE_EXIT_USEC_DEFAULT);
+        check(strv_length(c->trusted_roots) == 0);
+        check(c->require_superblock_ro);
+}
+
+/* "#Key=value" lines, with the '#' removed; *ret_n counts them. */
+static char *uncomment_settings(const char *text, unsigned *ret_n) {
+        char *out = malloc(strlen(text) + 1), *o = out;
+        unsigned n = 0;
+
+        check(out);
+        for (const char *p = text; *p;) {
+                size_t len = strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n');
+
+                if (p[0] == '#' && p[1] >= 'A' && p[1] <= 'Z' && memchr(p, '=', len)) {
+                        p++;
+                        len--;
+                        n++;
+                }
+                memcpy(o, p, len);
+                o += len;
+                p += len;
+        }
+        *o = '\0';
+        *ret_n = n;
+        return out;
+}
+
+/* conf/modgate.conf shows every setting with its default: parsed as it is and with each setting
+ * uncommented, it must give the defaults. */
+TEST(example_file_documents_defaults) {
+        _cleanup_(config_done) Config a = {}, b = {};
+        _cleanup_free_ char *text = NULL, *uncommented = NULL;
+        unsigned n;
+        size_t size;
+        FILE *f;
+
+        f = fopen(PROJECT_SOURCE_ROOT "/conf/modgate.conf", "re");
+        check(f);
+        check(read_full_stream(f, CONFIG_FILE_MAX, &text, &size) == 0);
+        fclose(f);
+
+        parse_ok(&a, text);
+        check_defaults(&a);
+        uncommented = uncomment_settings(text, &n);
+        check(n == 5);
+        parse_ok(&b, uncommented);
+        check_defaults(&b);
+}
+
+int main(void) {
+        RUN(defaults);
+        RUN(every_setting);
+        RUN(later_assignment_wins);
+        RUN(empty_assignment_resets);
+        RUN(lists_accumulate_and_reset);
+        RUN(module_names);
+        RUN(idle_exit);
+        RUN(booleans);
+        RUN(tolerated_syntax);
+        RUN(value_errors);
+        RUN(unknown_names);
+        RUN(syntax_errors);
+        RUN(first_error_stops);
+        RUN(line_length_cap);
+        RUN(file_size_cap);
+        RUN(list_cap);
+        RUN(load_precedence);
+        RUN(load_nothing_gives_defaults);
+        RUN(load_masked_main_file);
+        RUN(load_error_keeps_config);
+        RUN(load_refuses_unsafe_files);
+        RUN(example_file_documents_defaults);
+        return tests_done();
+}
