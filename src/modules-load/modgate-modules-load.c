@@ -123,6 +123,38 @@ static bool in_initrd(void) {
         return access("/etc/initrd-release", F_OK) >= 0;
 }
 
+/* In a container, the arguments of its PID 1 stand for the kernel command line, as for systemd
+ * (which says it runs in one in /run/systemd/container). Each argument becomes one quoted word. */
+static int read_container_cmdline(char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *args = NULL, *out = NULL;
+        size_t n = 0, j = 0;
+        ssize_t k;
+
+        fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        args = malloc(CMDLINE_SIZE_MAX);
+        out = malloc(CMDLINE_SIZE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
+        if (!args || !out)
+                return -ENOMEM;
+        while (n < CMDLINE_SIZE_MAX && (k = read(fd, args + n, CMDLINE_SIZE_MAX - n)) > 0)
+                n += (size_t) k;
+
+        /* argv[0] is the init program; quotes inside a word are dropped, it is quoted whole. */
+        for (size_t i = strnlen(args, n) + 1; i < n; i += strnlen(args + i, n - i) + 1) {
+                out[j++] = '"';
+                for (size_t c = i; c < n && args[c]; c++)
+                        if (args[c] != '"')
+                                out[j++] = args[c];
+                out[j++] = '"';
+                out[j++] = ' ';
+        }
+        out[j] = '\0';
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
 static int read_cmdline(char **ret) {
         const char *e = getenv("SYSTEMD_PROC_CMDLINE");
 
@@ -130,6 +162,8 @@ static int read_cmdline(char **ret) {
                 *ret = strdup(e);
                 return *ret ? 0 : -ENOMEM;
         }
+        if (access("/run/systemd/container", F_OK) >= 0)
+                return read_container_cmdline(ret);
         return read_file("/proc/cmdline", CMDLINE_SIZE_MAX, ret);
 }
 

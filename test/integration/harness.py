@@ -333,134 +333,6 @@ def mount_erofs_tree(tree, workdir, name="trusted"):
     run("mkfs.erofs", "--quiet", image, tree)
     mnt = os.path.join(workdir, name)
     os.makedirs(mnt)
-
-
-# --- System integration: the helpers, a stand-in daemon, and a booted systemd ----------------------
-
-import threading  # noqa: E402
-
-
-def build_dir():
-    return os.environ["MODGATE_BUILD_ROOT"]
-
-
-def helper(name):
-    """Path of a built helper program: modgate-udev, modgate-modprobe, modgate-modules-load."""
-    return os.environ["MODGATE_" + name.upper().replace("-", "_").replace("MODGATE_", "")]
-
-
-class Result:
-    def __init__(self, returncode, stdout, stderr, elapsed):
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
-        self.elapsed = elapsed
-
-    def __repr__(self):
-        return "exit %s after %.2fs, stderr %r" % (self.returncode, self.elapsed, self.stderr)
-
-
-def run_program(args, env=None, timeout=60, close_stdio=False):
-    """Runs a helper as udev or the kernel would: a clean environment, optionally without stdin,
-    stdout and stderr (the kernel's usermode helpers have none)."""
-    start = time.monotonic()
-    if close_stdio:
-        def close_fds():
-            for fd in (0, 1, 2):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        proc = subprocess.Popen(args, env=env or {}, preexec_fn=close_fds, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        rc = proc.wait(timeout=timeout)
-        return Result(rc, "", "", time.monotonic() - start)
-    p = subprocess.run(args, env=env or {}, capture_output=True, text=True, timeout=timeout)
-    return Result(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
-
-
-class FakeModgated:
-    """A stand-in for modgated on a socket: records every request and answers with answer(message),
-    which returns (error or None, parameters), None to keep the caller waiting forever, or "close"
-    to hang up as a daemon that died would."""
-
-    def __init__(self, path, answer):
-        self.path = path
-        self.answer = answer
-        self.requests = []
-        self.connections = 0
-        self.lock = threading.Lock()
-        self.held = []
-        if os.path.exists(path):
-            os.unlink(path)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        self.sock.listen(64)
-        self.stopped = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while not self.stopped:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn):
-        buf = b""
-        while True:
-            try:
-                chunk = conn.recv(65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            buf += chunk
-            while b"\0" in buf:
-                raw, _, buf = buf.partition(b"\0")
-                msg = json.loads(raw)
-                with self.lock:
-                    self.requests.append(msg)
-                ans = self.answer(msg)
-                if ans is None:
-                    self.held.append(conn)
-                    continue
-                if ans == "close":
-                    conn.close()
-                    return
-                error, params = ans
-                reply = {"parameters": params or {}}
-                if error:
-                    reply["error"] = error
-                conn.sendall(json.dumps(reply).encode() + b"\0")
-        conn.close()
-
-    def stop(self):
-        self.stopped = True
-        self.sock.close()
-        for c in self.held:
-            c.close()
-        if os.path.exists(self.path):
-            os.unlink(self.path)
-
-
-def daemon_takes(daemon, parameters):
-    """Whether the daemon accepts these Load parameters (modalias, context, timeoutUSec, ...) or
-    refuses them as unknown: those are being added to the daemon, and cases that need them skip
-    until they are there."""
-    reply = daemon.call("io.modgate.Manager.Load", parameters)
-    return reply.get("error") != "org.varlink.service.InvalidParameter"
-
-
-def mount_trusted_tree(tree, work):
-    """The module tree as it is, on a read-only erofs image: a root that passes the origin check."""
-    image = os.path.join(work, "plain.erofs")
-    mnt = os.path.join(work, "plain")
-    os.makedirs(mnt, exist_ok=True)
-    run("mkfs.erofs", "--quiet", image, tree)
     run("mount", "-t", "erofs", "-o", "ro,loop", image, mnt)
     return mnt
 
@@ -615,6 +487,136 @@ def max_in_flight(records):
     return best
 
 
+# --- System integration: the helpers, a stand-in daemon, and a booted systemd ----------------------
+
+import threading  # noqa: E402
+
+
+def build_dir():
+    return os.environ["MODGATE_BUILD_ROOT"]
+
+
+def helper(name):
+    """Path of a built helper program: modgate-udev, modgate-modprobe, modgate-modules-load."""
+    return os.environ["MODGATE_" + name.upper().replace("-", "_").replace("MODGATE_", "")]
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr, elapsed):
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.elapsed = elapsed
+
+    def __repr__(self):
+        return "exit %s after %.2fs, stderr %r" % (self.returncode, self.elapsed, self.stderr)
+
+
+def run_program(args, env=None, timeout=60, close_stdio=False):
+    """Runs a helper as udev or the kernel would: a clean environment, optionally without stdin,
+    stdout and stderr (the kernel's usermode helpers have none)."""
+    start = time.monotonic()
+    if close_stdio:
+        def close_fds():
+            for fd in (0, 1, 2):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        proc = subprocess.Popen(args, env=env or {}, preexec_fn=close_fds, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rc = proc.wait(timeout=timeout)
+        return Result(rc, "", "", time.monotonic() - start)
+    p = subprocess.run(args, env=env or {}, capture_output=True, text=True, timeout=timeout)
+    return Result(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+
+
+class FakeModgated:
+    """A stand-in for modgated on a socket: records every request and answers with answer(message),
+    which returns (error or None, parameters), None to keep the caller waiting forever, or "close"
+    to hang up as a daemon that died would."""
+
+    def __init__(self, path, answer):
+        self.path = path
+        self.answer = answer
+        self.requests = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.held = []
+        if os.path.exists(path):
+            os.unlink(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(64)
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        buf = b""
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+            while b"\0" in buf:
+                raw, _, buf = buf.partition(b"\0")
+                msg = json.loads(raw)
+                with self.lock:
+                    self.requests.append(msg)
+                ans = self.answer(msg)
+                if ans is None:
+                    self.held.append(conn)
+                    continue
+                if ans == "close":
+                    conn.close()
+                    return
+                error, params = ans
+                reply = {"parameters": params or {}}
+                if error:
+                    reply["error"] = error
+                conn.sendall(json.dumps(reply).encode() + b"\0")
+        conn.close()
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
+        for c in self.held:
+            c.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+def daemon_takes(daemon, parameters):
+    """Whether the daemon accepts these Load parameters (modalias, context, timeoutUSec, ...) or
+    refuses them as unknown: those are being added to the daemon, and cases that need them skip
+    until they are there."""
+    reply = daemon.call("io.modgate.Manager.Load", parameters)
+    return reply.get("error") != "org.varlink.service.InvalidParameter"
+
+
+def mount_trusted_tree(tree, work):
+    """The module tree as it is, on a read-only erofs image: a root that passes the origin check."""
+    image = os.path.join(work, "plain.erofs")
+    mnt = os.path.join(work, "plain")
+    os.makedirs(mnt, exist_ok=True)
+    run("mkfs.erofs", "--quiet", image, tree)
+    run("mount", "-t", "erofs", "-o", "ro,loop", image, mnt)
+    return mnt
+
+
 def modules_alias(tree):
     """modules.alias as [(alias, module)]."""
     out = []
@@ -704,6 +706,16 @@ class Container:
                     "Environment=LD_PRELOAD=%s MODGATE_SHIM_LOG=/run/modgate-test/shim.log "
                     "MODGATE_LOG_LEVEL=debug\n"
                     "ReadWritePaths=/sys/module /run/modgate-test\n" % os.environ["MODGATE_SHIM"])
+        # A sanitizer build: its settings reach the sandboxed units too. The sandbox forbids what
+        # LeakSanitizer (ptrace of its own threads) and ASan's core dump limit (setrlimit) need;
+        # leaks are looked for by the tiers that run the programs outside it.
+        san = ["%s=%s" % (k, os.environ[k]) for k in ("UBSAN_OPTIONS", "LSAN_OPTIONS") if k in os.environ]
+        san.append("ASAN_OPTIONS=%s:detect_leaks=0:disable_coredump=0" % os.environ.get("ASAN_OPTIONS", ""))
+        for unit in ("modgated.service", "modgate-modules-load.service"):
+            d = os.path.join(self.merged, "etc/systemd/system", unit + ".d")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "50-test-sanitizers.conf"), "w") as f:
+                f.write("[Service]\nEnvironment=%s\n" % " ".join(san))
         if prepare:
             prepare(self.merged)
 
