@@ -136,8 +136,42 @@ def main():
             assert want in ours, "no replacement for %r (want %r)" % (line, want)
         assert n >= 7, "udev's 80-drivers.rules has changed: %d kmod lines" % n
         assert not any("builtin" in r for r in ours), ours
-        # The override in /etc hides udev's file and has no rules of its own.
-        assert rules_lines(dest + "/etc/udev/rules.d/80-drivers.rules") == []
+
+        # The override in /etc hides udev's file. Where modgate is installed it skips everything;
+        # elsewhere (an initramfs made from this system) it does what udev's file does.
+        override = rules_lines(dest + "/etc/udev/rules.d/80-drivers.rules")
+        assert override[0] == 'ACTION!="add", GOTO="modgate_drivers_end"', override
+        assert override[1] == ('TEST=="%s/modgate-udev", TEST=="/usr/lib/udev/rules.d/80-modgate.rules", '
+                               'GOTO="modgate_drivers_end"' % LIBEXEC), override
+        assert override[-1] == 'LABEL="modgate_drivers_end"', override
+        system = [x for x in rules_lines(SYSTEM_DRIVERS_RULES) if "RUN{builtin}" in x]
+        assert sorted(override[2:-1]) == sorted(system), (override, system)
+
+    def case_initramfs():
+        # Debian's initramfs-tools copies /etc/udev/rules.d/80-drivers.rules in place of udev's, and
+        # none of modgate: the initramfs must still load the drivers of the root disk itself.
+        if not os.path.exists(merged + "/usr/sbin/mkinitramfs"):
+            raise h.Skip("no initramfs-tools in this root")
+        kver = os.path.basename(h.kernel_tree())
+        h.run("mount", "-t", "proc", "proc", merged + "/proc")
+        try:
+            h.run("chroot", merged, "mkinitramfs", "-o", "/tmp/modgate-initrd.img", kver,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            h.run("umount", merged + "/proc")
+        unpacked = os.path.join(work, "initramfs")
+        os.makedirs(unpacked)
+        h.run("unmkinitramfs", merged + "/tmp/modgate-initrd.img", unpacked, stdout=subprocess.DEVNULL)
+        found = {}
+        for d, _, files in os.walk(unpacked):
+            for f in files:
+                found.setdefault(f, []).append(os.path.join(d, f))
+        assert not [f for f in found if f.startswith("modgate") or f == "80-modgate.rules"], \
+            "modgate is in the initramfs now: the override's fallback needs another look"
+        assert len(found.get("80-drivers.rules", [])) == 1, found.get("80-drivers.rules")
+        rules = rules_lines(found["80-drivers.rules"][0])
+        assert rules == rules_lines(dest + "/etc/udev/rules.d/80-drivers.rules"), rules
+        assert 'ENV{MODALIAS}=="?*", RUN{builtin}+="kmod load"' in rules, rules
 
     def case_sysctl_and_dropins():
         with open(dest + pkg_var("systemd", "sysctldir") + "/50-modgate.conf") as f:
@@ -180,8 +214,11 @@ def main():
     t.case("the boot-list unit is hardened too, and udevd loses CAP_SYS_MODULE", case_exposure_others)
     t.case("systemd-analyze verify accepts the units and drop-ins", case_verify)
     t.case("udevadm verify accepts the rules", case_udevadm_verify)
-    t.case("80-modgate.rules replaces every kmod builtin call of udev's 80-drivers.rules, which is hidden",
+    t.case("80-modgate.rules replaces every kmod builtin call of udev's 80-drivers.rules; the override in /etc "
+           "keeps them only where modgate is missing (an initramfs)",
            case_rules_replace_builtin)
+    t.case("an initramfs made from the installed system gets the override, which loads drivers without modgate",
+           case_initramfs)
     t.case("kernel.modprobe points at modgate-modprobe; the drop-ins say what they take over", case_sysctl_and_dropins)
     t.case("the takeover switches off install none of the takeover files", case_takeover_switches)
     t.case("the preset enables the socket and the boot-list unit", case_preset)
