@@ -202,6 +202,14 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
         for (size_t i = 0; i < n; i++)
                 slots[i].link = sd_varlink_close_unref(slots[i].link);
 
+        /* Every request has words for its log line, even when they could not be allocated above. */
+        for (size_t i = 0; i < n && run.error == 0; i++)
+                if (!reqs[i].detail) {
+                        reqs[i].detail = strdup(load_verdict_to_string(reqs[i].verdict));
+                        if (!reqs[i].detail)
+                                run.error = -ENOMEM;
+                }
+
         return run.error;
 }
 
