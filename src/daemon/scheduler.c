@@ -58,6 +58,11 @@ struct Job {
         Job *next;              /* in the ready, work or done queue */
 };
 
+typedef struct Denial {
+        int error;
+        char reason[];
+} Denial;
+
 typedef struct JobQueue {
         Job *head;
         Job *tail;
@@ -71,7 +76,7 @@ struct Scheduler {
 
         /* Event loop thread only. */
         Hashmap *jobs;          /* module name → Job in flight, holding a reference */
-        Hashmap *denials;       /* module file path → reason */
+        Hashmap *denials;       /* module file path → Denial */
         JobQueue ready;
         unsigned n_running;
         bool alone_running;
@@ -171,7 +176,8 @@ static int job_add_dependent(Job *on, Job *j) {
 }
 
 static void remember_denial(Scheduler *s, const ModuleResult *r) {
-        char *reason;
+        size_t n;
+        Denial *d;
 
         /* Only what the next attempt would find again: the origin check. Install commands are in the
          * index, which has its own cache. The verdict is about one file, so it is remembered for that
@@ -180,9 +186,15 @@ static void remember_denial(Scheduler *s, const ModuleResult *r) {
                 return;
         if (hashmap_size(s->denials) >= DENIALS_MAX)
                 hashmap_clear(s->denials);
-        reason = strdup(r->reason);
-        if (reason && hashmap_put(s->denials, r->path, reason) < 0)
-                free(reason);
+
+        n = strlen(r->reason);
+        d = malloc(sizeof(Denial) + n + 1);
+        if (!d)
+                return;
+        d->error = r->error;
+        memcpy(d->reason, r->reason, n + 1);
+        if (hashmap_put(s->denials, r->path, d) < 0)
+                free(d);
 }
 
 static void job_try_start(Job *j);
@@ -352,7 +364,7 @@ static int on_coming_timer(sd_event_source *source, uint64_t usec, void *userdat
 static bool job_decide_early(Job *j, const ModuleSpec *spec) {
         Scheduler *s = j->scheduler;
         ModuleState state;
-        const char *denial;
+        const Denial *denial;
         int r;
 
         if (!spec->path) {
@@ -398,7 +410,7 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
         denial = hashmap_get(s->denials, spec->path);
         if (denial) {
                 j->result.cached = true;
-                job_finish_with(j, OUTCOME_DENIED, EPERM, "%s", denial);
+                job_finish_with(j, OUTCOME_DENIED, denial->error, "%s", denial->reason);
                 return true;
         }
         return false;

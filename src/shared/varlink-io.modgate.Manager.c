@@ -205,7 +205,8 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_error_InvalidPath,
                 SD_VARLINK_SYMBOL_COMMENT("The module parameters are too long or have control characters"),
                 &vl_error_InvalidModuleParameters,
-                SD_VARLINK_SYMBOL_COMMENT("Not exactly one of name, modalias and path, or a bad context"),
+                SD_VARLINK_SYMBOL_COMMENT("Not exactly one of name, modalias and path, or context strings that are "
+                                          "too long or have control characters"),
                 &vl_error_InvalidRequest,
                 SD_VARLINK_SYMBOL_COMMENT("No module or builtin matches the name or modalias"),
                 &vl_error_ModuleNotFound,
