@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The guest boots to multi-user, with modgated's socket listening and the trusted module tree on a
+dm-verity volume; the initramfs loaded only the modules needed to mount that and the root."""
+
+import guest
+
+
+def test_multi_user(vm):
+    """systemd reaches multi-user.target with no failed unit"""
+    failed = vm.sh("systemctl --failed --no-legend --plain", check=False).out
+    assert vm.state == "running", "system state %s; failed units:\n%s" % (vm.state, failed)
+    vm.sh("systemctl is-active multi-user.target")
+
+
+def test_socket_listening(vm):
+    """modgated.socket is listening on /run/modgate/io.modgate, the service waits for a request"""
+    assert vm.sh("systemctl is-active modgated.socket").out.strip() == "active"
+    state = vm.sh("systemctl show -P ActiveState modgated.service").out.strip()
+    assert state == "inactive", "modgated.service is %s before any request" % state
+    listen = vm.sh("systemctl show -P Listen modgated.socket").out.strip()
+    assert listen == guest.SOCKET + " (Stream)", listen
+    vm.sh("test -S " + guest.SOCKET)
+
+
+def test_module_tree_on_verity(vm):
+    """/usr/lib/modules/$(uname -r) is a read-only erofs on a verified dm-verity device"""
+    table = vm.sh("dmsetup table modgate-modules").out.split()
+    assert table[2] == "verity", table
+    status = vm.sh("veritysetup status modgate-modules").out
+    fields = dict(line.strip().split(":", 1) for line in status.splitlines()[1:] if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    assert fields["type"] == "VERITY" and fields["status"] == "verified", status
+    assert fields["root hash"] == vm.manifest["roothash"], status
+
+    mount = vm.sh("findmnt -n -o SOURCE,FSTYPE,OPTIONS /usr/lib/modules/$(uname -r)").out
+    source, fstype, options = mount.split()
+    assert fstype == "erofs" and "ro" in options.split(","), (fstype, options)
+    assert vm.sh("readlink -f " + source).out == vm.sh("readlink -f " + guest.MODULES_DEVICE).out, source
+
+
+def test_initramfs_modules(vm):
+    """the initramfs loaded only what mounts the root and opens the verity volume, and said so"""
+    listed = vm.sh("cat /run/modgate-vm/initrd-modules").out.split()
+    assert listed == vm.manifest["initrd_modules"], listed
+    kmsg = vm.sh("journalctl -k -b SYSLOG_IDENTIFIER=modgate-initrd -o cat --no-pager").out.splitlines()
+    assert "loaded " + " ".join(listed) in kmsg, kmsg
+    live = guest.live_modules(vm)
+    assert all(live[m] == 1 for m in listed), live
