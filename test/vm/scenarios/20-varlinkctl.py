@@ -46,7 +46,7 @@ def test_journal_record(vm):
     dm = vm.sh("dmsetup info -c --noheadings -o major,minor --separator : modgate-modules").out.strip()
     assert r["MODGATE_DEVICE"] == dm, (r["MODGATE_DEVICE"], dm)
     assert r["MODGATE_INODE"] == vm.sh("stat -c %i " + guest.quote(r["MODGATE_PATH"])).out.strip(), r
-    assert r["MODGATE_REQUEST"] == MODULE and r["MODGATE_PEER_UID"] == "0", r
+    assert r["MODGATE_REQUEST_NAME"] == MODULE and r["MODGATE_PEER_UID"] == "0", r
     assert r["MESSAGE_ID"] == "9f556e7045894398898a0967ca80c0b2", r
 
 
