@@ -56,6 +56,9 @@ const char *trust_open_error_to_string(int error) {
         case EACCES:
         case EPERM:
                 return "module file cannot be opened (permission denied)";
+        case ENOSYS:
+                return "openat2() is not available: a kernel older than 5.6, or a seccomp filter (systemd's "
+                       "RestrictSUIDSGID= blocks it)";
         default:
                 return "module file cannot be opened";
         }
