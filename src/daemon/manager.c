@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager.h"
 #include "strv.h"
+#include "udevd-check.h"
 #include "varlink.h"
 
 int manager_new(Manager **ret) {
@@ -130,6 +131,15 @@ int manager_startup(Manager *m) {
                  m->config.require_superblock_ro ? "yes" : "no");
         if (!m->config.require_superblock_ro)
                 log_warning("RequireReadOnlySuperblock=no: module files on writable filesystems are trusted.");
+
+        r = udevd_check_cap_sys_module();
+        if (r > 0)
+                log_warning("systemd-udevd holds CAP_SYS_MODULE: its kmod builtin can load modules "
+                            "without modgate.");
+        else if (r == 0)
+                log_info("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
+        else
+                log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
 
         return manager_varlink_init(m);
 }

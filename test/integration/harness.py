@@ -485,3 +485,335 @@ def max_in_flight(records):
         n += step
         best = max(best, n)
     return best
+
+
+# --- System integration: the helpers, a stand-in daemon, and a booted systemd ----------------------
+
+import threading  # noqa: E402
+
+
+def build_dir():
+    return os.environ["MODGATE_BUILD_ROOT"]
+
+
+def helper(name):
+    """Path of a built helper program: modgate-udev, modgate-modprobe, modgate-modules-load."""
+    return os.environ["MODGATE_" + name.upper().replace("-", "_").replace("MODGATE_", "")]
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr, elapsed):
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.elapsed = elapsed
+
+    def __repr__(self):
+        return "exit %s after %.2fs, stderr %r" % (self.returncode, self.elapsed, self.stderr)
+
+
+def run_program(args, env=None, timeout=60, close_stdio=False):
+    """Runs a helper as udev or the kernel would: a clean environment, optionally without stdin,
+    stdout and stderr (the kernel's usermode helpers have none)."""
+    start = time.monotonic()
+    if close_stdio:
+        def close_fds():
+            for fd in (0, 1, 2):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        proc = subprocess.Popen(args, env=env or {}, preexec_fn=close_fds, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rc = proc.wait(timeout=timeout)
+        return Result(rc, "", "", time.monotonic() - start)
+    p = subprocess.run(args, env=env or {}, capture_output=True, text=True, timeout=timeout)
+    return Result(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+
+
+class FakeModgated:
+    """A stand-in for modgated on a socket: records every request and answers with answer(message),
+    which returns (error or None, parameters), None to keep the caller waiting forever, or "close"
+    to hang up as a daemon that died would."""
+
+    def __init__(self, path, answer):
+        self.path = path
+        self.answer = answer
+        self.requests = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.held = []
+        if os.path.exists(path):
+            os.unlink(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(64)
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        buf = b""
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+            while b"\0" in buf:
+                raw, _, buf = buf.partition(b"\0")
+                msg = json.loads(raw)
+                with self.lock:
+                    self.requests.append(msg)
+                ans = self.answer(msg)
+                if ans is None:
+                    self.held.append(conn)
+                    continue
+                if ans == "close":
+                    conn.close()
+                    return
+                error, params = ans
+                reply = {"parameters": params or {}}
+                if error:
+                    reply["error"] = error
+                conn.sendall(json.dumps(reply).encode() + b"\0")
+        conn.close()
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
+        for c in self.held:
+            c.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+def daemon_takes(daemon, parameters):
+    """Whether the daemon accepts these Load parameters (modalias, context, timeoutUSec, ...) or
+    refuses them as unknown: those are being added to the daemon, and cases that need them skip
+    until they are there."""
+    reply = daemon.call("io.modgate.Manager.Load", parameters)
+    return reply.get("error") != "org.varlink.service.InvalidParameter"
+
+
+def mount_trusted_tree(tree, work):
+    """The module tree as it is, on a read-only erofs image: a root that passes the origin check."""
+    image = os.path.join(work, "plain.erofs")
+    mnt = os.path.join(work, "plain")
+    os.makedirs(mnt, exist_ok=True)
+    run("mkfs.erofs", "--quiet", image, tree)
+    run("mount", "-t", "erofs", "-o", "ro,loop", image, mnt)
+    return mnt
+
+
+def modules_alias(tree):
+    """modules.alias as [(alias, module)]."""
+    out = []
+    with open(os.path.join(tree, "modules.alias")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "alias":
+                out.append((parts[1], parts[2]))
+    return out
+
+
+def meson_install(destdir):
+    """meson install of this build into destdir, as a distribution or the VM tier does it."""
+    run("meson", "install", "-C", build_dir(), "--destdir", destdir, "--no-rebuild", "--quiet",
+        stdout=subprocess.DEVNULL)
+
+
+def read_proc_status(pid, key):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return line.split(":", 1)[1].strip()
+    except FileNotFoundError:
+        pass
+    return None
+
+
+CONTAINER_CLIENT = r"""
+import json, socket, sys, threading
+address, method, params, n = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+out = [None] * n
+def one(i):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(60)
+        s.connect(address)
+        s.sendall(json.dumps({"method": method, "parameters": params}).encode() + b"\0")
+        buf = b""
+        while b"\0" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed by the daemon")
+            buf += chunk
+        out[i] = json.loads(buf.partition(b"\0")[0])
+    except Exception as e:
+        out[i] = {"error": "client: " + repr(e)}
+threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(out))
+"""
+
+
+class Container:
+    """A real service manager: systemd as PID 1 of a systemd-nspawn container booted from an overlay
+    of this build root, with modgate installed by meson install and its units enabled by the
+    preset. Only the module syscalls are faked (the shim, through a drop-in), and the trusted root
+    is bound to /usr/lib/modules/$(uname -r)."""
+
+    def __init__(self, work, destdir, trusted_root, cmdline=(), prepare=None, boot_timeout=90):
+        self.work = work
+        self.merged = os.path.join(work, "merged")
+        self.run_modgate = os.path.join(work, "run-modgate")        # the container's /run/modgate
+        self.test_dir = os.path.join(work, "run-modgate-test")      # shim log
+        self.sys_module = os.path.join(work, "sys-module")          # the shim's /sys/module
+        for d in ("upper", "ovl-work", "merged", "run-modgate", "run-modgate-test", "sys-module"):
+            os.makedirs(os.path.join(work, d), exist_ok=True)
+        with open(os.path.join(self.sys_module, "compression"), "w") as f:
+            f.write("xz\n")
+
+        # systemd 257 needs the unified cgroup hierarchy; a hybrid host has it elsewhere.
+        if subprocess.run(["stat", "-f", "-c", "%T", "/sys/fs/cgroup"], capture_output=True,
+                          text=True).stdout.strip() != "cgroup2fs":
+            run("mount", "-t", "cgroup2", "none", "/sys/fs/cgroup")
+
+        run("mount", "-t", "overlay", "overlay", "-o",
+            "lowerdir=%s:/,upperdir=%s/upper,workdir=%s/ovl-work" % (destdir, work, work), self.merged)
+        run("systemctl", "--root=" + self.merged, "preset", "modgated.socket", "modgate-modules-load.service",
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dropin = os.path.join(self.merged, "etc/systemd/system/modgated.service.d")
+        os.makedirs(dropin, exist_ok=True)
+        with open(os.path.join(dropin, "50-test-shim.conf"), "w") as f:
+            f.write("[Service]\n"
+                    "Environment=LD_PRELOAD=%s MODGATE_SHIM_LOG=/run/modgate-test/shim.log "
+                    "MODGATE_LOG_LEVEL=debug\n"
+                    "ReadWritePaths=/sys/module /run/modgate-test\n" % os.environ["MODGATE_SHIM"])
+        # A sanitizer build: its settings reach the sandboxed units too. The sandbox forbids what
+        # LeakSanitizer (ptrace of its own threads) and ASan's core dump limit (setrlimit) need;
+        # leaks are looked for by the tiers that run the programs outside it.
+        san = ["%s=%s" % (k, os.environ[k]) for k in ("UBSAN_OPTIONS", "LSAN_OPTIONS") if k in os.environ]
+        san.append("ASAN_OPTIONS=%s:detect_leaks=0:disable_coredump=0" % os.environ.get("ASAN_OPTIONS", ""))
+        for unit in ("modgated.service", "modgate-modules-load.service"):
+            d = os.path.join(self.merged, "etc/systemd/system", unit + ".d")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "50-test-sanitizers.conf"), "w") as f:
+                f.write("[Service]\nEnvironment=%s\n" % " ".join(san))
+        if prepare:
+            prepare(self.merged)
+
+        self.console_path = os.path.join(work, "console.log")
+        self.console = open(self.console_path, "w")
+        cmd = ["systemd-nspawn", "--quiet", "--directory=" + self.merged, "--register=no", "--keep-unit",
+               "--capability=CAP_SYS_MODULE", "--machine=modgate-test",
+               "--bind-ro=%s:/usr/lib/modules/%s" % (trusted_root, os.uname().release),
+               "--bind-ro=" + build_dir(),
+               "--bind=%s:/run/modgate" % self.run_modgate,
+               "--bind=%s:/run/modgate-test" % self.test_dir,
+               "--bind=%s:/sys/module" % self.sys_module,
+               "--boot", "--", "systemd.unit=basic.target", *cmdline]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.console, stderr=self.console)
+        self.leader = self._find_leader(boot_timeout)
+        self.state = self._wait_booted(boot_timeout)
+
+    def _find_leader(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("systemd-nspawn exited:\n" + self.console_text())
+            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+                ns = read_proc_status(pid, "NSpid")
+                if ns and len(ns.split()) > 1 and ns.split()[-1] == "1" and self._descends(pid):
+                    return pid
+            time.sleep(0.1)
+        raise RuntimeError("no container init appeared:\n" + self.console_text())
+
+    def _wait_booted(self, timeout):
+        """Until systemd in the container answers and has finished starting up."""
+        deadline = time.monotonic() + timeout
+        state = "unknown"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("systemd-nspawn exited:\n" + self.console_text())
+            state = self.run("systemctl", "is-system-running", "--wait", timeout=timeout).stdout.strip()
+            if state not in ("offline", "unknown", "initializing", "starting", ""):
+                return state
+            time.sleep(0.2)
+        return state
+
+    def _descends(self, pid):
+        while pid > 1:
+            ppid = read_proc_status(pid, "PPid")
+            if ppid is None:
+                return False
+            pid = int(ppid)
+            if pid == self.proc.pid:
+                return True
+        return False
+
+    def console_text(self):
+        self.console.flush()
+        with open(self.console_path, errors="replace") as f:
+            return f.read()
+
+    def run(self, *args, check=False, timeout=60):
+        """Runs a command inside the container."""
+        # --root: nspawn enters the container root with chroot, not pivot_root, so the mount
+        # namespace alone would show the outer tree.
+        return subprocess.run(["nsenter", "--target", str(self.leader), "--mount", "--uts", "--ipc", "--pid", "--root",
+                               "--wd",
+                               "--", *args], capture_output=True, text=True, check=check, timeout=timeout)
+
+    def show(self, unit, prop):
+        return self.run("systemctl", "show", "--value", "-p", prop, unit).stdout.strip()
+
+    def journal(self, *args):
+        return self.run("journalctl", "--no-pager", "-b", *args).stdout
+
+    @property
+    def address(self):
+        return os.path.join(self.run_modgate, "io.modgate")
+
+    def call(self, method, parameters=None, n=1):
+        """Calls the daemon from inside the container, n times in parallel: a caller outside its PID
+        namespace has no pid the daemon can see, and sd-varlink refuses such peers."""
+        res = self.run("python3", "-c", CONTAINER_CLIENT, "/run/modgate/io.modgate", method,
+                       json.dumps(parameters or {}), str(n), timeout=120)
+        if res.returncode != 0:
+            raise RuntimeError("client in the container failed: %s" % res.stderr)
+        replies = json.loads(res.stdout)
+        return replies[0] if n == 1 else replies
+
+    def shim_records(self):
+        path = os.path.join(self.test_dir, "shim.log")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)     # nspawn asks the container's systemd to power off
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.console.close()

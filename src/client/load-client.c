@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <systemd/sd-event.h>
+#include <systemd/sd-varlink.h>
+
+#include "load-client.h"
+#include "macro.h"
+
+/* At most this much of the time left is kept back to receive the daemon's Timeout answer. */
+#define ANSWER_MARGIN_MAX_USEC (2 * USEC_PER_SEC)
+
+typedef struct Runner Runner;
+
+typedef struct Slot {
+        Runner *runner;
+        LoadRequest *req;
+        sd_varlink *link;
+} Slot;
+
+struct Runner {
+        const LoadOptions *options;
+        sd_event *event;
+        Slot *slots;
+        size_t n, next, running;
+        uint64_t deadline;              /* CLOCK_MONOTONIC, or USEC_INFINITY */
+        int error;                      /* first failure of the loop itself */
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+uint64_t load_daemon_timeout(uint64_t left_usec) {
+        uint64_t margin = left_usec / 10;
+
+        if (left_usec == USEC_INFINITY)
+                return USEC_INFINITY;
+        return left_usec - (margin < ANSWER_MARGIN_MAX_USEC ? margin : ANSWER_MARGIN_MAX_USEC);
+}
+
+static void request_set(LoadRequest *req, LoadVerdict verdict, int error, const char *error_id,
+                        const char *detail) {
+        req->verdict = verdict;
+        req->error = error;
+        free(req->error_id);
+        req->error_id = error_id ? strdup(error_id) : NULL;
+        free(req->detail);
+        req->detail = detail ? strdup(detail) : NULL;
+}
+
+static void runner_start_more(Runner *run);
+
+static void slot_finish(Slot *s) {
+        Runner *run = s->runner;
+
+        s->link = sd_varlink_close_unref(s->link);
+        run->running--;
+        runner_start_more(run);
+}
+
+static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *error_id,
+                    sd_varlink_reply_flags_t flags, void *userdata) {
+        Slot *s = userdata;
+        LoadRequest *req = s->req;
+        int r;
+
+        (void) link;
+        (void) flags;
+
+        req->verdict = load_verdict_from_reply(error_id, parameters);
+        req->error = req->verdict == LOAD_VERDICT_UNREACHABLE ? -ECONNRESET : 0;
+        if (error_id) {
+                req->error_id = strdup(error_id);
+                if (!req->error_id && s->runner->error == 0)
+                        s->runner->error = -ENOMEM;
+        }
+        r = load_reply_describe(error_id, parameters, &req->detail, &req->n_loaded);
+        if (r < 0 && s->runner->error == 0)
+                s->runner->error = r;
+
+        slot_finish(s);
+        return 0;
+}
+
+/* Connects and sends one request. A request that cannot be sent gets its verdict here. */
+static int slot_start(Slot *s) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
+        const LoadOptions *o = s->runner->options;
+        LoadRequest *req = s->req;
+        uint64_t left = USEC_INFINITY, daemon_timeout;
+        int r;
+
+        if (s->runner->deadline != USEC_INFINITY) {
+                uint64_t now = now_usec();
+
+                if (now >= s->runner->deadline) {
+                        request_set(req, LOAD_VERDICT_NO_REPLY, 0, NULL, "not sent: no time was left");
+                        return 0;
+                }
+                left = s->runner->deadline - now;
+        }
+        daemon_timeout = load_daemon_timeout(left);
+
+        r = sd_json_buildo(&params,
+                           SD_JSON_BUILD_PAIR_CONDITION(!!req->name, "name", SD_JSON_BUILD_STRING(req->name)),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!req->modalias, "modalias",
+                                                        SD_JSON_BUILD_STRING(req->modalias)),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!req->context, "context",
+                                                        SD_JSON_BUILD_VARIANT(req->context)),
+                           SD_JSON_BUILD_PAIR_CONDITION(daemon_timeout != USEC_INFINITY, "timeoutUSec",
+                                                        SD_JSON_BUILD_UNSIGNED(daemon_timeout)));
+        if (r < 0)
+                return r;
+
+        r = sd_varlink_connect_address(&s->link, o->address ?: MODGATE_VARLINK_ADDRESS);
+        if (r < 0) {
+                request_set(req, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not connect to modgated");
+                return 0;
+        }
+
+        sd_varlink_set_userdata(s->link, s);
+        (void) sd_varlink_set_description(s->link, "modgated");
+        r = sd_varlink_set_relative_timeout(s->link, left);
+        if (r < 0)
+                return r;
+        r = sd_varlink_bind_reply(s->link, on_reply);
+        if (r < 0)
+                return r;
+        r = sd_varlink_attach_event(s->link, s->runner->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
+        r = sd_varlink_invoke(s->link, "io.modgate.Manager.Load", params);
+        if (r < 0) {
+                request_set(req, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not send the request");
+                s->link = sd_varlink_close_unref(s->link);
+                return 0;
+        }
+
+        s->runner->running++;
+        return 1;
+}
+
+static void runner_start_more(Runner *run) {
+        unsigned max = run->options->max_parallel ?: 1;
+        int r;
+
+        while (run->error == 0 && run->running < max && run->next < run->n) {
+                r = slot_start(run->slots + run->next++);
+                if (r < 0)
+                        run->error = r;
+        }
+
+        if (run->running == 0 && (run->next >= run->n || run->error < 0))
+                (void) sd_event_exit(run->event, 0);
+}
+
+int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_free_ Slot *slots = NULL;
+        Runner run = {
+                .options = o,
+                .n = n,
+                .deadline = USEC_INFINITY,
+        };
+        int r;
+
+        for (size_t i = 0; i < n; i++)
+                request_set(reqs + i, LOAD_VERDICT_NO_REPLY, 0, NULL, NULL);
+        if (n == 0)
+                return 0;
+
+        if (o->timeout_usec != USEC_INFINITY)
+                run.deadline = now_usec() + o->timeout_usec;
+
+        slots = calloc(n, sizeof(Slot));
+        if (!slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                slots[i] = (Slot) { .runner = &run, .req = reqs + i };
+        run.slots = slots;
+
+        r = sd_event_new(&event);
+        if (r < 0)
+                return r;
+        run.event = event;
+
+        runner_start_more(&run);
+        if (run.running > 0) {
+                r = sd_event_loop(event);
+                if (r < 0 && run.error == 0)
+                        run.error = r;
+        }
+
+        /* Only after a failure of the loop itself can connections still be open. */
+        for (size_t i = 0; i < n; i++)
+                slots[i].link = sd_varlink_close_unref(slots[i].link);
+
+        /* Every request has words for its log line, even when they could not be allocated above. */
+        for (size_t i = 0; i < n && run.error == 0; i++)
+                if (!reqs[i].detail) {
+                        reqs[i].detail = strdup(load_verdict_to_string(reqs[i].verdict));
+                        if (!reqs[i].detail)
+                                run.error = -ENOMEM;
+                }
+
+        return run.error;
+}
+
+void load_requests_done(LoadRequest *reqs, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(reqs[i].error_id);
+                free(reqs[i].detail);
+                reqs[i].error_id = reqs[i].detail = NULL;
+        }
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-json.h>
+
+/* The client side of io.modgate.Manager.Load, shared by the small programs that forward requests to
+ * modgated (modgate-udev, modgate-modprobe, modgate-modules-load). They are started often and must
+ * start fast: no libkmod, no configuration, one sd-event loop, requests in parallel. */
+
+#define MODGATE_VARLINK_ADDRESS "/run/modgate/io.modgate"
+
+#define USEC_PER_MSEC UINT64_C(1000)
+#define USEC_PER_SEC UINT64_C(1000000)
+#define USEC_INFINITY UINT64_MAX
+
+/* What came of one request, from the requester's point of view. */
+typedef enum LoadVerdict {
+        LOAD_VERDICT_LOADED,            /* every module loaded, already loaded or builtin */
+        LOAD_VERDICT_NOT_FOUND,         /* ModuleNotFound */
+        LOAD_VERDICT_BLACKLISTED,       /* ModuleNotFound, and modprobe.d blacklists every match */
+        LOAD_VERDICT_DENIED,            /* UntrustedOrigin: a file failed the origin check */
+        LOAD_VERDICT_INSTALL_REFUSED,   /* InstallCommandRefused */
+        LOAD_VERDICT_TIMEOUT,           /* io.modgate.Manager.Timeout: the load goes on in the daemon */
+        LOAD_VERDICT_FAILED,            /* LoadFailed, or an error this client does not know */
+        LOAD_VERDICT_INVALID,           /* the daemon refused the request itself (name, modalias, ...) */
+        LOAD_VERDICT_NO_REPLY,          /* no answer before this client's own deadline */
+        LOAD_VERDICT_UNREACHABLE,       /* no connection, or the connection broke */
+        _LOAD_VERDICT_MAX,
+} LoadVerdict;
+
+const char *load_verdict_to_string(LoadVerdict v);
+
+typedef struct LoadRequest {
+        /* Exactly one of name and modalias. Borrowed, as is context (may be NULL). */
+        const char *name;
+        const char *modalias;
+        sd_json_variant *context;
+
+        /* Set by load_requests_run(). */
+        LoadVerdict verdict;
+        int error;                      /* -errno for LOAD_VERDICT_UNREACHABLE, else 0 */
+        char *error_id;                 /* the varlink error name, NULL on success */
+        char *detail;                   /* what happened, in words, for a log line */
+        size_t n_loaded;                /* modules that finit_module() loaded for this request */
+} LoadRequest;
+
+typedef struct LoadOptions {
+        const char *address;            /* NULL for MODGATE_VARLINK_ADDRESS */
+        uint64_t timeout_usec;          /* for the whole run; USEC_INFINITY to wait as long as it takes */
+        unsigned max_parallel;          /* connections at once; 0 for 1 */
+} LoadOptions;
+
+/* Sends every request and waits for the answers or the deadline. With a finite timeout, each request
+ * carries a timeoutUSec a little shorter than the time left, so that the daemon answers Timeout
+ * before this client gives up. Returns 0 (each outcome is in its request) or -errno when the event
+ * loop itself failed. Does not log. */
+int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n);
+void load_requests_done(LoadRequest *reqs, size_t n);
+
+/* How long the daemon gets of the time left: the rest is kept to receive its answer. */
+uint64_t load_daemon_timeout(uint64_t left_usec);
+
+/* Pure parts, for tests. */
+LoadVerdict load_verdict_from_reply(const char *error_id, sd_json_variant *parameters);
+int load_reply_describe(const char *error_id, sd_json_variant *parameters, char **ret_detail,
+                        size_t *ret_n_loaded);
+
+/* "60", "1.5", "60s", "500ms": a timeout for --timeout=, more than 0 and at most an hour. */
+int parse_timeout(const char *s, uint64_t *ret_usec);

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* modgate-modprobe: the program the kernel runs for request_module() when kernel.modprobe points at
+ * it. The kernel runs "modprobe -q -- NAME" with no open file descriptors and at most 50 of these at
+ * once, and the caller in the kernel waits for the exit status: so this only checks the name, asks
+ * modgated, and exits 0 when the module is there, 1 otherwise. It never runs anything else. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <systemd/sd-json.h>
+
+#include "load-client.h"
+#include "log.h"
+#include "macro.h"
+#include "request-name.h"
+
+/* Kept short: a kernel thread waits, and the kernel's slots for these helpers are few. */
+#define DEFAULT_TIMEOUT_USEC (15 * USEC_PER_SEC)
+
+static bool arg_quiet = false;
+static uint64_t arg_timeout_usec = DEFAULT_TIMEOUT_USEC;
+static const char *arg_address = NULL;
+
+/* Like modprobe, every message names the program: it may end up in the kernel log. */
+#define TAG "modgate-modprobe: "
+
+static void help(void) {
+        printf("%s [OPTIONS...] [--] NAME\n\n"
+               "Ask modgated to load the module the kernel requests (kernel.modprobe helper).\n\n"
+               "  -h --help             Show this help\n"
+               "     --version          Show package version\n"
+               "  -q --quiet            Say nothing when no module matches NAME\n"
+               "  -v --verbose          Say what was loaded\n"
+               "     --timeout=SEC      Wait at most this long for modgated (default: 15s)\n"
+               "     --address=PATH     Talk to modgated on this socket\n"
+               "                        (default: " MODGATE_VARLINK_ADDRESS ")\n",
+               program_invocation_short_name);
+}
+
+/* The kernel starts its helpers without stdin, stdout and stderr. Left closed, the varlink socket
+ * would become one of them and log lines would be written into it. stderr goes to the kernel log. */
+static int open_stdio(void) {
+        for (int fd = 0; fd < 3; fd++) {
+                int nfd;
+
+                if (fcntl(fd, F_GETFD) >= 0)
+                        continue;
+                if (errno != EBADF)
+                        return negative_errno();
+
+                nfd = fd == 2 ? open("/dev/kmsg", O_WRONLY | O_NOCTTY) : -1;
+                if (nfd < 0)
+                        nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY | O_NOCTTY);
+                if (nfd < 0)
+                        return negative_errno();
+                if (nfd != fd) {
+                        /* Only if a lower fd was closed meanwhile; keep the order anyway. */
+                        if (dup2(nfd, fd) < 0)
+                                return negative_errno();
+                        safe_close(nfd);
+                }
+        }
+        return 0;
+}
+
+static int parse_argv(int argc, char *argv[], const char **ret_name) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_TIMEOUT,
+                ARG_ADDRESS,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "quiet", no_argument, NULL, 'q' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                {}
+        };
+        int c, r;
+
+        /* '+': options come first, as the kernel passes them; nothing after NAME is taken. */
+        while ((c = getopt_long(argc, argv, "+hqv", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("modgate-modprobe %s\n", PROJECT_VERSION);
+                        return 0;
+                case 'q':
+                        arg_quiet = true;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case ARG_TIMEOUT:
+                        r = parse_timeout(optarg, &arg_timeout_usec);
+                        if (r < 0)
+                                return log_error_errno(r, TAG "Invalid --timeout= value: %s", optarg);
+                        break;
+                case ARG_ADDRESS:
+                        arg_address = optarg;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+
+        if (argc - optind != 1)
+                return log_error_errno(EINVAL, TAG "Expected exactly one module name, got %i.", argc - optind);
+
+        *ret_name = argv[optind];
+        return 1;
+}
+
+/* For a log line: the name with bytes that could forge a line or a terminal sequence written as \xNN,
+ * cut short. */
+static const char *escape_name(const char *name, char *buf, size_t size) {
+        size_t j = 0;
+
+        for (size_t i = 0; name[i] && j + 5 < size; i++) {
+                unsigned char c = (unsigned char) name[i];
+
+                if (c < ' ' || c >= 0x7f || c == '\\')
+                        j += (size_t) snprintf(buf + j, size - j, "\\x%02x", c);
+                else
+                        buf[j++] = (char) c;
+        }
+        buf[j] = '\0';
+        return buf;
+}
+
+static int report(const LoadRequest *req, const char *name) {
+        switch (req->verdict) {
+        case LOAD_VERDICT_LOADED:
+                log_debug(TAG "%s: %s.", name, req->detail);
+                return 0;
+        case LOAD_VERDICT_NOT_FOUND:
+        case LOAD_VERDICT_BLACKLISTED:
+                (void) log_full_errno(arg_quiet ? LOG_DEBUG : LOG_ERR, ENOENT, TAG "%s: %s.", name, req->detail);
+                return -ENOENT;
+        case LOAD_VERDICT_UNREACHABLE:
+                return log_error_errno(req->error ?: ECONNRESET, TAG "%s: %s (%s): %m", name, req->detail,
+                                       arg_address ?: MODGATE_VARLINK_ADDRESS);
+        default:
+                return log_error_errno(EIO, TAG "%s: %s.", name, req->detail);
+        }
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL;
+        LoadRequest req = {};
+        const char *name = NULL;
+        int r;
+
+        r = open_stdio();
+        if (r < 0)
+                return r;
+
+        log_open();
+
+        r = parse_argv(argc, argv, &name);
+        if (r <= 0)
+                return r;
+
+        /* Refused here, before any connection: the daemon never sees such a name. */
+        if (!request_name_is_valid(name)) {
+                char buf[128];
+
+                return log_error_errno(EINVAL, TAG "Refusing invalid module name '%s'.",
+                                       escape_name(name, buf, sizeof(buf)));
+        }
+
+        r = sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", "kernel"));
+        if (r < 0)
+                return log_error_errno(r, TAG "Failed to build the request: %m");
+
+        /* The kernel's names are aliases (fs-erofs, net-pf-38, crypto-hmac(sha256)) as often as module
+         * names: they go in the modalias field, which the daemon matches as one literal key against
+         * modules.alias, modprobe.d aliases and module names. */
+        req.modalias = name;
+        req.context = context;
+
+        r = load_requests_run(&(LoadOptions) {
+                                      .address = arg_address,
+                                      .timeout_usec = arg_timeout_usec,
+                                      .max_parallel = 1,
+                              },
+                              &req, 1);
+        if (r < 0)
+                r = log_error_errno(r, TAG "%s: failed to talk to modgated: %m", name);
+        else
+                r = report(&req, name);
+
+        load_requests_done(&req, 1);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        /* modprobe's convention: 0 when the module is there afterwards, 1 for everything else. */
+        return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

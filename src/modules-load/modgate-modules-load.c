@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* modgate-modules-load: loads the boot list (modules-load.d, modules_load= on the kernel command line)
+ * through modgated, with systemd-modules-load's semantics: a module that does not exist is logged and
+ * skipped, any other failure fails the run after every module was tried. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <systemd/sd-json.h>
+
+#include "load-client.h"
+#include "log.h"
+#include "macro.h"
+#include "modules-load-conf.h"
+
+#define CMDLINE_SOURCE "kernel command line"
+#define CMDLINE_SIZE_MAX (64U * 1024U)
+/* The daemon loads independent modules in parallel; this many requests are in flight at once. */
+#define MAX_PARALLEL 16U
+
+static const char *arg_address = NULL;
+static const char *arg_root = NULL;
+
+/* Each module to load, with where it was listed. */
+typedef struct BootList {
+        StrList names;
+        StrList sources;
+} BootList;
+
+static void boot_list_done(BootList *b) {
+        str_list_done(&b->names);
+        str_list_done(&b->sources);
+}
+
+static void help(void) {
+        printf("%s [OPTIONS...] [CONFIGURATION FILE...]\n\n"
+               "Load the kernel modules of the boot list through modgated: modules-load.d/*.conf and\n"
+               "modules_load= on the kernel command line, or only the files given.\n\n"
+               "  -h --help             Show this help\n"
+               "     --version          Show package version\n"
+               "     --root=DIR         Read modules-load.d below DIR\n"
+               "     --address=PATH     Talk to modgated on this socket\n"
+               "                        (default: " MODGATE_VARLINK_ADDRESS ")\n",
+               program_invocation_short_name);
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_ROOT,
+                ARG_ADDRESS,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("modgate-modules-load %s\n", PROJECT_VERSION);
+                        return 0;
+                case ARG_ROOT:
+                        arg_root = optarg;
+                        break;
+                case ARG_ADDRESS:
+                        arg_address = optarg;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+
+        return 1;
+}
+
+static int read_file(const char *path, size_t max, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        ssize_t k;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        buf = malloc(max + 1);
+        if (!buf)
+                return -ENOMEM;
+        while ((k = read(fd, buf + n, max + 1 - n)) > 0) {
+                n += (size_t) k;
+                if (n > max)
+                        return -EFBIG;
+        }
+        if (k < 0)
+                return negative_errno();
+
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* systemd's switches for the same purpose, so that the two can be tested alike. */
+static bool in_initrd(void) {
+        const char *e = getenv("SYSTEMD_IN_INITRD");
+
+        if (e && *e)
+                return strchr("1yYtT", e[0]) || strcmp(e, "on") == 0;
+        return access("/etc/initrd-release", F_OK) >= 0;
+}
+
+/* In a container, the arguments of its PID 1 stand for the kernel command line, as for systemd
+ * (which says it runs in one in /run/systemd/container). Each argument becomes one quoted word. */
+static int read_container_cmdline(char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *args = NULL, *out = NULL;
+        size_t n = 0, j = 0;
+        ssize_t k;
+
+        fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        args = malloc(CMDLINE_SIZE_MAX);
+        out = malloc(CMDLINE_SIZE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
+        if (!args || !out)
+                return -ENOMEM;
+        while (n < CMDLINE_SIZE_MAX && (k = read(fd, args + n, CMDLINE_SIZE_MAX - n)) > 0)
+                n += (size_t) k;
+
+        /* argv[0] is the init program; quotes inside a word are dropped, it is quoted whole. */
+        for (size_t i = strnlen(args, n) + 1; i < n; i += strnlen(args + i, n - i) + 1) {
+                out[j++] = '"';
+                for (size_t c = i; c < n && args[c]; c++)
+                        if (args[c] != '"')
+                                out[j++] = args[c];
+                out[j++] = '"';
+                out[j++] = ' ';
+        }
+        out[j] = '\0';
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+static int read_cmdline(char **ret) {
+        const char *e = getenv("SYSTEMD_PROC_CMDLINE");
+
+        if (e) {
+                *ret = strdup(e);
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (access("/run/systemd/container", F_OK) >= 0)
+                return read_container_cmdline(ret);
+        return read_file("/proc/cmdline", CMDLINE_SIZE_MAX, ret);
+}
+
+static int add_names(BootList *b, const StrList *names, const char *source) {
+        for (size_t i = 0; i < names->n; i++) {
+                int r = str_list_add(&b->names, names->items[i], strlen(names->items[i]));
+                if (r < 0)
+                        return r;
+                r = str_list_add(&b->sources, source, strlen(source));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Returns 0, or -errno when the file could not be read: logged, and the run fails. A file of the
+ * modules-load.d directories is read below --root=. */
+static int collect_file(BootList *b, const char *path, bool below_root) {
+        _cleanup_(str_list_done) StrList names = {};
+        _cleanup_free_ char *full = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&full, "%s%s", below_root && arg_root ? arg_root : "", path) < 0)
+                return log_oom();
+
+        r = read_file(full, MODULES_LOAD_FILE_SIZE_MAX, &text);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read %s: %m", full);
+
+        r = modules_load_parse_text(text, &names);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse %s: %m", full);
+
+        return add_names(b, &names, path);
+}
+
+/* A file named on the command line: a path, or a name looked up in the modules-load.d directories. */
+static int collect_argument(BootList *b, const char *arg) {
+        if (strchr(arg, '/'))
+                return collect_file(b, arg, false);
+
+        for (const char *const *d = MODULES_LOAD_DIRS; *d; d++) {
+                _cleanup_free_ char *path = NULL, *full = NULL;
+
+                if (asprintf(&path, "%s/%s", *d, arg) < 0 ||
+                    asprintf(&full, "%s%s", arg_root ?: "", path) < 0)
+                        return log_oom();
+                if (access(full, F_OK) < 0)
+                        continue;
+                if (modules_load_path_is_masked(full))
+                        return 0;
+                return collect_file(b, path, true);
+        }
+        return log_error_errno(ENOENT, "No configuration file %s in modules-load.d.", arg);
+}
+
+static int collect_all(BootList *b) {
+        _cleanup_(str_list_done) StrList names = {}, files = {};
+        _cleanup_free_ char *cmdline = NULL;
+        int r, ret = 0;
+
+        r = read_cmdline(&cmdline);
+        if (r < 0)
+                log_warning_errno(r, "Failed to read the kernel command line, ignoring: %m");
+        else {
+                r = modules_load_parse_cmdline(cmdline, in_initrd(), &names);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to parse the kernel command line: %m");
+                r = add_names(b, &names, CMDLINE_SOURCE);
+                if (r < 0)
+                        return log_oom();
+        }
+
+        r = modules_load_conf_files(arg_root, MODULES_LOAD_DIRS, &files);
+        if (r < 0)
+                return log_error_errno(r, "Failed to enumerate modules-load.d files: %m");
+
+        for (size_t i = 0; i < files.n; i++) {
+                r = collect_file(b, files.items[i], true);
+                if (r < 0 && ret == 0)
+                        ret = r;
+        }
+        return ret;
+}
+
+/* Logs the outcome for one module; returns whether it fails the run. */
+static bool report(const LoadRequest *req, const char *source) {
+        switch (req->verdict) {
+        case LOAD_VERDICT_LOADED:
+                if (req->n_loaded > 0)
+                        log_info("Module '%s' (%s): %s.", req->name, source, req->detail);
+                else
+                        log_debug("Module '%s' (%s): %s.", req->name, source, req->detail);
+                return false;
+        case LOAD_VERDICT_NOT_FOUND:
+                log_error("Module '%s' (%s) not found.", req->name, source);
+                return false;
+        case LOAD_VERDICT_BLACKLISTED:
+                log_info("Module '%s' (%s) is blacklisted.", req->name, source);
+                return false;
+        case LOAD_VERDICT_INVALID:
+                /* No module can have such a name: for systemd-modules-load it would not be found. */
+                if (req->error_id && strcmp(req->error_id, "io.modgate.Manager.InvalidName") == 0) {
+                        log_error("Module '%s' (%s) not found: not a module name.", req->name, source);
+                        return false;
+                }
+                log_error("Module '%s' (%s): %s.", req->name, source, req->detail);
+                return true;
+        case LOAD_VERDICT_UNREACHABLE:
+                log_error_errno(req->error ?: ECONNRESET, "Module '%s' (%s): %s: %m", req->name, source,
+                                req->detail);
+                return true;
+        default:
+                log_error("Module '%s' (%s): %s.", req->name, source, req->detail);
+                return true;
+        }
+}
+
+static int build_contexts(const BootList *b, sd_json_variant **contexts) {
+        for (size_t i = 0; i < b->names.n; i++) {
+                /* Consecutive modules of one file share its context. */
+                if (i > 0 && strcmp(b->sources.items[i], b->sources.items[i - 1]) == 0) {
+                        contexts[i] = sd_json_variant_ref(contexts[i - 1]);
+                        continue;
+                }
+                int r = sd_json_buildo(contexts + i, SD_JSON_BUILD_PAIR_STRING("source", "boot"),
+                                       SD_JSON_BUILD_PAIR_STRING("file", b->sources.items[i]));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int load_all(const BootList *b) {
+        _cleanup_free_ sd_json_variant **contexts = NULL;
+        _cleanup_free_ LoadRequest *reqs = NULL;
+        size_t n = b->names.n;
+        bool failed = false;
+        int r;
+
+        if (n == 0)
+                return 0;
+
+        contexts = calloc(n, sizeof(sd_json_variant *));
+        reqs = calloc(n, sizeof(LoadRequest));
+        if (!contexts || !reqs)
+                return log_oom();
+
+        r = build_contexts(b, contexts);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                reqs[i] = (LoadRequest) { .name = b->names.items[i], .context = contexts[i] };
+        if (r >= 0)
+                r = load_requests_run(&(LoadOptions) {
+                                              .address = arg_address,
+                                              .timeout_usec = USEC_INFINITY,
+                                              .max_parallel = MAX_PARALLEL,
+                                      },
+                                      reqs, n);
+        if (r < 0)
+                log_error_errno(r, "Failed to talk to modgated: %m");
+        else
+                for (size_t i = 0; i < n; i++)
+                        failed = report(reqs + i, b->sources.items[i]) || failed;
+
+        load_requests_done(reqs, n);
+        for (size_t i = 0; i < n; i++)
+                sd_json_variant_unref(contexts[i]);
+        return r < 0 ? r : failed ? -EIO : 0;
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(boot_list_done) BootList b = {};
+        int r, ret = 0;
+
+        log_open();
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r;
+
+        if (optind < argc)
+                for (int i = optind; i < argc; i++) {
+                        r = collect_argument(&b, argv[i]);
+                        if (r < 0 && ret == 0)
+                                ret = r;
+                }
+        else
+                ret = collect_all(&b);
+
+        /* A file that could not be read fails the run, but does not keep the others from loading. */
+        r = load_all(&b);
+        return ret < 0 ? ret : r;
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""modgate-modprobe, as the kernel runs it ("modprobe -q -- NAME", no open files, HOME=/ and a fixed
+PATH): argument forms, names refused before any connection, exit codes, against a stand-in daemon
+and then end to end against the real modgated."""
+
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+MODPROBE = h.helper("modgate-modprobe")
+KERNEL_ENV = {"HOME": "/", "TERM": "linux", "PATH": "/sbin:/usr/sbin:/bin:/usr/bin"}
+
+ANSWERS = {
+    "fs-erofs": (None, {"modules": [{"name": "erofs", "outcome": "loaded"}]}),
+    "net-pf-38": (None, {"modules": [{"name": "af_alg", "outcome": "already_loaded"}]}),
+    "crypto-hmac(sha256)": (None, {"modules": [{"name": "hmac", "outcome": "builtin"}]}),
+    "fs-nothing": ("io.modgate.Manager.ModuleNotFound", {"modalias": "fs-nothing"}),
+    "fs-blacklisted": ("io.modgate.Manager.ModuleNotFound", {"modalias": "fs-blacklisted",
+                                                             "blacklisted": ["x"]}),
+    "fs-denied": ("io.modgate.Manager.UntrustedOrigin", {"module": "d", "reason": "writable", "modules": []}),
+    "fs-failed": ("io.modgate.Manager.LoadFailed", {"module": "f", "reason": "finit_module failed",
+                                                   "errnoName": "ENOEXEC", "modules": []}),
+    "fs-slow": ("io.modgate.Manager.Timeout", {"pending": ["slow"]}),
+}
+EXPECTED_EXIT = {"fs-erofs": 0, "net-pf-38": 0, "crypto-hmac(sha256)": 0, "fs-nothing": 1, "fs-blacklisted": 1,
+                 "fs-denied": 1, "fs-failed": 1, "fs-slow": 1}
+
+
+def modprobe(*args, close_stdio=False, timeout=60):
+    return h.run_program([MODPROBE, *args], env=KERNEL_ENV, close_stdio=close_stdio, timeout=timeout)
+
+
+def main():
+    h.require_root()
+    h.unshare_mounts()
+
+    work = tempfile.mkdtemp(prefix="modgate-modprobe-")
+    h.run("mount", "-t", "tmpfs", "tmpfs", work)
+    journal = h.Journal()
+    os.makedirs("/run/modgate", exist_ok=True)
+    fake_path = "/run/modgate/fake.sock"
+    fake = h.FakeModgated(fake_path, lambda msg: ANSWERS.get(msg["parameters"].get("modalias"),
+                                                             ANSWERS["fs-nothing"]))
+    addr = "--address=" + fake_path
+
+    t = h.Tap()
+
+    def case_kernel_form():
+        res = modprobe(addr, "-q", "--", "fs-erofs")
+        assert res.returncode == 0, res
+        msg = fake.requests[-1]
+        assert msg["method"] == "io.modgate.Manager.Load", msg
+        p = msg["parameters"]
+        assert p["modalias"] == "fs-erofs" and "name" not in p, p
+        assert p["context"] == {"source": "kernel"}, p
+        # 15 s of its own; the daemon answers Timeout 1.5 s before.
+        assert 13_000_000 <= p["timeoutUSec"] <= 13_500_000, p
+        assert res.stderr == "", res
+
+    def case_other_forms():
+        for args in (["fs-erofs"], ["-q", "fs-erofs"], ["--", "fs-erofs"], ["-v", "--", "fs-erofs"],
+                     ["--quiet", "fs-erofs"]):
+            res = modprobe(addr, *args)
+            assert res.returncode == 0, (args, res)
+            assert fake.requests[-1]["parameters"]["modalias"] == "fs-erofs", args
+
+    def case_aliases_pass_unchanged():
+        for name in ("net-pf-38", "crypto-hmac(sha256)"):
+            res = modprobe(addr, "-q", "--", name)
+            assert res.returncode == 0, (name, res)
+            assert fake.requests[-1]["parameters"]["modalias"] == name
+
+    def case_exit_codes():
+        wrong = [(n, r) for n, want in EXPECTED_EXIT.items() for r in [modprobe(addr, "-q", "--", n)]
+                 if r.returncode != want]
+        assert not wrong, wrong
+
+    def case_quiet():
+        res = modprobe(addr, "-q", "--", "fs-nothing")
+        assert res.returncode == 1 and res.stderr == "", res
+        res = modprobe(addr, "--", "fs-nothing")
+        assert res.returncode == 1 and "modgate-modprobe: fs-nothing: no module matches" in res.stderr, res
+        # Real failures are reported even with -q.
+        res = modprobe(addr, "-q", "--", "fs-denied")
+        assert res.returncode == 1 and "modgate refused d: writable" in res.stderr, res
+
+    def case_bad_names():
+        n = fake.connections
+        for name in ("", "-r", "-", "--x", "a b", "a\tb", "a\nb", "a/b", "../x", "/lib/modules/x.ko", "x" * 256,
+                     "fs-\x1b[31m", "x\x7f", " x"):
+            res = modprobe(addr, "-q", "--", name)
+            assert res.returncode == 1, (name, res)
+            assert "Refusing invalid module name" in res.stderr, (name, res)
+            assert "\n" not in res.stderr.rstrip("\n"), ("a name must not forge log lines", res)
+            assert "\x1b" not in res.stderr, res
+        res = modprobe(addr, "-q", "--", "x" * 255)
+        assert res.returncode == 1 and "no module matches" not in res.stderr, res
+        assert fake.connections == n + 1, "only the 255-byte name may reach the daemon"
+
+    def case_bad_arguments():
+        n = fake.connections
+        for args in ([], ["-q"], ["-q", "--"], ["-r", "fs-erofs"], ["--remove", "fs-erofs"], ["-a", "x", "y"],
+                     ["fs-erofs", "param=1"], ["-q", "--", "fs-erofs", "extra"], ["--timeout=0", "fs-erofs"],
+                     ["-n", "fs-erofs"]):
+            res = modprobe(addr, *args)
+            assert res.returncode == 1, (args, res)
+        assert fake.connections == n, "a bad invocation must not reach the daemon"
+
+    def case_no_stdio():
+        n = len(fake.requests)
+        res = modprobe(addr, "-q", "--", "fs-erofs", close_stdio=True)
+        assert res.returncode == 0, res
+        assert len(fake.requests) == n + 1, "the request did not arrive"
+        res = modprobe(addr, "-q", "--", "fs-failed", close_stdio=True)
+        assert res.returncode == 1, res
+        # The varlink socket was not one of fds 0-2: a log line written to stderr would have gone into
+        # it, and the stand-in daemon would have failed to parse the next message.
+        assert all(isinstance(r, dict) and "method" in r for r in fake.requests), fake.requests
+
+    def case_transport():
+        res = modprobe("--address=/run/modgate/nothing.sock", "-q", "--", "fs-erofs")
+        assert res.returncode == 1 and "could not connect to modgated" in res.stderr, res
+        silent = h.FakeModgated("/run/modgate/silent.sock", lambda msg: None)
+        try:
+            res = modprobe("--address=/run/modgate/silent.sock", "--timeout=1", "-q", "--", "fs-erofs",
+                           timeout=20)
+        finally:
+            silent.stop()
+        assert res.returncode == 1 and 0.9 <= res.elapsed < 3, res
+        dying = h.FakeModgated("/run/modgate/dying.sock", lambda msg: "close")
+        try:
+            res = modprobe("--address=/run/modgate/dying.sock", "-q", "--", "fs-erofs")
+        finally:
+            dying.stop()
+        assert res.returncode == 1, res
+
+    # The real daemon.
+    tree = h.kernel_tree()
+    trusted = h.mount_trusted_tree(tree, work)
+    h.mount_sys_module()
+    daemon = h.Daemon(work, "main", trusted)
+    daemon.activate()
+
+    def need_modalias():
+        if not h.daemon_takes(daemon, {"modalias": "modgate-probe", "context": {"source": "kernel"},
+                                       "timeoutUSec": 1000000}):
+            raise h.Skip("daemon does not take modalias, context and timeoutUSec yet")
+
+    def kernel_alias(prefix):
+        """An alias such as fs-erofs whose module is a file of this tree."""
+        deps = h.parse_modules_dep(tree)
+        for alias, mod in h.modules_alias(tree):
+            if alias.startswith(prefix) and mod.replace("-", "_") in deps:
+                return alias, mod.replace("-", "_")
+        raise h.Skip("no %s alias in this tree" % prefix)
+
+    def case_real_alias():
+        need_modalias()
+        for prefix in ("fs-", "net-pf-"):
+            alias, mod = kernel_alias(prefix)
+            res = h.run_program([MODPROBE, "--address=" + daemon.address, "-q", "--", alias], env=KERNEL_ENV)
+            assert res.returncode == 0, (alias, res)
+            assert mod in [r["name"] for r in daemon.shim_records()], (alias, mod, daemon.shim_records())
+            # Again: loaded already, still 0.
+            res = h.run_program([MODPROBE, "--address=" + daemon.address, "-q", "--", alias], env=KERNEL_ENV)
+            assert res.returncode == 0, (alias, res)
+
+    def case_real_not_found():
+        need_modalias()
+        n = len(daemon.shim_records())
+        res = h.run_program([MODPROBE, "--address=" + daemon.address, "-q", "--", "fs-modgate-none"],
+                            env=KERNEL_ENV)
+        assert res.returncode == 1 and res.stderr == "", res
+        assert len(daemon.shim_records()) == n
+
+    t.case("the kernel's form -q -- NAME sends NAME as a modalias with the kernel context", case_kernel_form)
+    t.case("plain NAME, -q NAME, -- NAME, -v and --quiet are accepted", case_other_forms)
+    t.case("kernel aliases with parentheses and digits pass unchanged", case_aliases_pass_unchanged)
+    t.case("exit 0 when loaded, already loaded or builtin, 1 for every other outcome", case_exit_codes)
+    t.case("-q silences not found only", case_quiet)
+    t.case("bad names are refused before any connection, escaped in the log", case_bad_names)
+    t.case("options modprobe has but the kernel does not pass are refused", case_bad_arguments)
+    t.case("started without stdin, stdout and stderr, as the kernel does", case_no_stdio)
+    t.case("no socket, no answer, or a hang-up give exit 1 quickly", case_transport)
+    t.case("end to end: fs- and net-pf- aliases load their modules through modgated", case_real_alias)
+    t.case("end to end: an alias nothing provides exits 1 quietly, without a syscall", case_real_not_found)
+
+    fake.stop()
+    daemon.stop()
+    journal.stop()
+    if t.failed:
+        print("# --- daemon stderr ---")
+        for line in daemon.stderr_text().splitlines()[-20:]:
+            print("# " + line)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""modgate-udev, as udev runs it: its requests and environment handling and exit codes against a
+stand-in daemon that answers as told (or never), then end to end against the real modgated; and the
+daemon's start-up check of systemd-udevd's capabilities."""
+
+import ctypes
+import fnmatch
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+UDEV = h.helper("modgate-udev")
+PR_CAPBSET_DROP = 24
+CAP_SYS_MODULE = 16
+
+# The stand-in daemon's answer for each MODALIAS of the outcome table.
+ANSWERS = {
+    "ok": (None, {"modules": [{"name": "e1000e", "outcome": "loaded"}]}),
+    "already": (None, {"modules": [{"name": "e1000e", "outcome": "already_loaded"}]}),
+    "notfound": ("io.modgate.Manager.ModuleNotFound", {"modalias": "notfound"}),
+    "blacklisted": ("io.modgate.Manager.ModuleNotFound", {"modalias": "blacklisted", "blacklisted": ["nouveau"]}),
+    "denied": ("io.modgate.Manager.UntrustedOrigin", {"module": "dummy", "reason": "superblock is writable",
+                                                     "modules": []}),
+    "install": ("io.modgate.Manager.InstallCommandRefused", {"module": "m", "command": "/bin/sh -c x",
+                                                            "modules": []}),
+    "timeout": ("io.modgate.Manager.Timeout", {"pending": ["slow"]}),
+    "failed": ("io.modgate.Manager.LoadFailed", {"module": "veth", "reason": "finit_module failed",
+                                                "errnoName": "ENOEXEC", "modules": []}),
+    "invalid": ("io.modgate.Manager.InvalidModalias", {"reason": "control character"}),
+    "badparam": ("org.varlink.service.InvalidParameter", {"parameter": "context"}),
+    "unknown": ("io.modgate.Manager.SomethingNew", {}),
+}
+# What udev must see: outcomes in the normal course of device events exit 0.
+EXPECTED_EXIT = {"ok": 0, "already": 0, "notfound": 0, "blacklisted": 0, "denied": 0, "install": 0,
+                 "timeout": 0, "failed": 1, "invalid": 1, "badparam": 1, "unknown": 1}
+
+
+def answer_by_key(msg):
+    p = msg["parameters"]
+    return ANSWERS.get(p.get("modalias") or p.get("name"), ANSWERS["ok"])
+
+
+def udev_env(**kw):
+    env = {"ACTION": "add", "MODALIAS": "pci:v00008086d000010D3sv00008086sd0000A01Fbc02sc00i00",
+           "DEVPATH": "/devices/pci0000:00/0000:00:19.0", "SUBSYSTEM": "pci", "SEQNUM": "1234",
+           "PATH": "/usr/sbin:/usr/bin"}
+    env.update(kw)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def udev(*args, env=None, timeout=60):
+    return h.run_program([UDEV, *args], env=env if env is not None else udev_env(), timeout=timeout)
+
+
+def fake_udevd(work, drop_cap):
+    """A process called systemd-udevd, with or without CAP_SYS_MODULE in its bounding set."""
+    exe = os.path.join(work, "systemd-udevd")
+    if not os.path.exists(exe):
+        shutil.copy("/usr/bin/sleep", exe)
+
+    def drop():
+        if drop_cap:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_CAPBSET_DROP, CAP_SYS_MODULE, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+    return subprocess.Popen([exe, "600"], preexec_fn=drop)
+
+
+def real_udevd_running():
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/comm" % p) as f:
+                    if f.read().strip() == "systemd-udevd":
+                        return True
+            except OSError:
+                pass
+    return False
+
+
+def alias_for(tree, module):
+    """A concrete MODALIAS that one of module's aliases matches, as a device would announce it."""
+    for alias, mod in h.modules_alias(tree):
+        if mod == module and alias.startswith("pci:v") and "*" in alias:
+            concrete = alias.replace("sv*", "sv00001234").replace("sd*", "sd00005678")
+            concrete = concrete.replace("bc*", "bc02").replace("sc*", "sc00").replace("i*", "i00")
+            if fnmatch.fnmatchcase(concrete, alias) and "*" not in concrete:
+                return concrete
+    return None
+
+
+def main():
+    h.require_root()
+    h.unshare_mounts()
+
+    work = tempfile.mkdtemp(prefix="modgate-udev-")
+    h.run("mount", "-t", "tmpfs", "tmpfs", work)
+    journal = h.Journal()
+    os.makedirs("/run/modgate", exist_ok=True)
+    fake_path = "/run/modgate/fake.sock"
+    fake = h.FakeModgated(fake_path, answer_by_key)
+
+    t = h.Tap()
+
+    def last_requests(n):
+        return [r["parameters"] for r in fake.requests[-n:]]
+
+    def case_modalias_request():
+        before = len(fake.requests)
+        res = udev("--address=" + fake_path)
+        assert res.returncode == 0, res
+        assert len(fake.requests) == before + 1, fake.requests
+        msg = fake.requests[-1]
+        assert msg["method"] == "io.modgate.Manager.Load", msg
+        p = msg["parameters"]
+        assert p["modalias"] == udev_env()["MODALIAS"] and "name" not in p, p
+        assert p["context"] == {"source": "udev", "devpath": "/devices/pci0000:00/0000:00:19.0",
+                                "subsystem": "pci", "seqnum": 1234, "action": "add"}, p
+        # 60 s by default; the daemon is told to answer Timeout two seconds before.
+        assert 57_000_000 <= p["timeoutUSec"] <= 58_000_000, p
+        assert "loaded e1000e" in res.stderr, res
+
+    def case_names():
+        before = len(fake.requests)
+        res = udev("--address=" + fake_path, "tifm_sd", "ms_block", "mspro_block")
+        assert res.returncode == 0, res
+        reqs = last_requests(len(fake.requests) - before)
+        assert sorted(r["name"] for r in reqs) == ["ms_block", "mspro_block", "tifm_sd"], reqs
+        for r in reqs:
+            assert "modalias" not in r and r["context"]["source"] == "udev", r
+            assert r["context"]["devpath"] == "/devices/pci0000:00/0000:00:19.0", r
+
+    def case_missing_env():
+        res = udev("--address=" + fake_path, env={"MODALIAS": "acpi:PNP0A03:", "SEQNUM": "12x"})
+        assert res.returncode == 0, res
+        p = fake.requests[-1]["parameters"]
+        assert p["modalias"] == "acpi:PNP0A03:" and p["context"] == {"source": "udev"}, p
+        res = udev("--address=" + fake_path, env=udev_env(DEVPATH="/d" * 3000, SEQNUM="-5"))
+        assert res.returncode == 0, res
+        p = fake.requests[-1]["parameters"]
+        assert "devpath" not in p["context"] and "seqnum" not in p["context"], p
+
+    def case_exit_codes():
+        wrong = []
+        for key, want in EXPECTED_EXIT.items():
+            res = udev("--address=" + fake_path, env=udev_env(MODALIAS=key))
+            if res.returncode != want:
+                wrong.append((key, res))
+            elif not res.stderr.strip() and key not in ("notfound", "already"):
+                wrong.append((key, "nothing logged: %r" % res))
+        assert not wrong, wrong
+        assert "refused dummy: superblock is writable" in udev("--address=" + fake_path,
+                                                               env=udev_env(MODALIAS="denied")).stderr
+        assert "still loading in modgated: slow" in udev("--address=" + fake_path,
+                                                         env=udev_env(MODALIAS="timeout")).stderr
+
+    def case_one_failure_among_names():
+        before = len(fake.requests)
+        res = udev("--address=" + fake_path, "ok", "failed", "notfound")
+        assert res.returncode == 1, res
+        assert len(fake.requests) == before + 3, "every name must be asked for"
+        assert "veth: finit_module failed (ENOEXEC)" in res.stderr, res
+
+    def case_timeout():
+        silent = h.FakeModgated("/run/modgate/silent.sock", lambda msg: None)
+        try:
+            res = udev("--address=/run/modgate/silent.sock", "--timeout=1", timeout=20)
+            p = silent.requests[-1]["parameters"]
+        finally:
+            silent.stop()
+        assert res.returncode != 0 and "did not answer in time" in res.stderr, res
+        assert 0.9 <= res.elapsed < 3, res
+        # A tenth of the time left when the request is sent.
+        assert 850_000 <= p["timeoutUSec"] <= 900_000, p
+        res = udev("--address=" + fake_path, "--timeout=500ms")
+        assert res.returncode == 0 and 400_000 <= fake.requests[-1]["parameters"]["timeoutUSec"] <= 450_000, res
+
+    def case_transport():
+        res = udev("--address=/run/modgate/nothing.sock")
+        assert res.returncode != 0 and "could not connect to modgated" in res.stderr, res
+        assert "No such file or directory" in res.stderr, res
+        dying = h.FakeModgated("/run/modgate/dying.sock", lambda msg: "close")
+        try:
+            res = udev("--address=/run/modgate/dying.sock", "a", "b")
+        finally:
+            dying.stop()
+        assert res.returncode != 0 and "connection to modgated failed" in res.stderr, res
+
+    def case_usage():
+        n = fake.connections
+        res = udev("--address=" + fake_path, env={"ACTION": "add"})
+        assert res.returncode != 0 and "No MODALIAS" in res.stderr, res
+        for bad in ("--timeout=0", "--timeout=abc", "--timeout=", "--timeout=7200", "--bogus"):
+            res = udev("--address=" + fake_path, bad)
+            assert res.returncode != 0, (bad, res)
+        assert fake.connections == n, "a usage error must not reach the daemon"
+
+    # The real daemon.
+    tree = h.kernel_tree()
+    trusted = h.mount_trusted_tree(tree, work)
+    h.mount_sys_module()
+    deps = h.parse_modules_dep(tree)
+
+    def udevd_check(drop_cap):
+        if real_udevd_running():
+            raise h.Skip("a real systemd-udevd runs here")
+        proc = fake_udevd(work, drop_cap)
+        d = h.Daemon(work, "check%d" % drop_cap, trusted)
+        try:
+            assert d.activate(), d.stderr_text()
+            return d.stderr_text()
+        finally:
+            d.stop()
+            proc.kill()
+            proc.wait()
+
+    def case_udevd_with_cap():
+        err = udevd_check(False)
+        assert "systemd-udevd holds CAP_SYS_MODULE" in err, err
+
+    def case_udevd_without_cap():
+        err = udevd_check(True)
+        assert "systemd-udevd runs without CAP_SYS_MODULE" in err, err
+
+    def case_no_udevd():
+        if real_udevd_running():
+            raise h.Skip("a real systemd-udevd runs here")
+        d = h.Daemon(work, "noudevd", trusted)
+        try:
+            assert d.activate(), d.stderr_text()
+            err = d.stderr_text()
+        finally:
+            d.stop()
+        assert "CAP_SYS_MODULE" in err and "No such process" in err, err
+
+    daemon = h.Daemon(work, "main", trusted)
+    slow = h.Daemon(work, "slow", trusted, extra_env={"MODGATE_SHIM_DELAY_MS": "3000"})
+    daemon.activate()
+    slow.activate()
+
+    def need_modalias(d):
+        if not h.daemon_takes(d, {"modalias": "modgate:probe", "context": {"source": "udev", "seqnum": 1},
+                                  "timeoutUSec": 1000000}):
+            raise h.Skip("daemon does not take modalias, context and timeoutUSec yet")
+
+    def case_real_modalias():
+        need_modalias(daemon)
+        modalias = alias_for(tree, "e1000e")
+        if not modalias:
+            raise h.Skip("no PCI alias of e1000e in this tree")
+        res = udev("--address=" + daemon.address, env=udev_env(MODALIAS=modalias))
+        assert res.returncode == 0, res
+        names = [r["name"] for r in daemon.shim_records() if r["call"] == "finit_module"]
+        assert "e1000e" in names, names
+        for r in daemon.shim_records():
+            assert r["path"].startswith(trusted + "/"), r
+        assert "loaded" in res.stderr and "e1000e" in res.stderr, res
+
+    def case_real_names_and_not_found():
+        need_modalias(daemon)
+        res = udev("--address=" + daemon.address, "vxlan", "tun")
+        assert res.returncode == 0, res
+        names = {r["name"] for r in daemon.shim_records()}
+        assert {"vxlan", "tun"} <= names and set(deps["vxlan"][1]) <= names, names
+        n = len(daemon.shim_records())
+        res = udev("--address=" + daemon.address, env=udev_env(MODALIAS="modgate:no-such-device"))
+        assert res.returncode == 0, res
+        assert len(daemon.shim_records()) == n, "a syscall for a modalias nothing matches"
+
+    def case_real_timeout_load_goes_on():
+        need_modalias(slow)
+        res = udev("--address=" + slow.address, "--timeout=1", "dummy")
+        assert res.returncode == 0, res
+        assert res.elapsed < 2, res
+        assert "still loading" in res.stderr, res
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with open("/sys/module/dummy/initstate") as f:
+                    if f.read().strip() == "live":
+                        break
+            except FileNotFoundError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise AssertionError("dummy never became live after the helper left")
+
+    t.case("a device event sends MODALIAS, the udev context and a timeoutUSec below the helper's", case_modalias_request)
+    t.case("module names as arguments send one request each", case_names)
+    t.case("missing, oversized or non-numeric udev values are left out of the context", case_missing_env)
+    t.case("each outcome gives udev the right exit code, and is logged", case_exit_codes)
+    t.case("one failure among several names fails the run, every name is still asked for", case_one_failure_among_names)
+    t.case("a daemon that never answers: the helper leaves at --timeout", case_timeout)
+    t.case("no socket, or a daemon that hangs up, is a logged non-zero exit", case_transport)
+    t.case("usage errors exit non-zero without a connection", case_usage)
+    t.case("the daemon warns at start when systemd-udevd holds CAP_SYS_MODULE", case_udevd_with_cap)
+    t.case("the daemon says so when systemd-udevd runs without CAP_SYS_MODULE", case_udevd_without_cap)
+    t.case("without systemd-udevd the daemon only logs at debug level", case_no_udevd)
+    t.case("end to end: a real device MODALIAS loads its driver through modgated", case_real_modalias)
+    t.case("end to end: module names load, an unmatched MODALIAS exits 0 without a syscall",
+           case_real_names_and_not_found)
+    t.case("end to end: a slow module times out in the helper first and goes on loading in the daemon",
+           case_real_timeout_load_goes_on)
+
+    fake.stop()
+    daemon.stop()
+    slow.stop()
+    journal.stop()
+    if t.failed:
+        for d in (daemon, slow):
+            print("# --- %s stderr ---" % d.address)
+            for line in d.stderr_text().splitlines()[-20:]:
+                print("# " + line)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <systemd/sd-json.h>
+
+#include "load-client.h"
+#include "macro.h"
+#include "tests.h"
+
+static sd_json_variant *parse(const char *text) {
+        sd_json_variant *v = NULL;
+
+        check(sd_json_parse(text, 0, &v, NULL, NULL) >= 0);
+        return v;
+}
+
+static LoadVerdict verdict(const char *error_id, const char *params) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *v = params ? parse(params) : NULL;
+
+        return load_verdict_from_reply(error_id, v);
+}
+
+static char *describe(const char *error_id, const char *params, size_t *n_loaded) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *v = params ? parse(params) : NULL;
+        char *s = NULL;
+
+        check(load_reply_describe(error_id, v, &s, n_loaded) == 0);
+        return s;
+}
+
+TEST(verdicts) {
+        check(verdict(NULL, "{\"modules\":[]}") == LOAD_VERDICT_LOADED);
+        check(verdict("io.modgate.Manager.ModuleNotFound", "{\"modalias\":\"pci:v1\"}") == LOAD_VERDICT_NOT_FOUND);
+        check(verdict("io.modgate.Manager.ModuleNotFound", "{\"blacklisted\":[]}") == LOAD_VERDICT_NOT_FOUND);
+        check(verdict("io.modgate.Manager.ModuleNotFound", "{\"blacklisted\":[\"nouveau\"]}") ==
+              LOAD_VERDICT_BLACKLISTED);
+        check(verdict("io.modgate.Manager.UntrustedOrigin", "{}") == LOAD_VERDICT_DENIED);
+        check(verdict("io.modgate.Manager.InstallCommandRefused", "{}") == LOAD_VERDICT_INSTALL_REFUSED);
+        check(verdict("io.modgate.Manager.Timeout", "{\"pending\":[\"a\"]}") == LOAD_VERDICT_TIMEOUT);
+        check(verdict("io.modgate.Manager.LoadFailed", "{}") == LOAD_VERDICT_FAILED);
+        check(verdict("io.modgate.Manager.InvalidName", "{}") == LOAD_VERDICT_INVALID);
+        check(verdict("io.modgate.Manager.InvalidModalias", "{}") == LOAD_VERDICT_INVALID);
+        check(verdict("io.modgate.Manager.InvalidRequest", "{}") == LOAD_VERDICT_INVALID);
+        check(verdict("org.varlink.service.InvalidParameter", "{\"parameter\":\"context\"}") ==
+              LOAD_VERDICT_INVALID);
+        check(verdict("org.varlink.service.MethodNotFound", NULL) == LOAD_VERDICT_INVALID);
+        check(verdict("io.systemd.TimedOut", NULL) == LOAD_VERDICT_NO_REPLY);
+        check(verdict("io.systemd.Disconnected", NULL) == LOAD_VERDICT_UNREACHABLE);
+        /* An error this client does not know is a failure, never a success. */
+        check(verdict("io.modgate.Manager.SomethingNew", NULL) == LOAD_VERDICT_FAILED);
+        check(verdict("io.modgate.Manager.ModuleNotFoundX", NULL) == LOAD_VERDICT_FAILED);
+        check(verdict("com.example.ModuleNotFound", NULL) == LOAD_VERDICT_FAILED);
+}
+
+TEST(describe_success) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+        size_t n;
+
+        a = describe(NULL, "{\"modules\":[{\"name\":\"crc\",\"outcome\":\"already_loaded\"},"
+                           "{\"name\":\"e1000e\",\"outcome\":\"loaded\"}]}", &n);
+        check_streq(a, "loaded e1000e");
+        check(n == 1);
+
+        b = describe(NULL, "{\"modules\":[{\"name\":\"crc\",\"outcome\":\"loaded\"},"
+                           "{\"name\":\"e1000e\",\"outcome\":\"loaded\"}],\"blacklisted\":[\"x\",\"y\"]}", &n);
+        check_streq(b, "loaded crc, e1000e; blacklisted: x, y");
+        check(n == 2);
+
+        c = describe(NULL, "{\"modules\":[{\"name\":\"ext4\",\"outcome\":\"builtin\"}]}", &n);
+        check_streq(c, "ext4 is built into the kernel");
+        check(n == 0);
+
+        /* The requested module, not the softdep loaded after it. */
+        d = describe(NULL, "{\"modules\":[{\"name\":\"a\",\"outcome\":\"already_loaded\",\"role\":\"requested\"},"
+                           "{\"name\":\"b\",\"outcome\":\"already_loaded\",\"role\":\"softdep_post\"}]}", &n);
+        check_streq(d, "a is loaded already");
+}
+
+TEST(describe_errors) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *f = NULL;
+
+        a = describe("io.modgate.Manager.ModuleNotFound", "{\"blacklisted\":[\"nouveau\"]}", NULL);
+        check_streq(a, "every match is blacklisted in modprobe.d: nouveau");
+        b = describe("io.modgate.Manager.UntrustedOrigin",
+                     "{\"module\":\"dummy\",\"path\":\"/x/dummy.ko\",\"reason\":\"superblock is writable\","
+                     "\"modules\":[]}", NULL);
+        check_streq(b, "modgate refused dummy: superblock is writable (/x/dummy.ko)");
+        c = describe("io.modgate.Manager.LoadFailed",
+                     "{\"module\":\"veth\",\"reason\":\"finit_module failed\",\"errnoName\":\"ENOEXEC\"}", NULL);
+        check_streq(c, "veth: finit_module failed (ENOEXEC)");
+        d = describe("io.modgate.Manager.Timeout", "{\"pending\":[\"slow\",\"slower\"]}", NULL);
+        check_streq(d, "still loading in modgated: slow, slower");
+        e = describe("org.varlink.service.InvalidParameter", "{\"parameter\":\"context\"}", NULL);
+        check_streq(e, "modgated refused the request: org.varlink.service.InvalidParameter (context)");
+        f = describe("io.modgate.Manager.InstallCommandRefused",
+                     "{\"module\":\"m\",\"command\":\"/bin/true\",\"modules\":[]}", NULL);
+        check_streq(f, "modprobe.d has an install command for m, which modgate does not run: /bin/true");
+}
+
+TEST(daemon_timeout) {
+        /* A tenth is kept back, at most two seconds. */
+        check(load_daemon_timeout(60 * USEC_PER_SEC) == 58 * USEC_PER_SEC);
+        check(load_daemon_timeout(15 * USEC_PER_SEC) == 13500 * USEC_PER_MSEC);
+        check(load_daemon_timeout(USEC_PER_SEC) == 900 * USEC_PER_MSEC);
+        check(load_daemon_timeout(USEC_INFINITY) == USEC_INFINITY);
+        check(load_daemon_timeout(5) == 5);
+}
+
+TEST(timeouts) {
+        uint64_t u = 0;
+
+        check(parse_timeout("60", &u) == 0 && u == 60 * USEC_PER_SEC);
+        check(parse_timeout("60s", &u) == 0 && u == 60 * USEC_PER_SEC);
+        check(parse_timeout("1.5", &u) == 0 && u == 1500 * USEC_PER_MSEC);
+        check(parse_timeout("500ms", &u) == 0 && u == 500 * USEC_PER_MSEC);
+        check(parse_timeout("0.25s", &u) == 0 && u == 250 * USEC_PER_MSEC);
+        check(parse_timeout("3600", &u) == 0 && u == 3600 * USEC_PER_SEC);
+        check(parse_timeout("0", &u) == -ERANGE);
+        check(parse_timeout("3601", &u) == -ERANGE);
+        check(parse_timeout("99999999999999999999", &u) == -ERANGE);
+        check(parse_timeout("", &u) == -EINVAL);
+        check(parse_timeout("-1", &u) == -EINVAL);
+        check(parse_timeout("1.", &u) == -EINVAL);
+        check(parse_timeout("1min", &u) == -EINVAL);
+        check(parse_timeout(" 1", &u) == -EINVAL);
+}
+
+int main(void) {
+        RUN(verdicts);
+        RUN(describe_success);
+        RUN(describe_errors);
+        RUN(daemon_timeout);
+        RUN(timeouts);
+        return tests_done();
+}

@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""modgate as the system's module loader, installed with its default switches: udevd has no
+CAP_SYS_MODULE and coldplug and hotplug go through modgate-udev, the kernel's request_module() goes
+through modgate-modprobe, and the boot list through modgate-modules-load. Everything modgated
+loaded says who asked."""
+
+import guest
+
+LIBEXEC = "/usr/libexec/modgate"
+HOTPLUG_MODULE = "e1000"        # QEMU's e1000 NIC: no driver loaded until the device appears
+KERNEL_MODULE = "squashfs"      # request_module("fs-squashfs") from mount(2)
+BOOT_LIST_MODULE = "tun"
+CAP_SYS_MODULE = 16
+
+
+def cap_bnd(vm, pid):
+    line = vm.sh("grep ^CapBnd: /proc/%s/status" % pid).out
+    return int(line.split()[1], 16)
+
+
+def test_udevd_without_cap(vm):
+    """systemd-udevd runs without CAP_SYS_MODULE, and modgated said so at start"""
+    pid = vm.sh("systemctl show -P MainPID systemd-udevd.service").out.strip()
+    assert pid != "0", "systemd-udevd is not running"
+    assert not cap_bnd(vm, pid) & (1 << CAP_SYS_MODULE), hex(cap_bnd(vm, pid))
+    out = vm.sh("journalctl -b -u modgated.service -o cat --no-pager").out
+    assert "systemd-udevd runs without CAP_SYS_MODULE" in out, out[-2000:]
+
+
+def test_coldplug(vm):
+    """coldplug asked modgated for device drivers, naming each device"""
+    recs = [r for r in vm.journal("MODGATE_SOURCE=udev", "_BOOT_ID=" + vm.boot_id)
+            if r.get("_SYSTEMD_UNIT") == "modgated.service"]
+    assert recs, "no request from udev in this boot"
+    for r in recs:
+        assert r.get("MODGATE_MODALIAS") or r.get("MODGATE_REQUEST_NAME"), r
+        assert r["MODGATE_DEVPATH"].startswith("/devices/") and r["MODGATE_ACTION"] == "add", r
+        assert int(r["MODGATE_SEQNUM"]) > 0 and r["MODGATE_SUBSYSTEM"], r
+    loaded = sorted({r["MODGATE_MODULE"] for r in recs if r["MODGATE_OUTCOME"] == "loaded"})
+    assert loaded, "coldplug loaded nothing through modgate"
+    print("# coldplug loaded through modgate: %s" % " ".join(loaded))
+    # udev's own 80-drivers.rules is hidden, and udevd did not load anything itself.
+    assert vm.sh("grep -c modgate /etc/udev/rules.d/80-drivers.rules").out.strip() != "0"
+    out = vm.sh("journalctl -b -u systemd-udevd.service -o cat --no-pager | grep -i 'insert' || true").out
+    assert "Operation not permitted" not in out, out
+
+
+def test_hotplug(vm):
+    """a hotplugged e1000 gets its driver through modgate-udev"""
+    assert guest.live_modules(vm)[HOTPLUG_MODULE] == 0, "e1000 is loaded already"
+    vm.qmp("device_add", driver="e1000", id="modgate-nic")
+    vm.sh("for i in $(seq 300); do grep -q '^%s ' /proc/modules && break; sleep 0.1; done; udevadm settle"
+          % HOTPLUG_MODULE, timeout=90)
+    assert guest.initstate(vm, HOTPLUG_MODULE) == "live"
+    recs = guest.records(vm, HOTPLUG_MODULE, "loaded")
+    assert len(recs) == 1, recs
+    r = recs[0]
+    assert r["MODGATE_SOURCE"] == "udev" and r["MODGATE_SUBSYSTEM"] == "pci", r
+    assert r["MODGATE_MODALIAS"].startswith("pci:v00008086d0000100E"), r
+
+
+def test_kernel_request(vm):
+    """the kernel's request_module() goes through modgate-modprobe"""
+    assert vm.sh("sysctl -n kernel.modprobe").out.strip() == LIBEXEC + "/modgate-modprobe"
+    assert guest.live_modules(vm)[KERNEL_MODULE] == 0, "squashfs is loaded already"
+    # Fails (no such device), but only after the kernel has asked for the file system type.
+    vm.sh("mkdir -p /tmp/sq; mount -t squashfs /dev/null /tmp/sq", check=False)
+    assert guest.initstate(vm, KERNEL_MODULE) == "live"
+    recs = guest.records(vm, KERNEL_MODULE, "loaded")
+    assert len(recs) == 1 and recs[0]["MODGATE_SOURCE"] == "kernel", recs
+    assert recs[0]["MODGATE_MODALIAS"] == "fs-squashfs", recs
+
+
+def test_boot_list(vm):
+    """the boot list is loaded by modgate-modules-load.service, systemd-modules-load is skipped"""
+    assert vm.sh("systemctl show -P ConditionResult systemd-modules-load.service").out.strip() == "no"
+    assert vm.sh("systemctl show -P Result modgate-modules-load.service").out.strip() == "success"
+    assert guest.live_modules(vm)[BOOT_LIST_MODULE] == 0, "tun is loaded already"
+    vm.sh("echo %s > /etc/modules-load.d/modgate-vm.conf && systemctl restart modgate-modules-load.service"
+          % BOOT_LIST_MODULE, timeout=90)
+    assert guest.initstate(vm, BOOT_LIST_MODULE) == "live"
+    recs = guest.records(vm, BOOT_LIST_MODULE, "loaded")
+    assert len(recs) == 1 and recs[0]["MODGATE_SOURCE"] == "boot", recs
+    assert recs[0]["MODGATE_LIST_FILE"] == "/etc/modules-load.d/modgate-vm.conf", recs
+
+
+def cleanup(vm):
+    vm.sh("rm -f /etc/modules-load.d/modgate-vm.conf", check=False)
