@@ -50,3 +50,13 @@ def test_initramfs_modules(vm):
     assert "loaded " + " ".join(listed) in kmsg, kmsg
     live = guest.live_modules(vm)
     assert all(live[m] == 1 for m in listed), live
+
+
+def test_security_score(vm):
+    """systemd-analyze security rates the installed modgated.service at 2.0 or lower"""
+    out = vm.sh("systemd-analyze security --no-pager modgated.service").out
+    line = [l for l in out.splitlines() if "Overall exposure level for modgated.service" in l]
+    assert line, out[-2000:]
+    score = float(line[-1].split(":", 1)[1].split()[0])
+    print("# systemd-analyze security modgated.service in the guest: %.1f" % score)
+    assert score <= 2.0, line[-1]

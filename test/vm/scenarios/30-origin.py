@@ -51,5 +51,18 @@ def test_not_loaded(vm):
     assert guest.records(vm, MODULE, "loaded", unit=None) == []
 
 
+def test_path_outside_root(vm):
+    """the module copied to /var/tmp and asked for by path is refused by the system's modgated"""
+    path, _ = guest.dependencies(vm, MODULE)
+    outside = "/var/tmp/modgate-path/" + path.rsplit("/", 1)[-1]
+    vm.sh("mkdir -p /var/tmp/modgate-path && cp /usr/lib/modules/$(uname -r)/%s %s" % (path, outside))
+    reply, error = guest.varlinkctl(vm, "io.modgate.Manager.Load", {"path": outside})
+    assert error == "io.modgate.Manager.UntrustedOrigin", (error, reply)
+    assert reply["module"] == MODULE and "not beneath a trusted root" in reply["reason"], reply
+    recs = [r for r in guest.records(vm, MODULE, "denied") if r.get("MODGATE_REQUEST_PATH") == outside]
+    assert len(recs) == 1 and recs[0]["MODGATE_PATH"] == outside, recs
+    assert guest.live_modules(vm)[MODULE] == 0
+
+
 def cleanup(vm):
-    vm.sh("systemctl stop %s; rm -rf %s" % (UNIT, COPY), check=False)
+    vm.sh("systemctl stop %s; rm -rf %s /var/tmp/modgate-path" % (UNIT, COPY), check=False)
