@@ -673,6 +673,9 @@ print(json.dumps(out))
 """
 
 
+CONTAINER_SHIM = "/usr/local/lib/modgate-test/modgate-test-shim.so"
+
+
 class Container:
     """A real service manager: systemd as PID 1 of a systemd-nspawn container booted from an overlay
     of this build root, with modgate installed by meson install and its units enabled by the
@@ -705,7 +708,7 @@ class Container:
             f.write("[Service]\n"
                     "Environment=LD_PRELOAD=%s MODGATE_SHIM_LOG=/run/modgate-test/shim.log "
                     "MODGATE_LOG_LEVEL=debug\n"
-                    "ReadWritePaths=/sys/module /run/modgate-test\n" % os.environ["MODGATE_SHIM"])
+                    "ReadWritePaths=/sys/module /run/modgate-test\n" % CONTAINER_SHIM)
         # A sanitizer build: its settings reach the sandboxed units too. The sandbox forbids what
         # LeakSanitizer (ptrace of its own threads) and ASan's core dump limit (setrlimit) need;
         # leaks are looked for by the tiers that run the programs outside it.
@@ -725,6 +728,9 @@ class Container:
                "--capability=CAP_SYS_MODULE", "--machine=modgate-test",
                "--bind-ro=%s:/usr/lib/modules/%s" % (trusted_root, os.uname().release),
                "--bind-ro=" + build_dir(),
+               # At a fixed path: the build may be anywhere, /tmp included, which the service's
+               # PrivateTmp= would hide.
+               "--bind-ro=%s:%s" % (os.environ["MODGATE_SHIM"], CONTAINER_SHIM),
                "--bind=%s:/run/modgate" % self.run_modgate,
                "--bind=%s:/run/modgate-test" % self.test_dir,
                "--bind=%s:/sys/module" % self.sys_module,
