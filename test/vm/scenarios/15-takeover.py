@@ -100,6 +100,11 @@ def test_hotplug(vm):
     r = recs[0]
     assert r["MODGATE_SOURCE"] == "udev" and r["MODGATE_SUBSYSTEM"] == "pci", r
     assert r["MODGATE_MODALIAS"].startswith("pci:v00008086d0000100E"), r
+    assert r["MODGATE_DEVPATH"].startswith("/devices/pci") and r["MODGATE_ACTION"] == "add", r
+    assert r["MODGATE_PATH"].endswith("/e1000.ko.xz") and r["MODGATE_FSTYPE"] == "erofs", r
+    # The network interface appears, driven by e1000.
+    nics = vm.sh("for n in /sys/class/net/*; do readlink $n/device/driver; done | grep -c '/e1000$' || true")
+    assert nics.out.strip() == "1", nics.out
 
 
 def test_kernel_request(vm):
