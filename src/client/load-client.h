@@ -5,15 +5,14 @@
 #include <stdint.h>
 #include <systemd/sd-json.h>
 
+#include "parse-util.h"
+
 /* The client side of io.modgate.Manager.Load, shared by the small programs that forward requests to
  * modgated (modgate-udev, modgate-modprobe, modgate-modules-load). They are started often and must
  * start fast: no libkmod, no configuration, one sd-event loop, requests in parallel. */
 
 #define MODGATE_VARLINK_ADDRESS "/run/modgate/io.modgate"
 
-#define USEC_PER_MSEC UINT64_C(1000)
-#define USEC_PER_SEC UINT64_C(1000000)
-#define USEC_INFINITY UINT64_MAX
 
 /* What came of one request, from the requester's point of view. */
 typedef enum LoadVerdict {

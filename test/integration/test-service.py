@@ -104,6 +104,14 @@ def main():
         filt = c.show("modgated.service", "SystemCallFilter")
         assert "finit_module" in filt and "delete_module" in filt and " init_module" not in " " + filt, filt
 
+    def case_early_ordering():
+        # Nothing may order the daemon after local-fs.target: mounts there may need drivers that only
+        # modgated loads for coldplug (PrivateTmp= would add exactly that ordering).
+        for unit in ("modgated.service",):
+            after = c.show(unit, "After").split()
+            for bad in ("systemd-tmpfiles-setup.service", "local-fs.target", "tmp.mount"):
+                assert bad not in after, "%s is ordered after %s: %s" % (unit, bad, after)
+
     def case_udevd_dropin():
         caps = c.show("systemd-udevd.service", "CapabilityBoundingSet")
         assert "cap_sys_module" not in caps and "cap_sys_admin" in caps, caps
@@ -188,6 +196,7 @@ def main():
            case_socket_activation)
     t.case("the running daemon has CAP_SYS_MODULE alone, no new privileges, seccomp, a read-only root",
            case_sandbox)
+    t.case("modgated is not ordered after local-fs.target", case_early_ordering)
     t.case("systemd-udevd runs without CAP_SYS_MODULE, after modgated.socket", case_udevd_dropin)
     t.case("systemd-modules-load.service is skipped, after modgate-modules-load.service", case_modules_load_takeover)
     t.case("the boot list (modules-load.d and modules_load=) is loaded through modgated at boot", case_boot_list)

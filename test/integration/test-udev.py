@@ -124,7 +124,7 @@ def main():
         assert p["context"] == {"source": "udev", "devpath": "/devices/pci0000:00/0000:00:19.0",
                                 "subsystem": "pci", "seqnum": 1234, "action": "add"}, p
         # 60 s by default; the daemon is told to answer Timeout two seconds before.
-        assert 57_000_000 <= p["timeoutUSec"] <= 58_000_000, p
+        assert 44_000_000 <= p["timeoutUSec"] <= 45_000_000, p
         assert "loaded e1000e" in res.stderr, res
 
     def case_names():
@@ -177,10 +177,10 @@ def main():
             silent.stop()
         assert res.returncode != 0 and "did not answer in time" in res.stderr, res
         assert 0.9 <= res.elapsed < 3, res
-        # A tenth of the time left when the request is sent.
-        assert 850_000 <= p["timeoutUSec"] <= 900_000, p
+        # Three quarters of the time left when the request is sent.
+        assert 700_000 <= p["timeoutUSec"] <= 750_000, p
         res = udev("--address=" + fake_path, "--timeout=500ms")
-        assert res.returncode == 0 and 400_000 <= fake.requests[-1]["parameters"]["timeoutUSec"] <= 450_000, res
+        assert res.returncode == 0 and 300_000 <= fake.requests[-1]["parameters"]["timeoutUSec"] <= 375_000, res
 
     def case_transport():
         res = udev("--address=/run/modgate/nothing.sock")
