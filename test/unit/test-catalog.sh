@@ -19,12 +19,34 @@ else
         fail=1
 fi
 
-for id in $(sed -n 's/^#define MODGATE_MESSAGE_[A-Z_]* "\([0-9a-f]\{32\}\)"$/\1/p' "$src/src/daemon/journal.h"); do
+ids=$(sed -n 's/^#define MODGATE_MESSAGE_[A-Z_]* "\([0-9a-f]\{32\}\)"$/\1/p' "$src/src/daemon/journal.h")
+defined=$(grep -c '^#define MODGATE_MESSAGE_' "$src/src/daemon/journal.h")
+n=$((n + 1))
+# Every MODGATE_MESSAGE_ define is a 32-digit id that the pattern above read: none slipped past it.
+if [ -n "$ids" ] && [ "$(wc -w <<<"$ids")" -eq "$defined" ]; then
+        echo "ok $n - journal.h defines $defined message ids, each read here"
+else
+        echo "not ok $n - journal.h defines $defined message ids, read $(wc -w <<<"$ids")"
+        fail=1
+fi
+
+for id in $ids; do
         n=$((n + 1))
         if grep -q "^$id " <<<"${listed:-}"; then
                 echo "ok $n - catalog explains $id"
         else
                 echo "not ok $n - catalog explains $id"
+                fail=1
+        fi
+done
+
+# And the other way round: the catalog explains no id that the daemon does not write.
+for id in $(sed -n 's/^-- \([0-9a-f]\{32\}\)$/\1/p' "$src/catalog/modgate.catalog"); do
+        n=$((n + 1))
+        if grep -qw "$id" <<<"$ids"; then
+                echo "ok $n - $id in the catalog is a message id of the daemon"
+        else
+                echo "not ok $n - $id in the catalog is a message id of the daemon"
                 fail=1
         fi
 done
