@@ -347,8 +347,9 @@ static int unload_refuse(sd_varlink *link, const Requester *who, const char *nam
                                   SD_JSON_BUILD_PAIR_STRING("errnoName", strerrorname_np(error)));
 }
 
-static int unload_in_use(sd_varlink *link, const Requester *who, const char *name, char **holders, unsigned refs) {
-        journal_record_unload(who, name, EBUSY, holders && holders[0] ? "used by other modules" : "in use");
+static int unload_in_use(sd_varlink *link, const Requester *who, const char *name, int error, char **holders,
+                         unsigned refs) {
+        journal_record_unload(who, name, error, holders && holders[0] ? "used by other modules" : "in use");
         return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleInUse", SD_JSON_BUILD_PAIR_STRING("module", name),
                                   SD_JSON_BUILD_PAIR_STRV("holders", holders),
                                   SD_JSON_BUILD_PAIR_INTEGER("refcount", refs));
@@ -373,6 +374,33 @@ static bool module_is_builtin(Manager *m, const char *name) {
         return false;
 }
 
+/* delete_module(2), and what its answer means. The kernel says EWOULDBLOCK for holders and references,
+ * which may have come since the caller looked, and EBUSY for a module that is not live or has no exit
+ * function. */
+static int unload_delete(sd_varlink *link, const Requester *who, const char *name) {
+        _cleanup_strv_free_ char **holders = NULL;
+        unsigned refs = 0;
+        int r;
+
+        r = kernel_delete_module(name);
+        if (r == -EWOULDBLOCK) {
+                /* Say who uses it as the kernel shows it now, not as before the call. */
+                (void) kernel_module_holders(name, &holders);
+                (void) kernel_module_refcount(name, &refs);
+                return unload_in_use(link, who, name, -r, holders, refs);
+        }
+        if (r == -EBUSY)
+                return unload_refuse(link, who, name, -r, "the kernel cannot unload the module now: it is "
+                                     "initializing or going away, or it has no exit function");
+        if (r == -ENOENT)
+                return unload_not_loaded(link, who, name);
+        if (r < 0)
+                return unload_refuse(link, who, name, -r, strerror(-r));
+
+        journal_record_unload(who, name, 0, NULL);
+        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("name", name));
+}
+
 static int unload(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
         _cleanup_free_ char *command = NULL;
         _cleanup_strv_free_ char **holders = NULL;
@@ -392,13 +420,18 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
                 return unload_not_loaded(link, who, name);
         if (state == MODULE_STATE_BUILTIN)
                 return unload_refuse(link, who, name, EPERM, "module is built into the kernel");
+        /* The kernel refuses both with EBUSY: nothing uses the module, it is not live. */
+        if (state == MODULE_STATE_COMING)
+                return unload_refuse(link, who, name, EBUSY, "module is still initializing");
+        if (state == MODULE_STATE_GOING)
+                return unload_refuse(link, who, name, EBUSY, "module is already being unloaded");
 
         r = kernel_module_holders(name, &holders);
         if (r < 0)
                 return unload_refuse(link, who, name, -r, "cannot read the module's holders");
         (void) kernel_module_refcount(name, &refs);
         if (holders[0] || refs > 0)
-                return unload_in_use(link, who, name, holders, refs);
+                return unload_in_use(link, who, name, EBUSY, holders, refs);
 
         r = resolver_remove_command(m->resolver, name, &command);
         if (r >= 0 && command) {
@@ -409,16 +442,7 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
                                           SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));
         }
 
-        r = kernel_delete_module(name);
-        if (r == -EWOULDBLOCK || r == -EBUSY)
-                return unload_in_use(link, who, name, NULL, refs);
-        if (r == -ENOENT)
-                return unload_not_loaded(link, who, name);
-        if (r < 0)
-                return unload_refuse(link, who, name, -r, strerror(-r));
-
-        journal_record_unload(who, name, 0, NULL);
-        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("name", name));
+        return unload_delete(link, who, name);
 }
 
 static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
