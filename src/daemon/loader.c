@@ -113,6 +113,9 @@ static const char *finit_error_to_string(int error) {
                 return "the module signature was rejected or is missing while signatures are enforced";
         case ETXTBSY:
                 return "the file is open for writing";
+        case EBUSY:
+                /* Linux 6.2 and later: a concurrent load of the same name failed, or it is going. */
+                return "another load of this module failed meanwhile, or the module is being removed";
         case ENOENT:
                 return "the module refers to a symbol or firmware that does not exist";
         case ENODEV:
@@ -161,10 +164,11 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
         if (!root)
                 return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
 
+        /* Leaving the root, and a socket (ENXIO), are verdicts on the file; anything else is not. */
         fd = trusted_root_open_file(root, rel);
         if (fd < 0)
-                return module_result_set(r, fd == -EXDEV || fd == -ELOOP ? OUTCOME_DENIED : OUTCOME_FAILED, fd,
-                                         "%s", trust_open_error_to_string(fd));
+                return module_result_set(r, fd == -EXDEV || fd == -ELOOP || fd == -ENXIO ? OUTCOME_DENIED :
+                                         OUTCOME_FAILED, fd, "%s", trust_open_error_to_string(fd));
 
         /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
         q = file_origin_from_fd(fd, &r->origin);

@@ -47,11 +47,10 @@ const char *role_to_string(Role r) {
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_list *, kmod_module_unref_list);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_module *, kmod_module_unref);
 
-Plan *plan_free(Plan *p) {
-        if (!p)
-                return NULL;
-        for (size_t i = 0; i < p->n_specs; i++) {
-                ModuleSpec *s = p->specs + i;
+/* Drops the specs from n on. Specs refer only to specs before them, so nothing left refers to these. */
+static void plan_truncate(Plan *p, size_t n) {
+        while (p->n_specs > n) {
+                ModuleSpec *s = p->specs + --p->n_specs;
                 free(s->name);
                 free(s->path);
                 free(s->options);
@@ -59,6 +58,12 @@ Plan *plan_free(Plan *p) {
                 free(s->requires);
                 free(s->after);
         }
+}
+
+Plan *plan_free(Plan *p) {
+        if (!p)
+                return NULL;
+        plan_truncate(p, 0);
         free(p->specs);
         for (size_t i = 0; i < p->n_blacklisted; i++)
                 free(p->blacklisted[i]);
@@ -177,6 +182,17 @@ static ssize_t plan_find(const Plan *p, const char *name) {
         return -1;
 }
 
+/* libkmod joins its directory and the index's relative path with a '/': a root of "/", or one given
+ * with a trailing '/', gives "//". Collapsed, the path is the one a request by path names. */
+static void path_collapse_slashes(char *p) {
+        char *w = p;
+
+        for (const char *r = p; *r; r++)
+                if (*r != '/' || w == p || w[-1] != '/')
+                        *w++ = *r;
+        *w = '\0';
+}
+
 static int plan_append(Plan *p, struct kmod_module *mod, Role role, ModuleSpec **ret) {
         ModuleSpec *a, *s;
 
@@ -199,6 +215,8 @@ static int plan_append(Plan *p, struct kmod_module *mod, Role role, ModuleSpec *
                 return -ENOMEM;
         }
         module_name_normalize(s->name);
+        if (s->path)
+                path_collapse_slashes(s->path);
         p->n_specs++;
         *ret = s;
         return 0;
@@ -219,8 +237,10 @@ static int add_post_softdeps(Builder *b, struct kmod_list *post, size_t idx) {
                 ModuleSpec *p;
 
                 r = add_module(b, m, ROLE_SOFTDEP_POST, &pidx);
-                if (r == -ELOOP)
+                if (r == -ELOOP) {
+                        plan_truncate(b->plan, before);
                         continue;
+                }
                 if (r < 0)
                         return r;
                 if ((size_t) pidx < before)
@@ -239,10 +259,15 @@ static int add_list(Builder *b, struct kmod_list *list, Role role, size_t **a, s
 
         kmod_list_foreach(i, list) {
                 _cleanup_(kmod_module_unrefp) struct kmod_module *m = kmod_module_get_module(i);
+                size_t before = b->plan->n_specs;
 
                 r = add_module(b, m, role, &idx);
-                if (r == -ELOOP && tolerate_loop)
-                        continue;       /* softdeps that name each other: modprobe ignores them too */
+                if (r == -ELOOP && tolerate_loop) {
+                        /* Softdeps that name each other: modprobe ignores them too. What this one
+                         * pulled in before the loop showed goes with it. */
+                        plan_truncate(b->plan, before);
+                        continue;
+                }
                 if (r < 0)
                         return r;
                 if (idx >= 0 && a && index_append(a, n, (size_t) idx) < 0)
@@ -430,9 +455,8 @@ static char *name_from_path(const char *path) {
 int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
         _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
         _cleanup_(plan_freep) Plan *p = NULL;
-        _cleanup_free_ char *name = NULL;
+        _cleanup_free_ char *name = NULL, *indexed = NULL;
         Builder b = {};
-        const char *indexed;
         ssize_t idx;
         int q;
 
@@ -447,7 +471,10 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
         q = kmod_module_new_from_name(r->ctx, name, &mod);
         if (q < 0)
                 return q;
-        indexed = kmod_module_get_path(mod);
+        if (strdup_or_null(kmod_module_get_path(mod), &indexed) < 0)
+                return -ENOMEM;
+        if (indexed)
+                path_collapse_slashes(indexed);
         if (indexed && strcmp(indexed, path) == 0) {
                 q = add_module(&b, mod, ROLE_REQUESTED, &idx);
                 if (q < 0)

@@ -52,6 +52,9 @@ const char *trust_open_error_to_string(int error) {
                 return "path leaves the trusted root (absolute or escaping symlink, '..', or a mount crossing)";
         case ELOOP:
                 return "path contains a magic link or a symlink loop";
+        case ENXIO:
+                /* What open() says of a socket, or of a device node with no driver behind it. */
+                return verdict_table[TRUST_NOT_REGULAR];
         case ENOENT:
                 return "module file is missing from the trusted root";
         case EACCES:
