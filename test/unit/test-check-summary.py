@@ -47,7 +47,7 @@ def summary(*args):
 
 
 PASS = {"name": "load", "result": "OK", "stdout": "ok 1 - a\nok 2 - b\n1..2\n"}
-SKIP_CASE = {"name": "service", "result": "OK",
+SKIP_CASE = {"name": "modgate:integration / service", "result": "OK",
              "stdout": "ok 1 - boots\nok 2 - reload # SKIP no reload here\n1..2\n"}
 PLAN_SKIP = {"name": "udev", "result": "SKIP", "stdout": "1..0 # SKIP needs root\n"}
 CRASH = {"name": "requests", "result": "FAIL", "stdout": "ok 1 - a\n"}
@@ -112,7 +112,8 @@ def case_vm_without_qemu():
     assert len(skipped) >= 20 and len(skipped) == len(lines) - 1, lines
     why = "/nonexistent/qemu-system-x86_64 not found" if os.geteuid() == 0 else "needs root"
     assert all(why in line for line in skipped), lines
-    rc, out = summary("--", "normal=" + log("vm", [PASS, {"name": "vm", "result": "OK", "stdout": res.stdout}]))
+    rc, out = summary("--", "normal=" + log("vm", [PASS, {"name": "modgate:vm / vm", "result": "OK",
+                                                         "stdout": res.stdout}]))
     assert rc == 1, out
     assert "check: the VM tier did not run (see the skip reasons above)" in out, out
     assert out[-1] == "check: 2 passed, 0 failed, %d skipped" % len(skipped), out
