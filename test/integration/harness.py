@@ -85,6 +85,25 @@ class Varlink:
         self.sock.close()
 
 
+MANAGER = "io.modgate.Manager."
+
+
+def error_of(reply, name):
+    """The parameters of a reply that must be the error io.modgate.Manager.NAME."""
+    assert reply.get("error") == MANAGER + name, "expected %s, got %s" % (name, reply)
+    return reply.get("parameters", {})
+
+
+def ok(reply):
+    """The parameters of a reply that must not be an error."""
+    assert "error" not in reply, reply
+    return reply["parameters"]
+
+
+def modules_of(reply):
+    return reply.get("parameters", {}).get("modules", [])
+
+
 def call(address, method, parameters=None):
     c = Varlink(address)
     try:
@@ -122,9 +141,11 @@ class Journal:
 
 
 class Daemon:
-    """modgated started through real socket activation, with the syscall shim preloaded."""
+    """modgated started through real socket activation, with the syscall shim preloaded. With
+    trusted_root None no --trusted-root= is given (TrustedRoot= in modgate.conf counts); wrapper is
+    a command the daemon runs under, such as chroot."""
 
-    def __init__(self, workdir, name, trusted_root, extra_env=None, args=()):
+    def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=()):
         self.address = "/run/modgate/%s.sock" % name
         self.shim_log = os.path.join(workdir, name + ".shim.log")
         self.stderr_path = os.path.join(workdir, name + ".stderr")
@@ -153,7 +174,9 @@ class Daemon:
         # Tests talk to one instance for their whole run: no idle exit unless a test asks for it.
         if not any(a.startswith("--idle-exit-sec=") for a in args):
             args = ("--idle-exit-sec=0", *args)
-        cmd += [os.environ["MODGATED"], "--trusted-root=" + trusted_root, *args]
+        if trusted_root is not None:
+            args = ("--trusted-root=" + trusted_root, *args)
+        cmd += [*wrapper, os.environ["MODGATED"], *args]
 
         self.stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr)

@@ -41,20 +41,6 @@ NAMED = {PLAIN_MODULE, NOT_ELF_MODULE, GZIP_MODULE, USER_MODULE, USED_MODULE, RE
 NOT_ELF_BYTES = b"#!/bin/sh\necho this is not a kernel module\n"
 
 
-def error_of(reply, name):
-    assert reply.get("error") == M + name, "expected %s, got %s" % (name, reply)
-    return reply.get("parameters", {})
-
-
-def ok(reply):
-    assert "error" not in reply, reply
-    return reply["parameters"]
-
-
-def modules_of(reply):
-    return reply.get("parameters", {}).get("modules", [])
-
-
 def calls(d, name, call=None):
     return [r for r in d.shim_records() if r.get("name") == name and (call is None or r["call"] == call)]
 
@@ -190,21 +176,21 @@ def main():
     # --- Unload --------------------------------------------------------------------------------
 
     def case_unload_holders():
-        ok(main_d.load(USER_MODULE))
+        h.ok(main_d.load(USER_MODULE))
         assert h.module_state(USED_MODULE) == "live"
         # The shim made holders/ as the kernel does; the link is the one the kernel adds when vxlan
         # binds to udp_tunnel's symbols.
         holders = "/sys/module/%s/holders" % USED_MODULE
         assert os.listdir(holders) == [], os.listdir(holders)
         os.symlink("../../" + USER_MODULE, os.path.join(holders, USER_MODULE))
-        p = error_of(main_d.call(UNLOAD, {"name": USED_MODULE}), "ModuleInUse")
+        p = h.error_of(main_d.call(UNLOAD, {"name": USED_MODULE}), "ModuleInUse")
         assert p == {"module": USED_MODULE, "holders": [USER_MODULE], "refcount": 0}, p
         assert calls(main_d, USED_MODULE, "delete_module") == [], "delete_module for a module with holders"
         assert h.module_state(USED_MODULE) == "live"
         assert unload_records(main_d, USED_MODULE) == [("kept", "EBUSY", "used by other modules")]
 
     def case_unload_success():
-        assert ok(main_d.call(UNLOAD, {"name": USER_MODULE})) == {"name": USER_MODULE}
+        assert h.ok(main_d.call(UNLOAD, {"name": USER_MODULE})) == {"name": USER_MODULE}
         recs = calls(main_d, USER_MODULE, "delete_module")
         assert [(r["flags"], r["result"]) for r in recs] == [(os.O_NONBLOCK, 0)], recs
         assert not os.path.exists("/sys/module/" + USER_MODULE)
@@ -212,25 +198,25 @@ def main():
         assert os.listdir("/sys/module/%s/holders" % USED_MODULE) == []
         assert unload_records(main_d, USER_MODULE) == [("unloaded", None, None)]
         # Now nothing holds udp_tunnel, and it goes too.
-        assert ok(main_d.call(UNLOAD, {"name": USED_MODULE})) == {"name": USED_MODULE}
+        assert h.ok(main_d.call(UNLOAD, {"name": USED_MODULE})) == {"name": USED_MODULE}
         recs = calls(main_d, USED_MODULE, "delete_module")
         assert [(r["flags"], r["result"]) for r in recs] == [(os.O_NONBLOCK, 0)], recs
         assert h.module_state(USED_MODULE) is None and not os.path.exists("/sys/module/" + USED_MODULE)
 
     def case_unload_refcount():
-        ok(main_d.load(REF_MODULE))
+        h.ok(main_d.load(REF_MODULE))
         with open("/sys/module/%s/refcnt" % REF_MODULE) as f:
             assert f.read() == "0\n"
         with open("/sys/module/%s/refcnt" % REF_MODULE, "w") as f:
             f.write("2\n")
-        p = error_of(main_d.call(UNLOAD, {"name": REF_MODULE}), "ModuleInUse")
+        p = h.error_of(main_d.call(UNLOAD, {"name": REF_MODULE}), "ModuleInUse")
         assert p == {"module": REF_MODULE, "holders": [], "refcount": 2}, p
         assert calls(main_d, REF_MODULE, "delete_module") == []
         assert h.module_state(REF_MODULE) == "live"
         # The references go away: so can the module.
         with open("/sys/module/%s/refcnt" % REF_MODULE, "w") as f:
             f.write("0\n")
-        assert ok(main_d.call(UNLOAD, {"name": REF_MODULE})) == {"name": REF_MODULE}
+        assert h.ok(main_d.call(UNLOAD, {"name": REF_MODULE})) == {"name": REF_MODULE}
         assert [r["result"] for r in calls(main_d, REF_MODULE, "delete_module")] == [0]
         assert h.module_state(REF_MODULE) is None
         assert unload_records(main_d, REF_MODULE) == [("kept", "EBUSY", "in use"), ("unloaded", None, None)]
@@ -240,9 +226,9 @@ def main():
         h.set_module_state(coming, "coming")
         h.set_module_state(going, "going")
         try:
-            p = error_of(main_d.call(UNLOAD, {"name": coming}), "UnloadFailed")
+            p = h.error_of(main_d.call(UNLOAD, {"name": coming}), "UnloadFailed")
             assert p == {"module": coming, "reason": "module is still initializing", "errnoName": "EBUSY"}, p
-            p = error_of(main_d.call(UNLOAD, {"name": going}), "UnloadFailed")
+            p = h.error_of(main_d.call(UNLOAD, {"name": going}), "UnloadFailed")
             assert p == {"module": going, "reason": "module is already being unloaded", "errnoName": "EBUSY"}, p
             assert calls(main_d, coming) == [] and calls(main_d, going) == [], main_d.shim_records()
             assert h.module_state(coming) == "coming" and h.module_state(going) == "going"
@@ -254,14 +240,14 @@ def main():
 
     def case_unload_not_loaded():
         name = STATE_MODULES[2]
-        p = error_of(main_d.call(UNLOAD, {"name": name}), "NotLoaded")
+        p = h.error_of(main_d.call(UNLOAD, {"name": name}), "NotLoaded")
         assert p == {"module": name}, p
         assert calls(main_d, name) == []
         assert unload_records(main_d, name) == [("kept", "ENOENT", "module is not loaded")]
 
     def case_unload_race():
-        ok(racy_d.load(RACE_MODULE))
-        p = error_of(racy_d.call(UNLOAD, {"name": RACE_MODULE}), "ModuleInUse")
+        h.ok(racy_d.load(RACE_MODULE))
+        p = h.error_of(racy_d.call(UNLOAD, {"name": RACE_MODULE}), "ModuleInUse")
         # The reply says what the kernel shows after its refusal: the reference that came.
         assert p == {"module": RACE_MODULE, "holders": [], "refcount": 1}, p
         recs = calls(racy_d, RACE_MODULE, "delete_module")
@@ -270,8 +256,8 @@ def main():
         assert unload_records(racy_d, RACE_MODULE) == [("kept", errno.errorcode[errno.EWOULDBLOCK], "in use")]
 
     def case_unload_no_exit():
-        ok(racy_d.load(NO_EXIT_MODULE))
-        p = error_of(racy_d.call(UNLOAD, {"name": NO_EXIT_MODULE}), "UnloadFailed")
+        h.ok(racy_d.load(NO_EXIT_MODULE))
+        p = h.error_of(racy_d.call(UNLOAD, {"name": NO_EXIT_MODULE}), "UnloadFailed")
         reason = ("the kernel cannot unload the module now: it is initializing or going away, or it has no exit "
                   "function")
         assert p == {"module": NO_EXIT_MODULE, "reason": reason, "errnoName": "EBUSY"}, p
@@ -296,7 +282,7 @@ def main():
     # --- Load: what the file holds -------------------------------------------------------------
 
     def case_uncompressed():
-        mods = modules_of(main_d.load(PLAIN_MODULE))
+        mods = h.modules_of(main_d.load(PLAIN_MODULE))
         assert [(m["name"], m["outcome"], m["path"]) for m in mods] == [
             (PLAIN_MODULE, "loaded", path_of(PLAIN_MODULE))], mods
         assert path_of(PLAIN_MODULE).endswith(".ko")
@@ -309,11 +295,11 @@ def main():
                 for r in recs] == [("loaded", "none", "0", path_of(PLAIN_MODULE))], recs
 
     def case_wrong_bytes():
-        p = error_of(main_d.load(GZIP_MODULE), "LoadFailed")
+        p = h.error_of(main_d.load(GZIP_MODULE), "LoadFailed")
         assert (p["module"], p["reason"], p["errno"], p["errnoName"]) == (
             GZIP_MODULE, "file is gzip-compressed, the kernel decompresses xz", errno.ENOEXEC, "ENOEXEC"), p
         assert [(m["name"], m["outcome"]) for m in p["modules"]] == [(GZIP_MODULE, "failed")], p
-        p = error_of(main_d.load(NOT_ELF_MODULE), "LoadFailed")
+        p = h.error_of(main_d.load(NOT_ELF_MODULE), "LoadFailed")
         assert (p["module"], p["reason"], p["errno"], p["errnoName"]) == (
             NOT_ELF_MODULE, "not an ELF object or a known compressed file", errno.ENOEXEC, "ENOEXEC"), p
         assert [(m["name"], m["outcome"]) for m in p["modules"]] == [(NOT_ELF_MODULE, "failed")], p
@@ -329,11 +315,11 @@ def main():
         try:
             d = daemon("nocomp")
             xz_name = STATE_MODULES[3]
-            p = error_of(d.load(xz_name), "LoadFailed")
+            p = h.error_of(d.load(xz_name), "LoadFailed")
             assert (p["module"], p["reason"], p["errno"], p["errnoName"]) == (
                 xz_name, "file is xz-compressed, the kernel decompresses nothing", errno.ENOEXEC, "ENOEXEC"), p
             assert d.shim_records() == [], d.shim_records()
-            mods = modules_of(d.load(PLAIN_MODULE))
+            mods = h.modules_of(d.load(PLAIN_MODULE))
             assert [(m["name"], m["outcome"]) for m in mods] == [(PLAIN_MODULE, "loaded")], mods
             assert [(r["name"], r["flags"], r["result"]) for r in d.shim_records()] == [(PLAIN_MODULE, 0, 0)]
         finally:
@@ -360,7 +346,7 @@ def main():
             assert calls(main_d, name) == [], "finit_module while another loader had the module"
             h.set_module_state(name, "live")
             for c in (first, second):
-                mods = modules_of(c.receive())
+                mods = h.modules_of(c.receive())
                 assert [(m["name"], m["outcome"]) for m in mods] == [(name, "already_loaded")], mods
         finally:
             first.close()
@@ -379,7 +365,7 @@ def main():
             assert not first.answered(0.5) and not second.answered(0), "answered while the module was coming"
             shutil.rmtree("/sys/module/" + name)
             for c in (first, second):
-                mods = modules_of(c.receive())
+                mods = h.modules_of(c.receive())
                 assert [(m["name"], m["outcome"]) for m in mods] == [(name, "loaded")], mods
         finally:
             first.close()
@@ -392,7 +378,7 @@ def main():
         name = STATE_MODULES[6]
         h.set_module_state(name, "going")
         try:
-            p = error_of(main_d.load(name), "LoadFailed")
+            p = h.error_of(main_d.load(name), "LoadFailed")
             assert (p["module"], p["reason"], p["errno"], p["errnoName"]) == (
                 name, "module is being removed", errno.EBUSY, "EBUSY"), p
             assert [(m["name"], m["outcome"]) for m in p["modules"]] == [(name, "failed")], p
@@ -400,7 +386,7 @@ def main():
         finally:
             shutil.rmtree("/sys/module/" + name)
         # Once it is gone, the refusal is not remembered: the next request loads it.
-        mods = modules_of(main_d.load(name))
+        mods = h.modules_of(main_d.load(name))
         assert [(m["name"], m["outcome"]) for m in mods] == [(name, "loaded")], mods
         assert [(r["call"], r["result"]) for r in calls(main_d, name)] == [("finit_module", 0)]
         recs = module_records(main_d, name)

@@ -93,20 +93,6 @@ class Pool:
         return taken
 
 
-def error_of(reply, name):
-    assert reply.get("error") == M + name, "expected %s, got %s" % (name, reply)
-    return reply.get("parameters", {})
-
-
-def ok(reply):
-    assert "error" not in reply, reply
-    return reply["parameters"]
-
-
-def modules_of(reply):
-    return reply.get("parameters", {}).get("modules", [])
-
-
 def by_name(mods):
     return {m["name"]: m for m in mods}
 
@@ -248,7 +234,7 @@ def main():
 
     def case_softdeps():
         forget_modules()
-        mods = modules_of(main_d.load("ipvlan"))
+        mods = h.modules_of(main_d.load("ipvlan"))
         assert [(m["name"], m["role"], m["outcome"]) for m in mods] == [
             ("nlmon", "softdep_pre", "loaded"), ("ipvlan", "requested", "loaded"),
             ("ifb", "softdep_post", "loaded")], mods
@@ -260,7 +246,7 @@ def main():
 
         # A softdep that the kernel refuses does not fail the request.
         forget_modules()
-        p = ok(fail_d.load("ipvlan"))
+        p = h.ok(fail_d.load("ipvlan"))
         got = {m["name"]: (m["role"], m["outcome"]) for m in p["modules"]}
         assert got == {"nlmon": ("softdep_pre", "failed"), "ipvlan": ("requested", "loaded"),
                        "ifb": ("softdep_post", "loaded")}, p
@@ -275,7 +261,7 @@ def main():
 
     def case_options():
         forget_modules()
-        p = ok(main_d.call(LOAD, {"name": "macvlan", "parameters": "mgreq=3"}))
+        p = h.ok(main_d.call(LOAD, {"name": "macvlan", "parameters": "mgreq=3"}))
         rec = finit_by_name(main_d)["macvlan"]
         print("# macvlan finit_module params: %r" % rec["params"])
         # The order the interface documents: modprobe.d, the kernel command line, the request.
@@ -285,7 +271,7 @@ def main():
         # A request's parameters are for the module it names, not for that module's dependencies.
         forget_modules()
         n = len(main_d.shim_records())
-        p = ok(main_d.call(LOAD, {"name": "macvtap", "parameters": "vtreq=1"}))
+        p = h.ok(main_d.call(LOAD, {"name": "macvtap", "parameters": "vtreq=1"}))
         recs = {r["name"]: r for r in h.finit_records(main_d.shim_records()[n:])}
         assert set(recs) == {"macvlan", "tap", "macvtap"}, recs
         assert recs["macvtap"]["params"] == "vtreq=1", recs
@@ -302,14 +288,14 @@ def main():
     def case_blacklist():
         forget_modules()
         n = len(main_d.shim_records())
-        p = error_of(main_d.call(LOAD, {"modalias": E1000_MODALIAS}), "ModuleNotFound")
+        p = h.error_of(main_d.call(LOAD, {"modalias": E1000_MODALIAS}), "ModuleNotFound")
         assert p == {"modalias": E1000_MODALIAS, "blacklisted": ["e1000"]}, p
         assert len(main_d.shim_records()) == n, "a blacklisted module was handed to the kernel"
         recs = journal.records(MODGATE_MODALIAS=E1000_MODALIAS, MODGATE_OUTCOME="not_found")
         assert recs and recs[-1].get("MODGATE_BLACKLISTED") == "e1000", recs
         assert "e1000" in h.modprobe_resolve(kver, E1000_MODALIAS)   # modprobe -R does not filter either
 
-        mods = modules_of(main_d.load("e1000"))
+        mods = h.modules_of(main_d.load("e1000"))
         assert [(m["name"], m["outcome"]) for m in mods] == [("e1000", "loaded")], mods
         assert [r["name"] for r in main_d.shim_records()[n:]] == ["e1000"]
 
@@ -320,20 +306,20 @@ def main():
     def case_install_commands():
         forget_modules()
         n = len(main_d.shim_records())
-        p = error_of(main_d.load(INSTALL_MODULE), "InstallCommandRefused")
+        p = h.error_of(main_d.load(INSTALL_MODULE), "InstallCommandRefused")
         assert p["module"] == INSTALL_MODULE and p["command"] == "/usr/bin/touch %s-install" % pwned, p
         assert [(m["name"], m["outcome"]) for m in p["modules"]] == [(INSTALL_MODULE, "denied")], p
 
-        p = error_of(main_d.load(INSTALL_DEP_USER), "InstallCommandRefused")
+        p = h.error_of(main_d.load(INSTALL_DEP_USER), "InstallCommandRefused")
         assert p["module"] == INSTALL_DEP_MODULE and p["command"] == "/usr/bin/touch %s-dependency" % pwned, p
         user = by_name(p["modules"])[INSTALL_DEP_USER]
         assert user["outcome"] == "failed" and user["reason"] == "dependency %s was not loaded" % INSTALL_DEP_MODULE, p
         called = {r["name"] for r in main_d.shim_records()[n:]}
         assert not called & {INSTALL_MODULE, INSTALL_DEP_MODULE, INSTALL_DEP_USER}, called
 
-        ok(main_d.load(REMOVE_MODULE))
+        h.ok(main_d.load(REMOVE_MODULE))
         n = len(main_d.shim_records())
-        p = error_of(main_d.call(UNLOAD, {"name": REMOVE_MODULE}), "InstallCommandRefused")
+        p = h.error_of(main_d.call(UNLOAD, {"name": REMOVE_MODULE}), "InstallCommandRefused")
         assert p["module"] == REMOVE_MODULE and p["command"] == "/usr/bin/touch %s-remove" % pwned, p
         assert main_d.shim_records()[n:] == [] and h.module_state(REMOVE_MODULE) == "live"
 
@@ -349,7 +335,7 @@ def main():
     def case_builtin_and_coming():
         forget_modules()
         n = len(main_d.shim_records())
-        mods = modules_of(main_d.load(builtins[0]))
+        mods = h.modules_of(main_d.load(builtins[0]))
         assert mods == [{"name": builtins[0], "outcome": "builtin", "role": "requested"}], mods
 
         # Someone else (an initrd, PID 1) is loading it: the answer waits for that load.
@@ -359,7 +345,7 @@ def main():
         assert not c.answered(0.5), "answered while the module was still coming"
         h.set_module_state(coming_live, "live")
         assert c.answered(5), "no answer after the module became live"
-        mods = modules_of(c.receive())
+        mods = h.modules_of(c.receive())
         c.close()
         assert [(m["name"], m["outcome"]) for m in mods] == [(coming_live, "already_loaded")], mods
 
@@ -370,7 +356,7 @@ def main():
         assert not c.answered(0.5), "answered while the module was still coming"
         shutil.rmtree("/sys/module/" + coming_gone)
         assert c.answered(5), "no answer after the coming module went away"
-        mods = modules_of(c.receive())
+        mods = h.modules_of(c.receive())
         c.close()
         assert [(m["name"], m["outcome"]) for m in mods] == [(coming_gone, "loaded")], mods
         assert [r["name"] for r in main_d.shim_records()[n:]] == [coming_gone], main_d.shim_records()[n:]
@@ -397,7 +383,7 @@ def main():
         counts = {}
         for r in finits:
             counts[r["name"]] = counts.get(r["name"], 0) + 1
-        mods = modules_of(results[0][0])
+        mods = h.modules_of(results[0][0])
         loaded = sorted(m["name"] for m in mods if m["outcome"] == "loaded")
         last_sent = max(s for _, s, _ in results)
         first_end = min(r["end"] for r in finits) if finits else 0
@@ -428,7 +414,7 @@ def main():
         released, results = h.call_many(par_d.address, [(LOAD, {"name": n}) for n in par_names])
         wall = max(a for _, _, a in results) - released
         for reply, _, _ in results:
-            ok(reply)
+            h.ok(reply)
         recs = h.finit_records(par_d.shim_records(), set(par_names))
         assert sorted(r["name"] for r in recs) == sorted(par_names), recs
         peak = h.max_in_flight(recs)
@@ -444,7 +430,7 @@ def main():
         forget_modules()
         n = len(par_d.shim_records())
         start = time.monotonic()
-        p = ok(par_d.load("vport_vxlan"))
+        p = h.ok(par_d.load("vport_vxlan"))
         chain_wall = time.monotonic() - start
         recs = {r["name"]: r for r in h.finit_records(par_d.shim_records()[n:])}
         closure = {"vport_vxlan", *deps["vport_vxlan"][1]}
@@ -474,7 +460,7 @@ def main():
             c.send(LOAD, {"name": name})
             conns.append(c)
         for c in conns:
-            ok(c.receive())
+            h.ok(c.receive())
             c.close()
         recs = {r["name"]: r for r in h.finit_records(alone_d.shim_records())}
         a = recs[alone_name]
@@ -493,7 +479,7 @@ def main():
         # Alone: the requester gives up, the load goes on and is recorded.
         forget_modules()
         start = time.monotonic()
-        p = error_of(slow_d.call(LOAD, {"name": "geneve", "timeoutUSec": 300000}), "Timeout")
+        p = h.error_of(slow_d.call(LOAD, {"name": "geneve", "timeoutUSec": 300000}), "Timeout")
         waited = time.monotonic() - start
         assert "geneve" in p["pending"] and waited < SLOW_MS / 1000, (p, waited)
         assert h.module_state("geneve") is None, "geneve started before its dependencies were live"
@@ -510,9 +496,9 @@ def main():
         impatient, patient = h.AsyncVarlink(slow_d.address), h.AsyncVarlink(slow_d.address)
         impatient.send(LOAD, {"name": "at803x", "timeoutUSec": 300000})
         patient.send(LOAD, {"name": "at803x"})
-        p = error_of(impatient.receive(), "Timeout")
+        p = h.error_of(impatient.receive(), "Timeout")
         assert set(p["pending"]) == {"at803x", *deps["at803x"][1]}, p
-        mods = modules_of(patient.receive())
+        mods = h.modules_of(patient.receive())
         impatient.close()
         patient.close()
         assert [(m["name"], m["outcome"]) for m in mods] == [
@@ -527,7 +513,7 @@ def main():
 
     def case_index_freshness():
         forget_modules()
-        error_of(fresh_d.load("mgtestnew"), "ModuleNotFound")
+        h.error_of(fresh_d.load("mgtestnew"), "ModuleNotFound")
         h.run("mount", "-o", "remount,rw", fresh_base)
         os.makedirs(os.path.join(fresh_root, "extra"), exist_ok=True)
         new = os.path.join(fresh_root, "extra/mgtestnew.ko.xz")
@@ -539,9 +525,9 @@ def main():
         # superblock read-only while unlinked files are open (EBUSY). Any request makes the daemon see
         # the new index and let go of the old one; this one is for another name, so that the answer
         # for mgtestnew below is the first since depmod.
-        error_of(fresh_d.load("mgtestother"), "ModuleNotFound")
+        h.error_of(fresh_d.load("mgtestother"), "ModuleNotFound")
         h.run("mount", "-o", "remount,ro", fresh_base)
-        mods = modules_of(fresh_d.load("mgtestnew"))
+        mods = h.modules_of(fresh_d.load("mgtestnew"))
         assert [(m["name"], m["outcome"], m["path"]) for m in mods] == [("mgtestnew", "loaded", new)], mods
         assert [r["name"] for r in fresh_d.shim_records()] == ["mgtestnew"]
         print("# depmod -b %s %s took %.1f s; mgtestnew resolved after it" % (fresh_base, kver, took))
@@ -553,22 +539,22 @@ def main():
 
     def case_unload():
         forget_modules()
-        ok(main_d.load("vxlan"))
+        h.ok(main_d.load("vxlan"))
         holders = "/sys/module/udp_tunnel/holders"
         os.makedirs(holders, exist_ok=True)     # the shim makes it, as the kernel does
         os.symlink("../../vxlan", os.path.join(holders, "vxlan"))
         n = len(main_d.shim_records())
 
-        p = error_of(main_d.call(UNLOAD, {"name": "udp_tunnel"}), "ModuleInUse")
+        p = h.error_of(main_d.call(UNLOAD, {"name": "udp_tunnel"}), "ModuleInUse")
         assert p["module"] == "udp_tunnel" and p["holders"] == ["vxlan"], p
         assert main_d.shim_records()[n:] == [] and h.module_state("udp_tunnel") == "live"
 
-        assert ok(main_d.call(UNLOAD, {"name": "vxlan"})) == {"name": "vxlan"}
+        assert h.ok(main_d.call(UNLOAD, {"name": "vxlan"})) == {"name": "vxlan"}
         recs = main_d.shim_records()[n:]
         assert [(r["call"], r["name"], r["flags"]) for r in recs] == [("delete_module", "vxlan", os.O_NONBLOCK)], recs
         assert h.module_state("vxlan") is None
 
-        p = error_of(main_d.call(UNLOAD, {"name": "vxlan"}), "NotLoaded")
+        p = h.error_of(main_d.call(UNLOAD, {"name": "vxlan"}), "NotLoaded")
         assert p == {"module": "vxlan"}, p
 
         # A builtin module with parameters has a directory in /sys/module, one without has none.
@@ -576,7 +562,7 @@ def main():
         os.makedirs("/sys/module/%s/parameters" % with_params)
         without = next(b for b in builtins if b != with_params and not os.path.exists("/sys/module/" + b))
         for name in (with_params, without):
-            p = error_of(main_d.call(UNLOAD, {"name": name}), "UnloadFailed")
+            p = h.error_of(main_d.call(UNLOAD, {"name": name}), "UnloadFailed")
             assert p["module"] == name and "built into the kernel" in p["reason"], p
         assert len(main_d.shim_records()) == n + 1, "delete_module called for a refused unload"
 
@@ -599,10 +585,10 @@ def main():
         for e, name in errno_names.items():
             reply = fail_d.load(name)
             if e == errno.EEXIST:
-                mods = modules_of(reply)
+                mods = h.modules_of(reply)
                 assert [(m["name"], m["outcome"]) for m in mods] == [(name, "already_loaded")], reply
                 continue
-            p = error_of(reply, "LoadFailed")
+            p = h.error_of(reply, "LoadFailed")
             assert p["module"] == name and p["errno"] == e and p["errnoName"] == errno.errorcode[e], p
             assert h.module_state(name) is None
             reasons[errno.errorcode[e]] = p["reason"]
@@ -672,7 +658,7 @@ def main():
                 if len(w) == 3 and w[1].startswith("pci:"):
                     pci_modules.add(w[2])
         assert h.modprobe_resolve(kver, "pci:*") == set()
-        p = error_of(main_d.call(LOAD, {"modalias": "pci:*"}), "ModuleNotFound")
+        p = h.error_of(main_d.call(LOAD, {"modalias": "pci:*"}), "ModuleNotFound")
         print("# 'pci:*' matched nothing (modules.alias has %d modules with PCI aliases)" % len(pci_modules))
         assert main_d.shim_records()[n:] == [], "a bad request reached the kernel"
 
@@ -683,7 +669,7 @@ def main():
         h.run("mount", "-t", "tmpfs", "tmpfs", outside)
         copy = os.path.join(outside, os.path.basename(rel))
         shutil.copy2(os.path.join(trusted, rel), copy)
-        p = error_of(main_d.call(LOAD, {"path": copy}), "UntrustedOrigin")
+        p = h.error_of(main_d.call(LOAD, {"path": copy}), "UntrustedOrigin")
         assert p["module"] == path_module and p["path"] == copy, p
         assert main_d.shim_records()[n:] == [], "an untrusted file reached the kernel"
         recs = journal.records(MODGATE_REQUEST_PATH=copy)
@@ -691,7 +677,7 @@ def main():
         print("# %s: %s" % (copy, p["reason"]))
 
         inside = os.path.join(trusted, rel)
-        mods = modules_of(main_d.call(LOAD, {"path": inside}))
+        mods = h.modules_of(main_d.call(LOAD, {"path": inside}))
         assert [(m["name"], m["outcome"], m["path"]) for m in mods] == [(path_module, "loaded", inside)], mods
         assert [r["path"] for r in main_d.shim_records()[n:]] == [inside]
 
@@ -711,7 +697,7 @@ def main():
         forget_modules()
         ctx = {"source": "udev", "devpath": "/devices/pci0000:00/0000:00:03.0/virtio0", "subsystem": "virtio",
                "seqnum": 4242, "action": "add"}
-        mods = modules_of(main_d.call(LOAD, {"modalias": VIRTIO_NET_MODALIAS, "context": ctx}))
+        mods = h.modules_of(main_d.call(LOAD, {"modalias": VIRTIO_NET_MODALIAS, "context": ctx}))
         assert by_name(mods)["virtio_net"]["outcome"] == "loaded", mods
         recs = journal.records(MODGATE_MODULE="virtio_net", _PID=str(main_d.pid))
         assert len(recs) == 1, recs
@@ -725,7 +711,7 @@ def main():
         _, results = h.call_many(slow_d.address, [
             (LOAD, {"modalias": VIRTIO_NET_MODALIAS, "context": dict(ctx, seqnum=s)}) for s in (5001, 5002)])
         for reply, _, _ in results:
-            ok(reply)
+            h.ok(reply)
         recs = journal.records(MODGATE_MODULE="virtio_net", _PID=str(slow_d.pid))
         assert len(recs) == 1 and recs[0]["MODGATE_REQUESTERS"] == "2", recs
         assert recs[0]["MODGATE_SEQNUM"] in ("5001", "5002") and recs[0]["MODGATE_SOURCE"] == "udev", recs[0]
@@ -741,12 +727,12 @@ def main():
         # team is team_mode_broadcast's hard dependency and, by modprobe.d, its softdep too. When team
         # fails, team_mode_broadcast fails once, and the daemon lives (the sanitizer build watches).
         forget_modules()
-        p = error_of(fail_d.load("team_mode_broadcast"), "LoadFailed")
+        p = h.error_of(fail_d.load("team_mode_broadcast"), "LoadFailed")
         assert p["module"] == "team" and p["errnoName"] == "EIO", p
         assert [(m["name"], m["outcome"]) for m in p["modules"]] == [
             ("team", "failed"), ("team_mode_broadcast", "failed")], p
         assert fail_d.proc.poll() is None, "daemon died"
-        ok(fail_d.call("org.varlink.service.GetInfo"))
+        h.ok(fail_d.call("org.varlink.service.GetInfo"))
 
     def case_oneway():
         # A oneway Load is carried out and answers nobody; the next call on the connection gets its
@@ -757,7 +743,7 @@ def main():
                                    "oneway": True}).encode() + b"\0")
         time.sleep(0.2)
         c.send(LOAD, {"name": oneway_other})
-        mods = modules_of(c.receive())
+        mods = h.modules_of(c.receive())
         assert [m["name"] for m in mods] == [oneway_other], mods
         assert not c.answered(1.5), "a second reply came on the connection"
         c.close()
@@ -768,7 +754,7 @@ def main():
         forget_modules()
         h.set_module_state(INSTALL_MODULE, "coming")
         try:
-            p = error_of(main_d.load(INSTALL_MODULE), "InstallCommandRefused")
+            p = h.error_of(main_d.load(INSTALL_MODULE), "InstallCommandRefused")
             assert p["module"] == INSTALL_MODULE, p
         finally:
             shutil.rmtree("/sys/module/" + INSTALL_MODULE)
@@ -781,11 +767,11 @@ def main():
         first = h.AsyncVarlink(slow_d.address)
         first.send(LOAD, {"name": conflict_name, "parameters": "mgfirst=1"})
         wait_for("the first load to start", lambda: h.module_state(conflict_name) == "coming")
-        p = error_of(slow_d.call(LOAD, {"name": conflict_name, "parameters": "mgsecond=2"}), "Busy")
+        p = h.error_of(slow_d.call(LOAD, {"name": conflict_name, "parameters": "mgsecond=2"}), "Busy")
         assert p["module"] == conflict_name, p
         same = slow_d.call(LOAD, {"name": conflict_name, "parameters": "mgfirst=1"})
-        assert [(m["name"], m["outcome"]) for m in modules_of(same)] == [(conflict_name, "loaded")], same
-        assert modules_of(first.receive())[0]["parameters"] == "mgfirst=1"
+        assert [(m["name"], m["outcome"]) for m in h.modules_of(same)] == [(conflict_name, "loaded")], same
+        assert h.modules_of(first.receive())[0]["parameters"] == "mgfirst=1"
         first.close()
         assert [r["params"] for r in calls_for(slow_d, [conflict_name])] == ["mgfirst=1"]
 

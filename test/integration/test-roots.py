@@ -45,47 +45,6 @@ NOT_NORMALIZED = "path is not normalized (contains '//', '.' or '..')"
 ALONE_DELAY_MS = 1500   # a module's init in the LoadAlone= case: loads that may overlap do
 
 
-class Modgated(h.Daemon):
-    """modgated under systemd-socket-activate as h.Daemon starts it, with the command line in this
-    test's hands: no --trusted-root= unless given (so that TrustedRoot= in modgate.conf counts), and
-    an optional wrapper such as chroot."""
-
-    def __init__(self, workdir, name, args=(), extra_env=None, wrapper=()):  # noqa: PLW0231
-        self.address = "/run/modgate/%s.sock" % name
-        self.shim_log = os.path.join(workdir, name + ".shim.log")
-        self.stderr_path = os.path.join(workdir, name + ".stderr")
-        self.notify_path = "/run/modgate/%s.notify" % name
-        os.makedirs("/run/modgate", exist_ok=True)
-        open(self.shim_log, "w").close()
-
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(self.notify_path)
-        self.notify.settimeout(30)
-
-        env = {
-            "LD_PRELOAD": os.environ["MODGATE_SHIM"],
-            "MODGATE_SHIM_LOG": self.shim_log,
-            "NOTIFY_SOCKET": self.notify_path,
-            "MODGATE_LOG_LEVEL": "debug",
-        }
-        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
-            if k in os.environ:
-                env[k] = os.environ[k]
-        env.update(extra_env or {})
-        cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
-        for k, v in env.items():
-            cmd += ["-E", "%s=%s" % (k, v)]
-        cmd += [*wrapper, os.environ["MODGATED"], "--idle-exit-sec=0", *args]
-
-        self.stderr = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(self.address):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError("systemd-socket-activate did not listen on %s" % self.address)
-            time.sleep(0.02)
-
-
 def write_conf(text):
     """/run/modgate/modgate.conf with this text, or none. Daemons read it when they start (at their
     first connection) and on SIGHUP."""
@@ -97,16 +56,6 @@ def write_conf(text):
     with open(CONF, "w") as f:
         f.write(text)
     os.chmod(CONF, 0o644)
-
-
-def error_of(reply, name):
-    assert reply.get("error") == M + name, "expected %s, got %s" % (name, reply)
-    return reply.get("parameters", {})
-
-
-def ok(reply):
-    assert "error" not in reply, reply
-    return reply["parameters"]
 
 
 def load_path(d, path, **extra):
@@ -353,7 +302,7 @@ def main():
     def start(name, args=(), conf=None, env=None, wrapper=()):
         write_conf(conf)
         try:
-            d = Modgated(work, name, args, env, wrapper)
+            d = h.Daemon(work, name, None, extra_env=env, args=args, wrapper=wrapper)
             daemons.append(d)
             assert d.activate(), "daemon %s did not send READY=1:\n%s" % (name, d.stderr_text())
         finally:
@@ -385,7 +334,7 @@ def main():
         """A Load of one module that is refused for reason, with no finit_module, and its record."""
         n = len(finit_names(d))
         reply = load_path(d, path, **extra) if by_path else d.load(name)
-        p = error_of(reply, "UntrustedOrigin")
+        p = h.error_of(reply, "UntrustedOrigin")
         assert p == {"module": name, "path": path, "reason": reason,
                      "modules": [denied_entry(name, path, reason, errno_name)]}, p
         assert len(finit_names(d)) == n, "finit_module was called: %s" % d.shim_records()[n:]
@@ -393,7 +342,7 @@ def main():
 
     def loads(d, name, path, by_path=True):
         """A Load of one module that loads it from path: the reply, and the file the kernel got."""
-        p = ok(load_path(d, path) if by_path else d.load(name))
+        p = h.ok(load_path(d, path) if by_path else d.load(name))
         assert p == {"modules": [loaded_entry(name, path)]}, p
         rec = finit_of(d, name)
         assert rec["path"] == os.path.realpath(path) and rec["dev"] == devno(path), rec
@@ -403,7 +352,7 @@ def main():
     def loads_with_deps(d, name, root, path_root):
         """A Load by path of a file in the index: planned from the index, dependencies first."""
         path = os.path.join(path_root, deps[name][0])
-        p = ok(load_path(d, path))
+        p = h.ok(load_path(d, path))
         assert p["modules"][-1] == loaded_entry(name, path), p
         assert sorted((m["name"], m["path"], m["role"], m["outcome"]) for m in p["modules"][:-1]) == sorted(
             (n, os.path.join(path_root, deps[n][0]), "dependency", "loaded") for n in deps[name][1]), p
@@ -451,7 +400,7 @@ def main():
         loads(multi, NAME_FIRST, path, by_path=False)
         assert only_record(multi, NAME_FIRST)["MODGATE_FSTYPE"] == "erofs"
         # The second root's index is not consulted for names ...
-        p = error_of(multi.load("mgonlyb"), "ModuleNotFound")
+        p = h.error_of(multi.load("mgonlyb"), "ModuleNotFound")
         assert p == {"name": "mgonlyb"}, p
         # ... but a path beneath it loads from it.
         loads(multi, "mgpathb", os.path.join(B, "extra/mgpathb.ko.xz"))
@@ -464,7 +413,7 @@ def main():
     def case_second_first():
         d = start("bfirst", conf="[Trust]\nTrustedRoot=%s %s\n" % (B, A))
         loads(d, "mgonlyb", os.path.join(B, "extra/mgonlyb.ko.xz"), by_path=False)
-        p = error_of(d.load(NAME_FIRST), "ModuleNotFound")
+        p = h.error_of(d.load(NAME_FIRST), "ModuleNotFound")
         assert p == {"name": NAME_FIRST}, p
 
     t.case("1c listed first, the second root's own index resolves names, and the main tree's does not",
@@ -513,9 +462,9 @@ def main():
         d = start("slash", conf="[Trust]\nTrustedRoot=/\n", wrapper=chroot)
         assert "Trusted root / (mount " in d.stderr_text(), d.stderr_text()
         by_name, by_path = ROOT_MODS
-        p = ok(d.load(by_name))
+        p = h.ok(d.load(by_name))
         assert p == {"modules": [loaded_entry(by_name, "/" + deps[by_name][0])]}, p
-        p = ok(load_path(d, "/" + deps[by_path][0]))
+        p = h.ok(load_path(d, "/" + deps[by_path][0]))
         assert p == {"modules": [loaded_entry(by_path, "/" + deps[by_path][0])]}, p
         for n in ROOT_MODS:
             rec = finit_of(d, n)
@@ -538,9 +487,9 @@ def main():
         reset_for(ROOT_MODS)
         n = ROOT_MODS[0]
         # The paths in the reply are the ones a request by path names: no '//'.
-        p = ok(d.load(n))
+        p = h.ok(d.load(n))
         assert p == {"modules": [loaded_entry(n, "/" + deps[n][0])]}, p
-        p = ok(load_path(d, "/" + deps[ROOT_MODS[1]][0]))
+        p = h.ok(load_path(d, "/" + deps[ROOT_MODS[1]][0]))
         assert p == {"modules": [loaded_entry(ROOT_MODS[1], "/" + deps[ROOT_MODS[1]][0])]}, p
         reset_for([DEP_ROOT, *deps[DEP_ROOT][1]])
         loads_with_deps(d, DEP_ROOT, "/", "/")
@@ -631,7 +580,7 @@ def main():
                      A + "/../outside/" + os.path.basename(deps[ESC_REL][0]),
                      A + "/./extra/owner/mgok.ko.xz", A + "//extra/owner/mgok.ko.xz",
                      A + "/extra/owner/../owner/mgok.ko.xz"):
-            p = error_of(load_path(main_d, path), "InvalidPath")
+            p = h.error_of(load_path(main_d, path), "InvalidPath")
             assert p == {"path": path, "reason": NOT_NORMALIZED}, p
             assert journal.records(MODGATE_REQUEST_PATH=path) == []
         assert len(finit_names(main_d)) == n
@@ -660,7 +609,7 @@ def main():
         refused(main_d, "mgnull", os.path.join(odd, "mgnull.ko"), NOT_REGULAR, "EPERM", timeoutUSec=20_000_000)
         # The only worker is free.
         path = os.path.join(A, "extra/mgfree.ko.xz")
-        p = ok(main_d.call(LOAD, {"path": path, "timeoutUSec": 20_000_000}))
+        p = h.ok(main_d.call(LOAD, {"path": path, "timeoutUSec": 20_000_000}))
         assert p == {"modules": [loaded_entry("mgfree", path)]}, p
 
     t.case("5a a relative symlink that leaves the root with '..' is refused, though its target is trusted",
@@ -683,7 +632,7 @@ def main():
         # Fixed, but the answer is the remembered one: the file is not opened again (no origin in the
         # record), and nothing is loaded.
         n = len(finit_names(rw_lax))
-        p = error_of(load_path(rw_lax, path), "UntrustedOrigin")
+        p = h.error_of(load_path(rw_lax, path), "UntrustedOrigin")
         assert p == {"module": "mgcache", "path": path, "reason": WRITABLE,
                      "modules": [denied_entry("mgcache", path, WRITABLE, "EPERM")]}, p
         recs = records(rw_lax, "mgcache")
@@ -695,7 +644,7 @@ def main():
         refused(rw_lax, "mgcopy", copy, WRITABLE, "EPERM")
         loads(rw_lax, "mgcopy", os.path.join(W, "extra/good/mgcopy.ko.xz"))
         # ... and once it is live, asking for the refused file answers already_loaded without looking.
-        p = ok(load_path(rw_lax, copy))
+        p = h.ok(load_path(rw_lax, copy))
         assert p == {"modules": [{"name": "mgcopy", "path": copy, "outcome": "already_loaded",
                                   "role": "requested"}]}, p
         # SIGHUP forgets: the file is looked at again, and now it loads.
@@ -704,7 +653,7 @@ def main():
         assert rw_lax.wait_ready(), "no READY=1 after SIGHUP"
         # RequireReadOnlySuperblock=no is gone from the files now; it counts only at the next start.
         assert "RequireReadOnlySuperblock= take effect at the next start." in rw_lax.stderr_text()
-        p = ok(load_path(rw_lax, path))
+        p = h.ok(load_path(rw_lax, path))
         assert p == {"modules": [loaded_entry("mgcache", path)]}, p
         assert finit_of(rw_lax, "mgcache")["path"] == path
         assert [r["MODGATE_OUTCOME"] for r in records(rw_lax, "mgcache")] == ["denied", "denied", "loaded"]
@@ -713,7 +662,7 @@ def main():
         path = os.path.join(W, "extra/mgcache2.ko.xz")
         refused(rw_lax, "mgcache2", path, WRITABLE, "EPERM")
         os.chmod(path, 0o644)
-        p = error_of(load_path(rw_lax, path), "UntrustedOrigin")
+        p = h.error_of(load_path(rw_lax, path), "UntrustedOrigin")
         assert p["reason"] == WRITABLE and p["modules"][0]["outcome"] == "denied", p
         assert records(rw_lax, "mgcache2")[-1].get("MODGATE_CACHED") == "1"
         # The index changes on disk (as depmod leaves it): the next request reloads it and forgets.
@@ -721,7 +670,7 @@ def main():
         st = os.stat(dep)
         os.utime(dep, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
         before = rw_lax.stderr_text().count("Module index changed on disk, reloaded.")
-        p = ok(load_path(rw_lax, path))
+        p = h.ok(load_path(rw_lax, path))
         assert p == {"modules": [loaded_entry("mgcache2", path)]}, p
         assert rw_lax.stderr_text().count("Module index changed on disk, reloaded.") == before + 1
         assert [(r["MODGATE_OUTCOME"], r.get("MODGATE_CACHED")) for r in records(rw_lax, "mgcache2")] == [
@@ -759,7 +708,7 @@ def main():
             if "error" in reply or got != expect:
                 bad.append("%s: %s, expected %s" % (name, reply.get("error") or got, expect))
         # Asked for itself, vxlan comes after both, which are live by now.
-        p = ok(d.load("vxlan"))
+        p = h.ok(d.load("vxlan"))
         assert sorted((m["name"], m["role"], m["outcome"]) for m in p["modules"][:-1]) == [
             ("ip6_udp_tunnel", "dependency", "already_loaded"), ("udp_tunnel", "dependency", "already_loaded")], p
         assert (p["modules"][-1]["name"], p["modules"][-1]["outcome"]) == ("vxlan", "loaded"), p
@@ -772,7 +721,7 @@ def main():
                               ("ip6_udp_tunnel", "vxlan"), ("udp_tunnel", "vxlan")):
             assert recs[after]["start"] >= recs[before]["end"], "%s started before %s ended" % (after, before)
         assert d.proc.poll() is None
-        ok(d.call("org.varlink.service.GetInfo"))
+        h.ok(d.call("org.varlink.service.GetInfo"))
 
     t.case("8 softdep loops (self, two, three, pre/post, post/post, over a hard dependency) are each answered "
            "at once, every module loaded once, in order", case_softdep_loops)
@@ -783,7 +732,7 @@ def main():
         """Loads OPT afresh; the parameters of the reply, which must be those handed to the kernel."""
         reset_for([OPT])
         n = len(finit_names(d))
-        p = ok(d.load(OPT))
+        p = h.ok(d.load(OPT))
         recs = h.finit_records(d.shim_records())[n:]
         assert [r["name"] for r in recs] == [OPT], recs
         assert p["modules"][0].get("parameters") == recs[0]["params"], (p, recs)
@@ -829,7 +778,7 @@ def main():
             c.send(LOAD, {"name": name})
             conns.append(c)
         for c in conns:
-            ok(c.receive())
+            h.ok(c.receive())
             c.close()
         return {r["name"]: r for r in h.finit_records(d.shim_records()[n:])}, first
 

@@ -70,7 +70,10 @@ def daemon_start_log(work, trusted, udevd):
         os.unlink(sock)
     fake = ""
     if udevd is not None:
-        fake = "%s%s 600 & " % ("" if udevd else "setpriv --bounding-set=-sys_module ", exe)
+        # The daemon looks once, at start: it starts only when the stand-in runs under its name.
+        fake = ("%s%s 600 & for i in $(seq 1000); do "
+                "[ \"$(cat /proc/$!/comm 2>/dev/null)\" = systemd-udevd ] && break; sleep 0.01; done; "
+                % ("" if udevd else "setpriv --bounding-set=-sys_module ", exe))
     script = fake + 'exec "$0" --listen=%s --trusted-root=%s --idle-exit-sec=0' % (sock, trusted)
     proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGTERM",
                              "sh", "-c", script, os.environ["MODGATED"]],
