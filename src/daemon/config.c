@@ -7,13 +7,16 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include "conf-files.h"
 #include "config.h"
 #include "fileio.h"
 #include "macro.h"
+#include "manifest.h"
 #include "module-name.h"
 #include "strv.h"
+#include "trust.h"
 
 #define WHITESPACE " \t"
 
@@ -48,12 +51,36 @@ void config_init_defaults(Config *c) {
                 .workers = CONFIG_WORKERS_DEFAULT,
                 .idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT,
                 .require_superblock_ro = true,
+                .evidence = EVIDENCE_DEFAULT,
         };
+}
+
+int config_default_trusted_root(char **ret) {
+        struct utsname u;
+
+        if (uname(&u) < 0)
+                return negative_errno();
+        return asprintf(ret, "/usr/lib/modules/%s", u.release) < 0 ? -ENOMEM : 0;
+}
+
+int config_manifest_path(const Config *c, char **ret) {
+        struct utsname u;
+
+        if (c->manifest)
+                return (*ret = strdup(c->manifest)) ? 0 : -ENOMEM;
+        if (uname(&u) < 0)
+                return negative_errno();
+        return asprintf(ret, "%s/%s%s", MANIFEST_DIR, u.release, MANIFEST_SUFFIX) < 0 ? -ENOMEM : 0;
+}
+
+unsigned config_evidence(const Config *c) {
+        return c->evidence | (c->require_superblock_ro ? 0 : EVIDENCE_MASK(EVIDENCE_OWNERSHIP));
 }
 
 void config_done(Config *c) {
         strv_free(c->load_alone);
         strv_free(c->trusted_roots);
+        free(c->manifest);
         *c = (Config) {};
 }
 
@@ -205,12 +232,72 @@ static int parse_trusted_root(ParseState *s, const char *key, const char *value)
         return parse_list(s, key, value, &s->config->trusted_roots, check_path);
 }
 
+/* One setting, not a list: the last assignment wins, so that a drop-in states all that a root
+ * accepts. Empty: the default. */
+int config_parse_evidence(const char *value, unsigned *ret) {
+        unsigned mask = 0;
+
+        for (const char *p = value + strspn(value, WHITESPACE); *p; p += strspn(p, WHITESPACE)) {
+                size_t n = strcspn(p, WHITESPACE);
+                char word[16];
+                Evidence e;
+
+                if (n >= sizeof(word))
+                        return -EINVAL;
+                memcpy(word, p, n);
+                word[n] = '\0';
+                p += n;
+                e = evidence_from_string(word);
+                if (e < 0)
+                        return -EINVAL;
+                mask |= EVIDENCE_MASK(e);
+        }
+        *ret = mask;
+        return 0;
+}
+
+static int parse_evidence(ParseState *s, const char *key, const char *value) {
+        unsigned mask;
+
+        if (value[0] == '\0') {
+                s->config->evidence = EVIDENCE_DEFAULT;
+                return 0;
+        }
+        if (config_parse_evidence(value, &mask) < 0)
+                return parse_error(s, -EINVAL, "%s=%s: the kinds of evidence are verity, read-only, manifest and "
+                                   "ownership", key, value);
+        s->config->evidence = mask;
+        return 0;
+}
+
+static int parse_manifest(ParseState *s, const char *key, const char *value) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (value[0] == '\0') {
+                free(s->config->manifest);
+                s->config->manifest = NULL;
+                return 0;
+        }
+        path = strdup(value);
+        if (!path)
+                return parse_error(s, -ENOMEM, "out of memory");
+        r = check_path(s, key, path);
+        if (r < 0)
+                return r;
+        free(s->config->manifest);
+        s->config->manifest = TAKE_PTR(path);
+        return 0;
+}
+
 static const Setting settings[] = {
         { "Load",    "Workers",                   parse_workers               },
         { "Load",    "LoadAlone",                 parse_load_alone            },
         { "Manager", "IdleExitSec",               parse_idle_exit             },
         { "Trust",   "TrustedRoot",               parse_trusted_root          },
         { "Trust",   "RequireReadOnlySuperblock", parse_require_superblock_ro },
+        { "Trust",   "Evidence",                  parse_evidence              },
+        { "Trust",   "Manifest",                  parse_manifest              },
 };
 
 /* The setting with this key in section (any section when section is NULL), compared with

@@ -14,8 +14,22 @@ typedef struct Config {
         char **load_alone;              /* [Load] LoadAlone=, canonical module names (with '_') */
         uint64_t idle_exit_usec;        /* [Manager] IdleExitSec=, 0 means never */
         char **trusted_roots;           /* [Trust] TrustedRoot=, absolute paths; NULL: the default */
-        bool require_superblock_ro;     /* [Trust] RequireReadOnlySuperblock= */
+        bool require_superblock_ro;     /* [Trust] RequireReadOnlySuperblock=; no adds "ownership" */
+        unsigned evidence;              /* [Trust] Evidence=, EVIDENCE_MASK()s (trust.h) */
+        char *manifest;                 /* [Trust] Manifest=; NULL: MANIFEST_DIR/$(uname -r).sha256 */
 } Config;
+
+/* /usr/lib/modules/$(uname -r), the trusted root when TrustedRoot= is empty. */
+int config_default_trusted_root(char **ret);
+
+/* Manifest=, or MANIFEST_DIR/$(uname -r).sha256. */
+int config_manifest_path(const Config *c, char **ret);
+
+/* Parses a list of kinds of evidence (Evidence=, --evidence=) into EVIDENCE_MASK()s; -EINVAL. */
+int config_parse_evidence(const char *value, unsigned *ret);
+
+/* What the roots accept: Evidence=, and "ownership" when RequireReadOnlySuperblock=no. */
+unsigned config_evidence(const Config *c);
 
 #define CONFIG_WORKERS_DEFAULT 4u
 #define CONFIG_WORKERS_MAX 64u

@@ -163,6 +163,18 @@ static void record_origin(Record *rec, const ModuleResult *r) {
         record_add(rec, "MODGATE_FSTYPE=%s", r->origin.fstype);
         record_add(rec, "MODGATE_SUPERBLOCK_RO=%d", r->origin.sb_ro);
         record_add(rec, "MODGATE_MOUNT_RO=%d", r->origin.mount_ro);
+        if (r->backing)
+                record_add(rec, "MODGATE_BACKING=%s", r->backing);
+        if (r->trusted)
+                record_add(rec, "MODGATE_EVIDENCE=%s", evidence_to_string(r->evidence));
+        if (r->have_sha256) {
+                char hex[SHA256_HEX_SIZE];
+
+                sha256_to_hex(r->sha256, hex);
+                record_add(rec, "MODGATE_SHA256=%s", hex);
+        }
+        if (r->embedded_name)
+                record_add(rec, "MODGATE_FILE_MODULE=%s", r->embedded_name);
 }
 
 static void record_send(Record *rec) {

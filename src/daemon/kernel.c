@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "kernel.h"
 #include "macro.h"
 #include "strv.h"
@@ -25,27 +26,12 @@ const char *module_state_to_string(ModuleState s) {
         return s >= 0 && s < _MODULE_STATE_MAX ? state_table[s] : NULL;
 }
 
-static int read_small_file(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        ssize_t n;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        return 0;
-}
-
 int kernel_module_state(const char *name, ModuleState *ret) {
         char path[128], buf[32];
         int r;
 
         snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
-        r = read_small_file(path, buf, sizeof(buf));
+        r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));
         if (r == -ENOENT) {
                 /* Builtin modules with parameters have a directory but no initstate. */
                 snprintf(path, sizeof(path), "/sys/module/%s", name);
@@ -67,7 +53,7 @@ int kernel_compression(Compression *ret) {
         char buf[32];
         int r;
 
-        r = read_small_file("/sys/module/compression", buf, sizeof(buf));
+        r = read_line_at(AT_FDCWD, "/sys/module/compression", buf, sizeof(buf));
         if (r == -ENOENT) {
                 *ret = COMPRESSION_NONE;
                 return 0;
@@ -125,7 +111,7 @@ int kernel_module_refcount(const char *name, unsigned *ret) {
         int r;
 
         snprintf(path, sizeof(path), "/sys/module/%s/refcnt", name);
-        r = read_small_file(path, buf, sizeof(buf));
+        r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));
         if (r < 0)
                 return r;
         *ret = (unsigned) strtoul(buf, NULL, 10);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/module.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,8 @@
 
 #include "kernel.h"
 #include "loader.h"
+#include "modinfo.h"
+#include "module-name.h"
 
 static const char *const outcome_table[_OUTCOME_MAX] = {
         [OUTCOME_LOADED] = "loaded",
@@ -37,6 +40,8 @@ void module_result_done(ModuleResult *r) {
         free(r->parameters);
         free(r->reason);
         free(r->command);
+        free(r->backing);
+        free(r->embedded_name);
         *r = (ModuleResult) {};
 }
 
@@ -151,12 +156,137 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
         return 0;
 }
 
+/* The file's path below the kernel tree's root as the manifest lists it: the file itself, with the
+ * symlinks inside the tree resolved (the fd knows where it is). NULL for a file beneath another
+ * root, which the manifest does not cover. */
+static int manifest_relpath(const LoadContext *ctx, const TrustedRoot *root, int fd, char **ret) {
+        char link[64], path[PATH_MAX];
+        const char *rel;
+        size_t n;
+        ssize_t k;
+
+        *ret = NULL;
+        if (root != ctx->roots[0] || !root->real_path)
+                return 0;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        k = readlink(link, path, sizeof(path) - 1);
+        if (k < 0)
+                return negative_errno();
+        path[k] = '\0';
+        n = strlen(root->real_path);
+        if (strcmp(root->real_path, "/") == 0)
+                n = 0;
+        if (strncmp(path, root->real_path, n) != 0 || path[n] != '/')
+                return 0;
+        rel = path + n + 1;
+        *ret = strdup(rel);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static void check_manifest(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
+                           TrustInput *in, char **detail) {
+        _cleanup_free_ char *rel = NULL;
+        const uint8_t *want;
+        int q;
+
+        if (!ctx->manifest) {
+                in->manifest = MANIFEST_UNAVAILABLE;
+                in->manifest_detail = ctx->manifest_error ?: "none was loaded";
+                return;
+        }
+        q = manifest_relpath(ctx, root, fd, &rel);
+        if (q < 0 || !rel) {
+                in->manifest = MANIFEST_UNAVAILABLE;
+                in->manifest_detail = q < 0 ? "the file's path cannot be read" :
+                                              "the manifest covers only the first trusted root";
+                return;
+        }
+        q = sha256_fd(fd, r->sha256);
+        if (q < 0) {
+                in->manifest = MANIFEST_UNAVAILABLE;
+                in->manifest_detail = "the file cannot be read";
+                return;
+        }
+        r->have_sha256 = true;
+        want = manifest_lookup(ctx->manifest, rel);
+        in->manifest = !want ? MANIFEST_NO_ENTRY :
+                       memcmp(want, r->sha256, SHA256_DIGEST_SIZE) == 0 ? MANIFEST_MATCH : MANIFEST_MISMATCH;
+        *detail = TAKE_PTR(rel);
+        in->manifest_detail = *detail;
+}
+
+static int describe_backing(const Origin *o, char **ret) {
+        _cleanup_free_ char *below = NULL;
+        int q;
+
+        if (o->below) {
+                q = describe_backing(o->below, &below);
+                if (q < 0)
+                        return q;
+        }
+        q = asprintf(ret, "%s%s%s%s%s%s", o->backing == BACKING_NONE ? o->file.fstype : "",
+                     o->device, o->backing_path ? " <- " : "", o->backing_path ?: "",
+                     below ? " on " : "", below ?: "");
+        if (q < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The origin check: the evidence of where the bytes come from, decided by trust_decide(). */
+static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r) {
+        _cleanup_(origin_freep) Origin *o = NULL;
+        _cleanup_(trust_decision_done) TrustDecision d = {};
+        _cleanup_free_ char *detail = NULL;
+        TrustInput in = { .accepted = ctx->evidence };
+        int q;
+
+        /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
+        q = origin_collect(fd, &o);
+        if (q < 0)
+                return module_result_set(r, OUTCOME_FAILED, q, "cannot identify the file's origin: %s",
+                                         strerrordesc_np(-q));
+        r->origin = o->file;
+        r->have_origin = true;
+        if (describe_backing(o, &r->backing) < 0)
+                return -ENOMEM;
+
+        in.origin = o;
+        if (trust_needs_manifest(o, ctx->evidence))
+                check_manifest(ctx, root, fd, r, &in, &detail);
+        q = trust_decide(&in, &d);
+        if (q < 0)
+                return q;
+        if (!d.trusted)
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "%s", d.reason);
+        r->trusted = true;
+        r->evidence = d.evidence;
+        return 0;
+}
+
+/* The kernel loads a module under the name in its file, whatever the file is called: it must be
+ * the name the index resolved, or the record would say one module and the kernel load another. */
+static int check_name(int fd, ModuleResult *r) {
+        int q;
+
+        q = modinfo_name_from_fd(fd, &r->embedded_name);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0)
+                return module_result_set(r, OUTCOME_FAILED, ENOEXEC, "cannot read the module's information: %s",
+                                         strerrordesc_np(-q));
+        if (r->embedded_name && !module_name_equal(r->embedded_name, r->name))
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
+                                         r->embedded_name, r->name);
+        return 0;
+}
+
 int loader_load(const LoadContext *ctx, ModuleResult *r) {
         _cleanup_close_ int fd = -EBADF;
         uint64_t start = now_usec();
         const TrustedRoot *root;
         const char *rel = NULL;
-        TrustVerdict v;
         int q;
 
         r->outcome = OUTCOME_FAILED;
@@ -170,18 +300,15 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
                 return module_result_set(r, fd == -EXDEV || fd == -ELOOP || fd == -ENXIO ? OUTCOME_DENIED :
                                          OUTCOME_FAILED, fd, "%s", trust_open_error_to_string(fd));
 
-        /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
-        q = file_origin_from_fd(fd, &r->origin);
-        if (q < 0)
-                return module_result_set(r, OUTCOME_FAILED, q, "cannot identify the file's origin: %s",
-                                         strerrordesc_np(-q));
-        r->have_origin = true;
-
-        v = trust_evaluate(&r->origin, ctx->require_superblock_ro);
-        if (v != TRUST_OK)
-                return module_result_set(r, OUTCOME_DENIED, EPERM, "%s", trust_verdict_to_string(v));
+        q = check_origin(ctx, root, fd, r);
+        if (q < 0 || r->reason)
+                return q;
 
         q = check_compression(ctx, fd, r);
+        if (q < 0 || r->reason)
+                return q;
+
+        q = check_name(fd, r);
         if (q < 0 || r->reason)
                 return q;
 

@@ -6,7 +6,9 @@
 #include <stdint.h>
 
 #include "compression.h"
+#include "manifest.h"
 #include "resolver.h"
+#include "sha256.h"
 #include "trust.h"
 
 typedef enum Outcome {
@@ -38,6 +40,12 @@ typedef struct ModuleResult {
         bool cached;            /* the outcome is a remembered denial */
         bool have_origin;       /* the file was opened and origin describes it */
         FileOrigin origin;
+        char *backing;          /* what the file system is stored on, e.g. "loop0 <- /srv/tree.erofs" */
+        bool trusted;           /* the origin check passed, with this evidence: */
+        Evidence evidence;
+        bool have_sha256;       /* the bytes were hashed (for the manifest) */
+        uint8_t sha256[SHA256_DIGEST_SIZE];
+        char *embedded_name;    /* the name the file gives itself (.modinfo), when it gives one */
         Compression compression;
         unsigned flags;         /* finit_module() flags used */
         uint64_t duration_usec;
@@ -51,7 +59,9 @@ typedef struct LoadContext {
         TrustedRoot *const *roots;
         size_t n_roots;
         Compression kernel_compression;
-        bool require_superblock_ro;
+        unsigned evidence;              /* EVIDENCE_MASK()s every root accepts */
+        const Manifest *manifest;       /* of roots[0], the kernel's tree; NULL when there is none */
+        const char *manifest_error;     /* then why not */
 } LoadContext;
 
 /* Opens r->path beneath the trusted root, checks the open fd and hands that fd to finit_module().

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,14 +12,21 @@
 
 #include "capability.h"
 #include "config.h"
+#include "enforcement.h"
 #include "log.h"
 #include "manager.h"
+#include "manifest.h"
 #include "module-name.h"
+#include "origin.h"
 #include "strv.h"
+#include "trust.h"
 
 /* Command-line options override modgate.conf; unset ones leave it alone. */
 static char *arg_listen = NULL;
 static char *arg_trusted_root = NULL;
+static char *arg_manifest = NULL;
+static unsigned arg_evidence = 0;
+static bool arg_evidence_set = false;
 static unsigned arg_workers = 0;
 static char **arg_load_alone = NULL;
 static int64_t arg_idle_exit_sec = -1;
@@ -33,6 +41,10 @@ static void help(void) {
                "                           service manager (FileDescriptorName=varlink)\n"
                "     --trusted-root=DIR    Load modules from beneath DIR\n"
                "                           (default: /usr/lib/modules/$(uname -r))\n"
+               "     --evidence=KINDS      What vouches for a module file: verity, read-only, manifest,\n"
+               "                           ownership (default: verity read-only manifest)\n"
+               "     --manifest=FILE       The manifest of the first trusted root's module files\n"
+               "                           (default: " MANIFEST_DIR "/$(uname -r).sha256)\n"
                "     --workers=N           Run up to N module loads at once (1..64, default 4)\n"
                "     --load-alone=NAME     Load NAME only while no other module loads (repeatable)\n"
                "     --idle-exit-sec=SEC   Exit after SEC seconds without clients or loads; 0: never\n"
@@ -49,6 +61,8 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_VERSION = 0x100,
                 ARG_LISTEN,
                 ARG_TRUSTED_ROOT,
+                ARG_MANIFEST,
+                ARG_EVIDENCE,
                 ARG_WORKERS,
                 ARG_LOAD_ALONE,
                 ARG_IDLE_EXIT_SEC,
@@ -58,6 +72,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "trusted-root", required_argument, NULL, ARG_TRUSTED_ROOT },
+                { "manifest", required_argument, NULL, ARG_MANIFEST },
+                { "evidence", required_argument, NULL, ARG_EVIDENCE },
                 { "workers", required_argument, NULL, ARG_WORKERS },
                 { "load-alone", required_argument, NULL, ARG_LOAD_ALONE },
                 { "idle-exit-sec", required_argument, NULL, ARG_IDLE_EXIT_SEC },
@@ -85,8 +101,23 @@ static int parse_argv(int argc, char *argv[]) {
                                 return log_error_errno(EINVAL, "--trusted-root= takes an absolute path: %s",
                                                        optarg);
                         free(arg_trusted_root);
+        free(arg_manifest);
                         arg_trusted_root = strdup(optarg);
                         if (!arg_trusted_root)
+                                return log_oom();
+                        break;
+                case ARG_EVIDENCE:
+                        if (config_parse_evidence(optarg, &arg_evidence) < 0)
+                                return log_error_errno(EINVAL, "--evidence= takes verity, read-only, manifest and "
+                                                       "ownership: %s", optarg);
+                        arg_evidence_set = true;
+                        break;
+                case ARG_MANIFEST:
+                        if (optarg[0] != '/')
+                                return log_error_errno(EINVAL, "--manifest= takes an absolute path: %s", optarg);
+                        free(arg_manifest);
+                        arg_manifest = strdup(optarg);
+                        if (!arg_manifest)
                                 return log_oom();
                         break;
                 case 'n':
@@ -149,6 +180,12 @@ static int apply_arguments(Config *c, bool socket_activated) {
                 if (strv_extend(&c->trusted_roots, arg_trusted_root) < 0)
                         return -ENOMEM;
         }
+        if (arg_evidence_set)
+                c->evidence = arg_evidence;
+        if (arg_manifest) {
+                free(c->manifest);
+                c->manifest = TAKE_PTR(arg_manifest);
+        }
         if (arg_idle_exit_sec >= 0)
                 c->idle_exit_usec = (uint64_t) arg_idle_exit_sec * USEC_PER_SEC;
         else if (!socket_activated)
@@ -157,6 +194,8 @@ static int apply_arguments(Config *c, bool socket_activated) {
 }
 
 static void print_config(const Config *c) {
+        const char *sep = "";
+
         printf("[Load]\nWorkers=%u\nLoadAlone=", c->workers);
         for (char **p = c->load_alone; p && *p; p++)
                 printf("%s%s", *p, p[1] ? " " : "");
@@ -164,7 +203,92 @@ static void print_config(const Config *c) {
                (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC));
         for (char **p = c->trusted_roots; p && *p; p++)
                 printf("%s%s", *p, p[1] ? " " : "");
-        printf("\nRequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
+        printf("\nRequireReadOnlySuperblock=%s\nEvidence=", c->require_superblock_ro ? "yes" : "no");
+        for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
+                if (c->evidence & EVIDENCE_MASK(e)) {
+                        printf("%s%s", sep, evidence_to_string(e));
+                        sep = " ";
+                }
+        printf("\nManifest=%s\n", c->manifest ?: MANIFEST_DIR "/$(uname -r).sha256");
+}
+
+/* What the kernel itself enforces, as this process sees it: -n runs with its caller's privileges, the
+ * service with CAP_SYS_MODULE alone inside its sandbox, so the two may know different things. */
+static void print_enforcement(void) {
+        _cleanup_free_ char *line = NULL;
+        Enforcement e;
+        int r;
+
+        r = enforcement_read("/", &e);
+        if (r >= 0)
+                r = enforcement_to_string(&e, &line);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
+                return;
+        }
+        printf("\nKernel enforcement: %s\n", line);
+}
+
+/* What the first root's manifest is now, for -n. */
+static void print_manifest(const Config *c) {
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_free_ char *path = NULL, *msg = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (config_manifest_path(c, &path) < 0)
+                return (void) log_oom();
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        r = fd < 0 ? -errno : manifest_load_fd(fd, &m, &msg);
+        if (r < 0)
+                printf("  manifest: unavailable: %s: %s\n", path, msg ?: strerror(-r));
+        else
+                printf("  manifest: %s: %zu module files of kernel %s, written by %s\n", path, manifest_entries(m),
+                       manifest_kernel(m), manifest_origin_to_string(manifest_origin(m)));
+}
+
+/* Per trusted root, the evidence it accepts and what its directory shows now: whether read-only
+ * evidence holds there (files below share its stack, unless a mount inside the root differs), and
+ * the manifest. The answer to "will my modules load?" before the daemon runs. */
+static void print_roots(const Config *c) {
+        _cleanup_free_ char *def = NULL;
+        char *const *roots = c->trusted_roots;
+        char *one[2] = {};
+        unsigned accepted = config_evidence(c);
+
+        if (!roots) {
+                if (config_default_trusted_root(&def) < 0)
+                        return (void) log_oom();
+                one[0] = def;
+                roots = one;
+        }
+        for (size_t i = 0; roots[i]; i++) {
+                _cleanup_(origin_freep) Origin *o = NULL;
+                _cleanup_free_ char *why = NULL;
+                _cleanup_close_ int fd = -EBADF;
+                const char *sep = "";
+                int r;
+
+                printf("\nRoot %s accepts:", roots[i]);
+                for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
+                        if (accepted & EVIDENCE_MASK(e)) {
+                                printf("%s%s", *sep ? sep : " ", evidence_to_string(e));
+                                sep = ", ";
+                        }
+                putchar('\n');
+                fd = open(roots[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r = fd < 0 ? -errno : origin_collect(fd, &o);
+                if (r < 0) {
+                        printf("  cannot be looked at: %s\n", strerror(-r));
+                        continue;
+                }
+                if (accepted & EVIDENCE_MASK(EVIDENCE_READ_ONLY)) {
+                        r = trust_read_only(o, &why);
+                        printf("  read-only: %s\n", r > 0 ? "holds" : why ?: "out of memory");
+                }
+                if (i == 0 && accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST))
+                        print_manifest(c);
+        }
 }
 
 /* The soft limit of 1024 is for select(); sd-event uses epoll. Connections are capped below it. */
@@ -208,6 +332,8 @@ static int run(int argc, char *argv[]) {
 
         if (arg_test_config) {
                 print_config(&m->config);
+                print_roots(&m->config);
+                print_enforcement();
                 return 0;
         }
 

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include "enforcement.h"
 #include "kernel.h"
 #include "loader.h"
 #include "log.h"
@@ -53,21 +57,13 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_roots; i++)
                 trusted_root_free(m->roots[i]);
         free(m->roots);
+        manifest_free(m->manifest);
+        free(m->manifest_error);
         sd_event_unref(m->event);
         config_done(&m->config);
         free(m->listen_address);
         free(m);
         return NULL;
-}
-
-static int default_trusted_root(char **ret) {
-        struct utsname u;
-
-        if (uname(&u) < 0)
-                return negative_errno();
-        if (asprintf(ret, "/usr/lib/modules/%s", u.release) < 0)
-                return -ENOMEM;
-        return 0;
 }
 
 static int manager_pin_roots(Manager *m) {
@@ -77,7 +73,7 @@ static int manager_pin_roots(Manager *m) {
         int r;
 
         if (strv_length(paths) == 0) {
-                r = default_trusted_root(&def);
+                r = config_default_trusted_root(&def);
                 if (r < 0)
                         return log_error_errno(r, "Failed to determine the module directory: %m");
                 one[0] = def;
@@ -99,14 +95,90 @@ static int manager_pin_roots(Manager *m) {
         return 0;
 }
 
+static int manager_manifest_unavailable(Manager *m, const char *path, const char *why) {
+        if (asprintf(&m->manifest_error, "%s: %s", path, why) < 0) {
+                m->manifest_error = NULL;
+                return log_oom();
+        }
+        log_warning("Manifest %s cannot be used: %s. Only other evidence can vouch for module files.", path, why);
+        return 0;
+}
+
+/* The manifest of the kernel's module tree (roots[0]), when manifest evidence is accepted. Read once
+ * through an fd that is checked itself; none, or a refused one, is no manifest, and every load that
+ * needs it is refused saying why. */
+static int manager_load_manifest(Manager *m) {
+        _cleanup_free_ char *path = NULL, *msg = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        ManifestOrigin o;
+        int r;
+
+        if (!(config_evidence(&m->config) & EVIDENCE_MASK(EVIDENCE_MANIFEST)))
+                return 0;
+        r = config_manifest_path(&m->config, &path);
+        if (r < 0)
+                return log_error_errno(r, "Failed to determine the manifest's path: %m");
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0)
+                return manager_manifest_unavailable(m, path, strerror(errno));
+        r = manifest_load_fd(fd, &m->manifest, &msg);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return manager_manifest_unavailable(m, path, msg ?: strerror(-r));
+
+        o = manifest_origin(m->manifest);
+        log_info("Manifest %s: %zu module files of kernel %s, written by %s.", path, manifest_entries(m->manifest),
+                 manifest_kernel(m->manifest), manifest_origin_to_string(o));
+        if (o == MANIFEST_ORIGIN_FIRST_USE)
+                log_notice("Manifest %s was written on first use: it vouches for the files as they were then, "
+                           "not as the kernel package installed them.", path);
+        return 0;
+}
+
+static int evidence_to_text(unsigned mask, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = '\0';
+        for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
+                if (mask & EVIDENCE_MASK(e))
+                        n += snprintf(buf + n, n < size ? size - n : 0, "%s%s", n ? " " : "", evidence_to_string(e));
+        return n < size ? 0 : -ENOBUFS;
+}
+
+/* Only the kernel stops root: say once, at start, which of its mechanisms are in force, as seen from
+ * inside the service's sandbox and with its one capability. */
+static void manager_log_enforcement(void) {
+        _cleanup_free_ char *line = NULL;
+        Enforcement e;
+        int r;
+
+        r = enforcement_read("/", &e);
+        if (r >= 0)
+                r = enforcement_to_string(&e, &line);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
+                return;
+        }
+        if (e.modules_disabled.value == PROBE_YES)
+                log_warning("Kernel enforcement: %s. kernel.modules_disabled=1: every module load fails until "
+                            "reboot.", line);
+        else
+                log_info("Kernel enforcement: %s.", line);
+}
+
 int manager_startup(Manager *m) {
+        char evidence[64], index_dir[64];
         int r;
 
         r = manager_pin_roots(m);
         if (r < 0)
                 return r;
 
-        r = resolver_new(m->roots[0]->path, &m->resolver);
+        /* The index is read through the pinned root, like every module file. */
+        (void) snprintf(index_dir, sizeof(index_dir), "/proc/self/fd/%d", m->roots[0]->fd);
+        r = resolver_new(m->roots[0]->path, index_dir, &m->resolver);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the module index of %s: %m", m->roots[0]->path);
 
@@ -114,23 +186,30 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read /sys/module/compression: %m");
 
+        r = manager_load_manifest(m);
+        if (r < 0)
+                return r;
+
         r = scheduler_new(m->event,
                           &(LoadContext) {
                                   .roots = m->roots,
                                   .n_roots = m->n_roots,
                                   .kernel_compression = m->kernel_compression,
-                                  .require_superblock_ro = m->config.require_superblock_ro,
+                                  .evidence = config_evidence(&m->config),
+                                  .manifest = m->manifest,
+                                  .manifest_error = m->manifest_error,
                           },
                           m->config.workers, &m->scheduler);
         if (r < 0)
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
 
-        log_info("The kernel decompresses %s modules; %u workers; superblocks must be read-only: %s.",
-                 compression_to_string(m->kernel_compression), m->config.workers,
-                 m->config.require_superblock_ro ? "yes" : "no");
-        if (!m->config.require_superblock_ro)
-                log_warning("RequireReadOnlySuperblock=no: module files on writable filesystems are trusted.");
+        (void) evidence_to_text(config_evidence(&m->config), evidence, sizeof(evidence));
+        log_info("The kernel decompresses %s modules; %u workers; module files need evidence of origin: %s.",
+                 compression_to_string(m->kernel_compression), m->config.workers, evidence);
+        if (config_evidence(&m->config) & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
+                log_warning("%s: module files whose origin is not verified are trusted when root owns them.",
+                            m->config.require_superblock_ro ? "Evidence=ownership" : "RequireReadOnlySuperblock=no");
 
         r = udevd_check_cap_sys_module();
         if (r > 0)
@@ -140,6 +219,8 @@ int manager_startup(Manager *m) {
                 log_info("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
         else
                 log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
+
+        manager_log_enforcement();
 
         return manager_varlink_init(m);
 }
@@ -196,9 +277,11 @@ static void manager_reload_config(Manager *m) {
                 return;
         }
 
-        if (c.workers != m->config.workers || c.require_superblock_ro != m->config.require_superblock_ro ||
-            !strv_equal(c.trusted_roots, m->config.trusted_roots))
-                log_notice("Workers=, TrustedRoot= and RequireReadOnlySuperblock= take effect at the next start.");
+        if (c.workers != m->config.workers || config_evidence(&c) != config_evidence(&m->config) ||
+            !strv_equal(c.trusted_roots, m->config.trusted_roots) ||
+            strcmp(c.manifest ?: "", m->config.manifest ?: "") != 0)
+                log_notice("Workers=, TrustedRoot=, Evidence=, Manifest= and RequireReadOnlySuperblock= take "
+                           "effect at the next start.");
 
         if (!m->keep_load_alone) {
                 /* Jobs read the list only on this thread, when they are made. */

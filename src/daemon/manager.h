@@ -6,6 +6,7 @@
 
 #include "compression.h"
 #include "config.h"
+#include "manifest.h"
 #include "macro.h"
 #include "resolver.h"
 #include "scheduler.h"
@@ -30,6 +31,8 @@ typedef struct Manager {
         size_t n_roots;
         Resolver *resolver;
         Compression kernel_compression;
+        Manifest *manifest;             /* of roots[0], when manifest evidence is accepted and it loaded */
+        char *manifest_error;           /* otherwise why not, for the refusals */
         Scheduler *scheduler;
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */

@@ -22,12 +22,14 @@
 
 struct Resolver {
         struct kmod_ctx *ctx;
-        char *dirname;
+        char *dirname;          /* the trusted root, as paths in plans name it */
+        char *index_dir;        /* where libkmod reads the index: the pinned root's fd, /proc/self/fd/N */
         Hashmap *plans;
         unsigned generation;
 };
 
 typedef struct Builder {
+        const Resolver *resolver;
         Plan *plan;
         const char *stack[RESOLVE_DEPTH_MAX];
         unsigned depth;
@@ -103,7 +105,7 @@ static int context_new(const char *dirname, struct kmod_ctx **ret) {
         return 0;
 }
 
-int resolver_new(const char *dirname, Resolver **ret) {
+int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
         _cleanup_(resolver_freep) Resolver *r = NULL;
         int q;
 
@@ -111,11 +113,12 @@ int resolver_new(const char *dirname, Resolver **ret) {
         if (!r)
                 return -ENOMEM;
         r->dirname = strdup(dirname);
+        r->index_dir = strdup(index_dir ?: dirname);
         r->plans = hashmap_new(plan_free_void);
-        if (!r->dirname || !r->plans)
+        if (!r->dirname || !r->index_dir || !r->plans)
                 return -ENOMEM;
 
-        q = context_new(dirname, &r->ctx);
+        q = context_new(r->index_dir, &r->ctx);
         if (q < 0)
                 return q;
 
@@ -129,6 +132,7 @@ Resolver *resolver_free(Resolver *r) {
         kmod_unref(r->ctx);
         hashmap_free(r->plans);
         free(r->dirname);
+        free(r->index_dir);
         free(r);
         return NULL;
 }
@@ -145,7 +149,7 @@ int resolver_reload(Resolver *r) {
         struct kmod_ctx *ctx;
         int q;
 
-        q = context_new(r->dirname, &ctx);
+        q = context_new(r->index_dir, &ctx);
         if (q < 0)
                 return q;
         kmod_unref(r->ctx);
@@ -193,7 +197,28 @@ static void path_collapse_slashes(char *p) {
         *w = '\0';
 }
 
-static int plan_append(Plan *p, struct kmod_module *mod, Role role, ModuleSpec **ret) {
+/* A module's path as the index gives it, beneath the pinned root's fd, as the trusted root's path:
+ * what requests by path name, replies show, and the loader finds the root by. */
+static int module_path(const Resolver *r, struct kmod_module *mod, char **ret) {
+        const char *p = kmod_module_get_path(mod);
+        size_t n = strlen(r->index_dir);
+        char *s;
+
+        if (!p) {
+                *ret = NULL;
+                return 0;
+        }
+        if (strncmp(p, r->index_dir, n) == 0 && p[n] == '/') {
+                if (asprintf(&s, "%s%s", r->dirname, p + n) < 0)
+                        return -ENOMEM;
+        } else if (!(s = strdup(p)))
+                return -ENOMEM;
+        path_collapse_slashes(s);
+        *ret = s;
+        return 0;
+}
+
+static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, Role role, ModuleSpec **ret) {
         ModuleSpec *a, *s;
 
         if (p->n_specs >= PLAN_MODULES_MAX)
@@ -206,7 +231,7 @@ static int plan_append(Plan *p, struct kmod_module *mod, Role role, ModuleSpec *
         *s = (ModuleSpec) { .role = role };
 
         if (strdup_or_null(kmod_module_get_name(mod), &s->name) < 0 || !s->name ||
-            strdup_or_null(kmod_module_get_path(mod), &s->path) < 0 ||
+            module_path(r, mod, &s->path) < 0 ||
             strdup_or_null(kmod_module_get_options(mod), &s->options) < 0 ||
             strdup_or_null(kmod_module_get_install_commands(mod), &s->install_command) < 0) {
                 free(s->name);
@@ -215,8 +240,6 @@ static int plan_append(Plan *p, struct kmod_module *mod, Role role, ModuleSpec *
                 return -ENOMEM;
         }
         module_name_normalize(s->name);
-        if (s->path)
-                path_collapse_slashes(s->path);
         p->n_specs++;
         *ret = s;
         return 0;
@@ -304,7 +327,7 @@ static int add_module(Builder *b, struct kmod_module *mod, Role role, ssize_t *r
         if (r >= 0)
                 r = add_list(b, deps, ROLE_DEPENDENCY, &requires, &n_requires, false);
         if (r >= 0)
-                r = plan_append(b->plan, mod, role, &s);
+                r = plan_append(b->resolver, b->plan, mod, role, &s);
         if (r < 0) {
                 free(requires);
                 free(after);
@@ -377,6 +400,7 @@ static int plan_build(Resolver *r, const char *key, Plan **ret) {
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
+        b.resolver = r;
         b.plan = p;
 
         q = kmod_module_new_from_lookup(r->ctx, key, &list);
@@ -466,15 +490,14 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
                 return -ENOMEM;
         if (!module_name_is_valid(name))
                 return -EINVAL;
+        b.resolver = r;
         b.plan = p;
 
         q = kmod_module_new_from_name(r->ctx, name, &mod);
         if (q < 0)
                 return q;
-        if (strdup_or_null(kmod_module_get_path(mod), &indexed) < 0)
+        if (module_path(r, mod, &indexed) < 0)
                 return -ENOMEM;
-        if (indexed)
-                path_collapse_slashes(indexed);
         if (indexed && strcmp(indexed, path) == 0) {
                 q = add_module(&b, mod, ROLE_REQUESTED, &idx);
                 if (q < 0)

@@ -46,7 +46,10 @@ typedef struct Plan {
 Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
 
-int resolver_new(const char *dirname, Resolver **ret);
+/* dirname is the trusted root as paths in plans name it; the index is read beneath index_dir (the
+ * pinned root's fd as /proc/self/fd/N, so that a mount over the path later changes nothing), or
+ * beneath dirname when it is NULL. */
+int resolver_new(const char *dirname, const char *index_dir, Resolver **ret);
 Resolver *resolver_free(Resolver *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Resolver *, resolver_free);
 

@@ -2,48 +2,224 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/mount.h>
+#include <limits.h>
 #include <linux/openat2.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
+#include <unistd.h>
 
-#include "fileio.h"
 #include "macro.h"
-#include "mountinfo.h"
 #include "trust.h"
-
-/* The superblock flag statmount() reports, the same bit as MS_RDONLY. */
-#ifndef SB_RDONLY
-#define SB_RDONLY 1
-#endif
 
 static const char *const verdict_table[_TRUST_VERDICT_MAX] = {
         [TRUST_OK] = "trusted",
         [TRUST_NOT_REGULAR] = "not a regular file",
         [TRUST_NOT_ROOT_OWNED] = "file is not owned by root",
         [TRUST_WRITABLE_BY_OTHERS] = "file is writable by group or others",
-        [TRUST_WRITABLE_SUPERBLOCK] = "filesystem is writable (superblock not read-only)",
 };
 
 const char *trust_verdict_to_string(TrustVerdict v) {
         return v >= 0 && v < _TRUST_VERDICT_MAX ? verdict_table[v] : NULL;
 }
 
-TrustVerdict trust_evaluate(const FileOrigin *o, bool require_superblock_ro) {
+TrustVerdict trust_check_file(const FileOrigin *o) {
         if (!S_ISREG(o->mode))
                 return TRUST_NOT_REGULAR;
         if (o->uid != 0)
                 return TRUST_NOT_ROOT_OWNED;
         if (o->mode & (S_IWGRP | S_IWOTH))
                 return TRUST_WRITABLE_BY_OTHERS;
-        /* A read-only mount of a writable filesystem (a bind mount, a ProtectSystem= sandbox) can
-         * still be changed through another mount: only the superblock flag counts. */
-        if (require_superblock_ro && !o->sb_ro)
-                return TRUST_WRITABLE_SUPERBLOCK;
         return TRUST_OK;
+}
+
+static const char *const evidence_table[_EVIDENCE_MAX] = {
+        [EVIDENCE_VERITY] = "verity",
+        [EVIDENCE_READ_ONLY] = "read-only",
+        [EVIDENCE_MANIFEST] = "manifest",
+        [EVIDENCE_OWNERSHIP] = "ownership",
+};
+
+const char *evidence_to_string(Evidence e) {
+        return e >= 0 && e < _EVIDENCE_MAX ? evidence_table[e] : NULL;
+}
+
+Evidence evidence_from_string(const char *s) {
+        for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
+                if (strcmp(s, evidence_table[e]) == 0)
+                        return e;
+        return -EINVAL;
+}
+
+/* Disk file systems whose read-only superblock on a read-only device means that the bytes cannot
+ * change below the file. Not network file systems or FUSE (the bytes live elsewhere), not tmpfs or
+ * ramfs (memory that anyone with write access to the mount changes), not overlayfs (its layers are
+ * not followed). */
+static const char *const read_only_fstypes[] = {
+        "btrfs", "erofs", "ext2", "ext3", "ext4", "f2fs", "iso9660", "squashfs", "udf", "xfs",
+};
+
+static bool read_only_fstype(const char *fstype) {
+        for (size_t i = 0; i < ELEMENTSOF(read_only_fstypes); i++)
+                if (strcmp(fstype, read_only_fstypes[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* Sets *ret to the formatted reason; returns 0 (not read-only: the answer) or -ENOMEM. */
+static int not_read_only(char **ret, const char *fmt, ...) _printf_(2, 3);
+static int not_read_only(char **ret, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(ret, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int read_only_at(const Origin *o, unsigned depth, char **ret_reason) {
+        _cleanup_free_ char *below = NULL;
+        const FileOrigin *f = &o->file;
+        const char *what = o->backing == BACKING_LOOP ? o->device : "the file system";
+        TrustVerdict v;
+        int r;
+
+        /* A backing file must pass the file checks too: whoever may write it may change the bytes. */
+        if (depth > 0 && (v = trust_check_file(f)) != TRUST_OK)
+                return not_read_only(ret_reason, "%s", trust_verdict_to_string(v));
+        if (!read_only_fstype(f->fstype))
+                return not_read_only(ret_reason, "file system type %s is never read-only evidence",
+                                     f->fstype[0] ? f->fstype : "(unknown)");
+        /* A read-only mount of a writable file system (a bind mount, a ProtectSystem= sandbox) can
+         * still be changed through another mount: only the superblock counts. */
+        if (!f->sb_ro)
+                return not_read_only(ret_reason, "the %s file system is writable (superblock not read-only)",
+                                     f->fstype);
+        switch (o->backing) {
+        case BACKING_NONE:
+                return not_read_only(ret_reason, "no block device below the %s file system", f->fstype);
+        case BACKING_BLOCK:
+        case BACKING_LOOP:
+                if (!o->device_ro && strcmp(o->device, o->device_writable) == 0)
+                        return not_read_only(ret_reason, "block device %s is writable", o->device);
+                if (!o->device_ro)
+                        return not_read_only(ret_reason, "%s is below block device %s and is writable or "
+                                             "a loop device", o->device_writable, o->device);
+                if (o->backing == BACKING_BLOCK)
+                        return 1;
+                break;
+        case BACKING_FILE:
+                break;
+        default:
+                return not_read_only(ret_reason, "unknown backing");
+        }
+
+        if (!o->below)
+                return not_read_only(ret_reason, "%s's backing file %s cannot be checked: %s", what,
+                                     o->backing_path, strerrordesc_np(-o->below_error) ?: "unknown error");
+        r = read_only_at(o->below, depth + 1, &below);
+        if (r != 0)
+                return r;
+        return not_read_only(ret_reason, "%s's backing file %s: %s", what, o->backing_path, below);
+}
+
+int trust_read_only(const Origin *o, char **ret_reason) {
+        *ret_reason = NULL;
+        return read_only_at(o, 0, ret_reason);
+}
+
+bool trust_needs_manifest(const Origin *o, unsigned accepted) {
+        _cleanup_free_ char *why = NULL;
+
+        if (!(accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST)) || trust_check_file(&o->file) != TRUST_OK)
+                return false;
+        /* The cheaper evidence first. A lack of memory here only means hashing when not needed. */
+        return !(accepted & EVIDENCE_MASK(EVIDENCE_READ_ONLY)) || trust_read_only(o, &why) != 1;
+}
+
+static const char *manifest_failure(ManifestMatch m) {
+        switch (m) {
+        case MANIFEST_MISMATCH:
+                return "the file's SHA-256 is not the manifest's for";
+        case MANIFEST_NO_ENTRY:
+                return "the manifest has no entry for";
+        case MANIFEST_UNAVAILABLE:
+                return "no manifest to check against:";
+        default:
+                return "not checked:";
+        }
+}
+
+void trust_decision_done(TrustDecision *d) {
+        free(d->reason);
+        *d = (TrustDecision) {};
+}
+
+/* Adds "what: why" to the list of reasons. */
+static int add_reason(char **list, const char *what, const char *why) {
+        char *n;
+
+        if (asprintf(&n, "%s%s%s: %s", *list ?: "", *list ? "; " : "", what, why) < 0)
+                return -ENOMEM;
+        free(*list);
+        *list = n;
+        return 0;
+}
+
+static int trusted(TrustDecision *ret, Evidence e) {
+        *ret = (TrustDecision) { .trusted = true, .evidence = e };
+        return 0;
+}
+
+int trust_decide(const TrustInput *in, TrustDecision *ret) {
+        _cleanup_free_ char *why = NULL, *ro = NULL, *manifest = NULL;
+        TrustVerdict v;
+        int r;
+
+        v = trust_check_file(&in->origin->file);
+        if (v != TRUST_OK) {
+                *ret = (TrustDecision) { .verdict = v, .reason = strdup(trust_verdict_to_string(v)) };
+                return ret->reason ? 0 : -ENOMEM;
+        }
+
+        /* The device-mapper table is read by the prober, which is not there yet: verity never holds. */
+        if (in->accepted & EVIDENCE_MASK(EVIDENCE_VERITY) &&
+            add_reason(&why, "verity", "dm-verity and fs-verity are not checked yet") < 0)
+                return -ENOMEM;
+
+        if (in->accepted & EVIDENCE_MASK(EVIDENCE_READ_ONLY)) {
+                r = trust_read_only(in->origin, &ro);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return trusted(ret, EVIDENCE_READ_ONLY);
+                if (add_reason(&why, "read-only", ro) < 0)
+                        return -ENOMEM;
+        }
+
+        if (in->accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST)) {
+                if (in->manifest == MANIFEST_MATCH)
+                        return trusted(ret, EVIDENCE_MANIFEST);
+                if (asprintf(&manifest, "%s %s", manifest_failure(in->manifest), in->manifest_detail ?: "?") < 0) {
+                        manifest = NULL;
+                        return -ENOMEM;
+                }
+                if (add_reason(&why, "manifest", manifest) < 0)
+                        return -ENOMEM;
+        }
+
+        if (in->accepted & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
+                return trusted(ret, EVIDENCE_OWNERSHIP);
+
+        *ret = (TrustDecision) { .verdict = TRUST_OK, .reason = why ? TAKE_PTR(why) : strdup("no evidence is accepted") };
+        return ret->reason ? 0 : -ENOMEM;
 }
 
 const char *trust_open_error_to_string(int error) {
@@ -68,90 +244,12 @@ const char *trust_open_error_to_string(int error) {
         }
 }
 
-static int statmount_origin(uint64_t mount_id, FileOrigin *o) {
-        struct mnt_id_req req = {
-                .size = sizeof(req),
-                .mnt_id = mount_id,
-                .param = STATMOUNT_SB_BASIC | STATMOUNT_MNT_BASIC | STATMOUNT_FS_TYPE,
-        };
-        _Alignas(struct statmount) char buf[4096];
-        struct statmount *sm = (struct statmount *) buf;
-
-        if (syscall(SYS_statmount, &req, sm, sizeof(buf), 0) < 0)
-                return negative_errno();
-
-        if (!(sm->mask & STATMOUNT_SB_BASIC) || !(sm->mask & STATMOUNT_MNT_BASIC))
-                return -EOPNOTSUPP;
-
-        o->sb_ro = sm->sb_flags & SB_RDONLY;
-        o->mount_ro = sm->mnt_attr & MOUNT_ATTR_RDONLY;
-        if (sm->mask & STATMOUNT_FS_TYPE && sm->fs_type < sizeof(buf) - sizeof(*sm))
-                snprintf(o->fstype, sizeof(o->fstype), "%s", sm->str + sm->fs_type);
-        return 0;
-}
-
-static int mountinfo_origin(int mount_id, FileOrigin *o) {
-        _cleanup_(mount_info_done) MountInfo m = {};
-        _cleanup_(fclosep) FILE *f = NULL;
-        int r;
-
-        f = fopen("/proc/self/mountinfo", "re");
-        if (!f)
-                return negative_errno();
-        r = mount_info_find(f, mount_id, &m);
-        if (r < 0)
-                return r;
-
-        o->sb_ro = m.sb_ro;
-        o->mount_ro = m.mount_ro;
-        snprintf(o->fstype, sizeof(o->fstype), "%s", m.fstype);
-        return 0;
-}
-
-int file_origin_from_fd(int fd, FileOrigin *ret) {
-        struct statx sx;
-        FileOrigin o = {};
-        int r;
-
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-                  STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO | STATX_MNT_ID_UNIQUE, &sx) < 0)
-                return negative_errno();
-
-        o.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-        o.ino = sx.stx_ino;
-        o.uid = sx.stx_uid;
-        o.mode = sx.stx_mode;
-
-        if (sx.stx_mask & STATX_MNT_ID_UNIQUE) {
-                o.mount_id = sx.stx_mnt_id;
-                o.mount_id_unique = true;
-                r = statmount_origin(o.mount_id, &o);
-                if (r >= 0) {
-                        *ret = o;
-                        return 0;
-                }
-                if (r != -ENOSYS && r != -EOPNOTSUPP)
-                        return r;
-        }
-
-        /* Older kernels: the reusable mount id, looked up in mountinfo. */
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &sx) < 0)
-                return negative_errno();
-        if (!(sx.stx_mask & STATX_MNT_ID))
-                return -EOPNOTSUPP;
-        o.mount_id = sx.stx_mnt_id;
-        o.mount_id_unique = false;
-        r = mountinfo_origin((int) sx.stx_mnt_id, &o);
-        if (r < 0)
-                return r;
-
-        *ret = o;
-        return 0;
-}
 
 int trusted_root_new(const char *path, TrustedRoot **ret) {
         _cleanup_(trusted_root_freep) TrustedRoot *r = NULL;
+        char link[64], real[PATH_MAX];
         FileOrigin o;
+        ssize_t n;
         int q;
 
         r = calloc(1, sizeof(*r));
@@ -172,6 +270,16 @@ int trusted_root_new(const char *path, TrustedRoot **ret) {
                 return q;
         r->mount_id = o.mount_id;
 
+        /* The manifest's paths are below the directory itself, wherever the path led. */
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", r->fd);
+        n = readlink(link, real, sizeof(real) - 1);
+        if (n < 0)
+                return negative_errno();
+        real[n] = '\0';
+        r->real_path = strdup(real);
+        if (!r->real_path)
+                return -ENOMEM;
+
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -181,6 +289,7 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
                 return NULL;
         safe_close(r->fd);
         free(r->path);
+        free(r->real_path);
         free(r);
         return NULL;
 }

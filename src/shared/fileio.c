@@ -1,12 +1,30 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "macro.h"
 
 #define READ_CHUNK 4096
+
+int read_line_at(int dirfd, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        return 0;
+}
 
 int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;

@@ -11,3 +11,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose);
  * that text can be used as a string. Returns 0, -EFBIG when there are more than max bytes (nothing
  * beyond max + 1 is read), -ENOMEM, or the read error. */
 int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size);
+
+/* Reads the first line of a small file (sysfs, procfs) at path, relative to dirfd (AT_FDCWD for the
+ * current directory), into buf without its newline; what does not fit in size - 1 bytes is cut.
+ * Returns 0 or -errno. */
+int read_line_at(int dirfd, const char *path, char *buf, size_t size);

@@ -10,6 +10,7 @@ private /sys/module.
 
 import ctypes
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -174,6 +175,8 @@ class Daemon:
         # Tests talk to one instance for their whole run: no idle exit unless a test asks for it.
         if not any(a.startswith("--idle-exit-sec=") for a in args):
             args = ("--idle-exit-sec=0", *args)
+        if trusted_root in MANIFESTS and not any(a.startswith("--manifest=") for a in args):
+            args = ("--manifest=" + MANIFESTS[trusted_root], *args)
         if trusted_root is not None:
             args = ("--trusted-root=" + trusted_root, *args)
         cmd += [*wrapper, os.environ["MODGATED"], *args]
@@ -368,13 +371,59 @@ def mount_file_over(path, text, workdir):
     run("mount", "--bind", src, path)
 
 
+# Manifests written for trees mounted here: {mount point: manifest path}. A daemon started on such
+# a tree is given its manifest (Daemon adds --manifest=), which is what vouches for the tree: the
+# erofs images live in a writable tmpfs, so read-only evidence does not hold, as it should not.
+MANIFESTS = {}
+
+MODULE_SUFFIXES = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
+
+
+def write_manifest(tree, path, kernel=None, origin="admin"):
+    """A manifest of tree in modgate's format, written here with hashlib, independently of
+    modgate-manifest: every regular file named *.ko* beneath tree, symlinks not followed."""
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(tree):
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if not name.endswith(MODULE_SUFFIXES) or os.path.islink(full) or not os.path.isfile(full):
+                continue
+            with open(full, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+            entries.append((os.path.relpath(full, tree).encode(), digest))
+    entries.sort()
+    with open(path, "w") as f:
+        f.write("# modgate manifest 1 kernel=%s origin=%s\n" % (kernel or os.path.basename(tree.rstrip("/")),
+                                                                 origin))
+        for rel, digest in entries:
+            f.write("%s  %s\n" % (digest, rel.decode()))
+    os.chmod(path, 0o644)
+    return path
+
+
+def module_bytes_named(src, name):
+    """The bytes of the module file src (.ko.xz) made to name itself name: the "name=" entry of its
+    .modinfo, which is what libkmod and modgate read, rewritten in place (padded with NULs, so no
+    offset moves) and compressed again as the kernel takes it. The shim, like this tier, never runs
+    the code. name may not be longer than src's own name."""
+    old = module_name(src).encode()
+    elf = subprocess.run(["xz", "-dc", src], check=True, capture_output=True).stdout
+    key = b"name=" + old + b"\0"
+    assert len(name) <= len(old) and elf.count(key) == 1, (src, name, elf.count(key))
+    elf = elf.replace(key, b"name=" + name.encode() + b"\0" * (len(old) - len(name) + 1))
+    return subprocess.run(["xz", "-C", "crc32", "-c"], input=elf, check=True, capture_output=True).stdout
+
+
 def mount_erofs_tree(tree, workdir, name="trusted"):
-    """The module tree as it is, on a read-only erofs image mounted with a loop device."""
+    """The module tree as it is, on a read-only erofs image mounted with a loop device, with its
+    manifest."""
     image = os.path.join(workdir, name + ".erofs")
     run("mkfs.erofs", "--quiet", image, tree)
     mnt = os.path.join(workdir, name)
     os.makedirs(mnt)
     run("mount", "-t", "erofs", "-o", "ro,loop", image, mnt)
+    MANIFESTS[mnt] = write_manifest(tree, os.path.join(workdir, name + ".sha256"),
+                                    kernel=os.path.basename(tree.rstrip("/")))
     return mnt
 
 
@@ -665,13 +714,9 @@ class FakeModgated:
 
 
 def mount_trusted_tree(tree, work):
-    """The module tree as it is, on a read-only erofs image: a root that passes the origin check."""
-    image = os.path.join(work, "plain.erofs")
-    mnt = os.path.join(work, "plain")
-    os.makedirs(mnt, exist_ok=True)
-    run("mkfs.erofs", "--quiet", image, tree)
-    run("mount", "-t", "erofs", "-o", "ro,loop", image, mnt)
-    return mnt
+    """The module tree as it is, on a read-only erofs image with its manifest: a root that passes the
+    origin check."""
+    return mount_erofs_tree(tree, work, "plain")
 
 
 def modules_alias(tree):
@@ -759,6 +804,11 @@ class Container:
             "lowerdir=%s:/,upperdir=%s/upper,workdir=%s/ovl-work" % (destdir, work, work), self.merged)
         run("systemctl", "--root=" + self.merged, "preset", "modgated.socket", "modgate-modules-load.service",
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # The manifest of the trusted tree where the daemon looks for that of the running kernel.
+        if trusted_root in MANIFESTS:
+            manifests = os.path.join(self.merged, "var/lib/modgate/manifests")
+            os.makedirs(manifests, exist_ok=True)
+            shutil.copy(MANIFESTS[trusted_root], os.path.join(manifests, os.uname().release + ".sha256"))
         dropin = os.path.join(self.merged, "etc/systemd/system/modgated.service.d")
         os.makedirs(dropin, exist_ok=True)
         with open(os.path.join(dropin, "50-test-shim.conf"), "w") as f:

@@ -4,6 +4,7 @@
 module tree on a read-only erofs image, refuses every other origin, and records each decision in
 the journal. Only finit_module/delete_module are faked (test/shim)."""
 
+import hashlib
 import json
 import os
 import signal
@@ -72,6 +73,9 @@ def main():
     trusted = os.path.join(work, "trusted")
     os.makedirs(trusted)
     h.run("mount", "-t", "erofs", "-o", "ro,loop", image, trusted)
+    # The image is in a writable tmpfs: its manifest, not the read-only superblock, vouches for it.
+    h.MANIFESTS[trusted] = h.write_manifest(os.path.join(work, "stage"), os.path.join(work, "tree.sha256"),
+                                            kernel=os.path.basename(tree))
 
     # The same tree on a writable tmpfs, and a read-only bind mount of that tmpfs.
     writable = os.path.join(work, "writable")
@@ -216,14 +220,16 @@ def main():
 
     def case_tmpfs_root():
         p = error_of(tmpfs_d.load("bonding"), "io.modgate.Manager.UntrustedOrigin")
-        assert "superblock" in p["reason"] and p["module"] == "tls", p
+        assert "read-only: file system type tmpfs is never read-only evidence" in p["reason"], p
+        assert "manifest: no manifest to check against: " in p["reason"] and p["module"] == "tls", p
         assert [m["outcome"] for m in p["modules"]] == ["denied", "failed"], p
         assert p["modules"][1]["reason"] == "dependency tls was not loaded", p
         no_syscalls(tmpfs_d)
 
     def case_readonly_bind():
+        # The mount is read-only; the tmpfs below it is not, and is never evidence anyway.
         p = error_of(robind_d.load("macvlan"), "io.modgate.Manager.UntrustedOrigin")
-        assert "superblock" in p["reason"], p
+        assert "read-only: file system type tmpfs is never read-only evidence" in p["reason"], p
         no_syscalls(robind_d)
 
     def case_wrong_compression():
@@ -250,13 +256,20 @@ def main():
         assert int(r["MODGATE_MOUNT_ID"]) > 0 and r["MODGATE_REQUEST_NAME"] == DEEP_MODULE, r
         assert r["MODGATE_PEER_UID"] == "0" and int(r["MODGATE_PEER_PID"]) > 0, r
         assert r["MODGATE_COMPRESSION"] == "xz" and r["MODGATE_FINIT_FLAGS"] == "4", r
+        # The evidence: the manifest, against the SHA-256 of the bytes, here computed independently;
+        # and what the erofs is stored on: a loop device, whose image is in a tmpfs.
+        with open(shim["path"], "rb") as f:
+            assert r["MODGATE_SHA256"] == hashlib.sha256(f.read()).hexdigest(), r
+        assert r["MODGATE_EVIDENCE"] == "manifest" and r["MODGATE_FILE_MODULE"] == "vxlan", r
+        assert r["MODGATE_BACKING"].startswith("loop") and " <- %s/tree.erofs on tmpfs" % work in \
+            r["MODGATE_BACKING"], r
 
         denied = journal.records(MODGATE_OUTCOME="denied")
         assert sorted(d["MODGATE_MODULE"] for d in denied) == sorted(
                 ["tls", "macvlan", OUTSIDE_MODULE]), denied
         for d in (x for x in denied if x["MODGATE_MODULE"] != OUTSIDE_MODULE):
             assert d["MESSAGE_ID"] == "3c67f0aec4794a73a35a7cb128a9d622" and d["MODGATE_FSTYPE"] == "tmpfs", d
-            assert d["MODGATE_SUPERBLOCK_RO"] == "0" and "superblock" in d["MODGATE_REASON"], d
+            assert d["MODGATE_SUPERBLOCK_RO"] == "0" and "tmpfs is never read-only evidence" in d["MODGATE_REASON"], d
         failed = journal.records(MODGATE_MODULE=FAILING_MODULE)
         assert len(failed) == 1 and failed[0]["MODGATE_ERRNO_NAME"] == "ENOEXEC", failed
 

@@ -51,6 +51,7 @@ INSTALL_MODULE = "veth"         # install command: refused when asked for
 INSTALL_DEP_MODULE = "pppox"    # install command on a dependency of ...
 INSTALL_DEP_USER = "pppoe"      # ... this one
 REMOVE_MODULE = "vcan"          # remove command: Unload refuses
+FRESH_MODULE = "eql"            # missing from the fresh tree's index until depmod sees it again
 MODPROBE_D = """\
 # modgate integration test: test-requests.py
 softdep ipvlan pre: nlmon post: ifb
@@ -217,6 +218,14 @@ def main():
     h.run("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", fresh_base)
     fresh_root = os.path.join(fresh_base, "lib/modules", kver)
     h.copy_tree(tree, fresh_root)
+    # The module the case adds: a real one, taken out of this copy and its index, which the
+    # manifest of the tree as the kernel package installed it still lists. tmpfs is never read-only
+    # evidence: the manifest vouches for the bytes.
+    fresh_manifest = h.write_manifest(fresh_root, os.path.join(work, "fresh.sha256"))
+    fresh_module = os.path.join(fresh_root, deps[FRESH_MODULE][0])
+    fresh_module_bytes = os.path.join(work, "fresh-module")
+    shutil.move(fresh_module, fresh_module_bytes)
+    h.run("depmod", "-b", fresh_base, kver)
     h.run("mount", "-o", "remount,ro", fresh_base)
 
     main_d = daemon("main")
@@ -225,7 +234,7 @@ def main():
     par_d = daemon("par", env={"MODGATE_SHIM_DELAY_MS": str(PAR_MS)}, args=("--workers=%d" % PAR_WORKERS,))
     alone_d = daemon("alone", env={"MODGATE_SHIM_DELAY_MS": str(PAR_MS)},
                      args=("--workers=%d" % PAR_WORKERS, "--load-alone=" + alone_name))
-    fresh_d = daemon("fresh", root=fresh_root)
+    fresh_d = daemon("fresh", root=fresh_root, args=("--manifest=" + fresh_manifest,))
     print("# set-up took %.1f s" % (time.monotonic() - started), flush=True)
 
     forget_modules = h.reset_sys_module
@@ -513,24 +522,23 @@ def main():
 
     def case_index_freshness():
         forget_modules()
-        h.error_of(fresh_d.load("mgtestnew"), "ModuleNotFound")
+        h.error_of(fresh_d.load(FRESH_MODULE), "ModuleNotFound")
         h.run("mount", "-o", "remount,rw", fresh_base)
-        os.makedirs(os.path.join(fresh_root, "extra"), exist_ok=True)
-        new = os.path.join(fresh_root, "extra/mgtestnew.ko.xz")
-        shutil.copy2(os.path.join(fresh_root, deps["dummy"][0]), new)
+        new = fresh_module
+        shutil.copy2(fresh_module_bytes, new)
         start = time.monotonic()
         h.run("depmod", "-b", fresh_base, kver)
         took = time.monotonic() - start
         # The daemon still maps the index files that depmod replaced, and the kernel does not make a
         # superblock read-only while unlinked files are open (EBUSY). Any request makes the daemon see
         # the new index and let go of the old one; this one is for another name, so that the answer
-        # for mgtestnew below is the first since depmod.
+        # for the module below is the first since depmod.
         h.error_of(fresh_d.load("mgtestother"), "ModuleNotFound")
         h.run("mount", "-o", "remount,ro", fresh_base)
-        mods = h.modules_of(fresh_d.load("mgtestnew"))
-        assert [(m["name"], m["outcome"], m["path"]) for m in mods] == [("mgtestnew", "loaded", new)], mods
-        assert [r["name"] for r in fresh_d.shim_records()] == ["mgtestnew"]
-        print("# depmod -b %s %s took %.1f s; mgtestnew resolved after it" % (fresh_base, kver, took))
+        mods = h.modules_of(fresh_d.load(FRESH_MODULE))
+        assert [(m["name"], m["outcome"], m["path"]) for m in mods] == [(FRESH_MODULE, "loaded", new)], mods
+        assert [r["name"] for r in fresh_d.shim_records()] == [FRESH_MODULE]
+        print("# depmod -b %s %s took %.1f s; %s resolved after it" % (fresh_base, kver, took, FRESH_MODULE))
 
     t.case("11 a module added by depmod resolves on the next request; the earlier ModuleNotFound is not kept",
            case_index_freshness)

@@ -39,7 +39,10 @@ NOT_BENEATH = "file is not beneath a trusted root"
 NOT_REGULAR = "not a regular file"
 NOT_ROOT = "file is not owned by root"
 WRITABLE = "file is writable by group or others"
-WRITABLE_SB = "filesystem is writable (superblock not read-only)"
+# What the default evidence says of a file on a writable tmpfs with no manifest.
+WRITABLE_SB = ("verity: dm-verity and fs-verity are not checked yet; read-only: file system type tmpfs is never "
+               "read-only evidence; manifest: no manifest to check against: /var/lib/modgate/manifests/%s.sha256: "
+               "No such file or directory" % os.uname().release)
 NOT_NORMALIZED = "path is not normalized (contains '//', '.' or '..')"
 
 ALONE_DELAY_MS = 1500   # a module's init in the LoadAlone= case: loads that may overlap do
@@ -98,8 +101,14 @@ def loaded_entry(name, path, role="requested"):
 
 
 def copy_module(src, dst, mode=0o644, uid=0, gid=0):
+    """src at dst, naming itself as dst's file name says (the daemon refuses a file that names
+    another module than the one asked for)."""
     os.makedirs(os.path.dirname(dst), exist_ok=True)
-    shutil.copyfile(src, dst)
+    if h.module_name(src) == h.module_name(dst):
+        shutil.copyfile(src, dst)
+    else:
+        with open(dst, "wb") as f:
+            f.write(h.module_bytes_named(src, h.module_name(dst)))
     os.chown(dst, uid, gid)
     os.chmod(dst, mode)
 
@@ -158,7 +167,9 @@ def main():
             with_deps.append(n)
             used |= closure
     DEP_ROOT, DEP_TRAIL = with_deps[:2]
-    dummy_src = os.path.join(tree, deps["dummy"][0])
+    # The file the mg* modules are made of: a module with no dependency and a name long enough
+    # for each of theirs (copy_module renames it inside).
+    dummy_src = os.path.join(tree, deps["nls_iso8859_13"][0])
 
     # modprobe.d for every daemon: options for case 7a, softdep loops for case 8.
     modprobe_conf = "/etc/modprobe.d/modgate-test.conf"
@@ -299,7 +310,12 @@ def main():
     t = h.Tap()
     daemons = []
 
-    def start(name, args=(), conf=None, env=None, wrapper=()):
+    # These cases are about where files are opened and which root holds them, not about what
+    # vouches for their bytes (test-load.py and test-origin.py): their daemons accept ownership
+    # alone unless a case says otherwise, so that any root here can serve a file.
+    def start(name, args=(), conf=None, env=None, wrapper=(), evidence="ownership"):
+        if evidence:
+            conf = "[Trust]\nEvidence=%s\n%s" % (evidence, conf or "")
         write_conf(conf)
         try:
             d = h.Daemon(work, name, None, extra_env=env, args=args, wrapper=wrapper)
@@ -509,14 +525,16 @@ def main():
     def case_superblock():
         nonlocal rw_lax
         path = os.path.join(W, deps[W_MOD][0])
-        strict = start("rw-strict", args=("--trusted-root=" + W,))
+        strict = start("rw-strict", args=("--trusted-root=" + W,), evidence=None)
         r = refused(strict, W_MOD, path, WRITABLE_SB, "EPERM", by_path=False)
         assert (r["MODGATE_FSTYPE"], r["MODGATE_SUPERBLOCK_RO"]) == ("tmpfs", "0"), r
 
         res = test_config(conf="[Trust]\nRequireReadOnlySuperblock=no\n")
         assert "RequireReadOnlySuperblock=no" in res.stdout.splitlines(), res
-        rw_lax = start("rw-lax", args=("--trusted-root=" + W,), conf="[Trust]\nRequireReadOnlySuperblock=no\n")
-        assert "RequireReadOnlySuperblock=no: module files on writable filesystems are trusted." in \
+        rw_lax = start("rw-lax", args=("--trusted-root=" + W,), conf="[Trust]\nRequireReadOnlySuperblock=no\n",
+                       evidence=None)
+        assert "RequireReadOnlySuperblock=no: module files whose origin is not verified are trusted when root " \
+            "owns them." in \
             rw_lax.stderr_text(), rw_lax.stderr_text()
         loads(rw_lax, W_MOD, path, by_path=False)
         r = only_record(rw_lax, W_MOD)

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "fileio.h"
 #include "strv.h"
+#include "trust.h"
 #include "tests-tmp.h"
 
 static int parse_n(Config *c, const char *text, size_t n, char **ret_message) {
@@ -247,6 +248,44 @@ TEST(value_errors) {
                     "(yes/no, true/false, on/off, 1/0)");
 }
 
+TEST(evidence) {
+        _cleanup_(config_done) Config c = {};
+        unsigned mask;
+
+        /* One setting: the last assignment wins, empty is the default. */
+        parse_ok(&c, "[Trust]\nEvidence=manifest\nEvidence=  read-only   ownership \n");
+        check(c.evidence == (EVIDENCE_MASK(EVIDENCE_READ_ONLY) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
+        config_done(&c);
+        parse_ok(&c, "[Trust]\nEvidence=manifest\nEvidence=\n");
+        check(c.evidence == EVIDENCE_DEFAULT);
+        config_done(&c);
+        /* RequireReadOnlySuperblock=no adds ownership to whatever Evidence= says. */
+        parse_ok(&c, "[Trust]\nEvidence=manifest\nRequireReadOnlySuperblock=no\n");
+        check(c.evidence == EVIDENCE_MASK(EVIDENCE_MANIFEST));
+        check(config_evidence(&c) == (EVIDENCE_MASK(EVIDENCE_MANIFEST) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
+        config_done(&c);
+        parse_ok(&c, "[Trust]\nManifest=/srv/m.sha256\n");
+        check_streq(c.manifest, "/srv/m.sha256");
+        config_done(&c);
+        parse_ok(&c, "[Trust]\nManifest=/srv/m.sha256\nManifest=\n");
+        check(!c.manifest);
+
+        check_error("[Trust]\nEvidence=read-only tpm\n", -EINVAL,
+                    "modgate.conf:2: Evidence=read-only tpm: the kinds of evidence are verity, read-only, manifest "
+                    "and ownership");
+        check_error("[Trust]\nEvidence=readonly\n", -EINVAL,
+                    "modgate.conf:2: Evidence=readonly: the kinds of evidence are verity, read-only, manifest and "
+                    "ownership");
+        check_error("[Trust]\nManifest=m.sha256\n", -EINVAL, "modgate.conf:2: Manifest=m.sha256 is not an "
+                    "absolute path");
+        check_error("[Trust]\nManifest=/var/../m\n", -EINVAL, "modgate.conf:2: Manifest=/var/../m is not a "
+                    "normalized path (it has '.', '..', '//' or a trailing '/')");
+
+        check(config_parse_evidence("verity read-only manifest", &mask) == 0 && mask == EVIDENCE_DEFAULT);
+        check(config_parse_evidence("", &mask) == 0 && mask == 0);
+        check(config_parse_evidence("ownershipownership", &mask) == -EINVAL);
+}
+
 TEST(unknown_names) {
         check_error("[Laod]\nWorkers=4\n", -EINVAL,
                     "modgate.conf:1: unknown section [Laod]; "
@@ -444,6 +483,8 @@ static void check_defaults(const Config *c) {
         check(c->idle_exit_usec == CONFIG_IDLE_EXIT_USEC_DEFAULT);
         check(strv_length(c->trusted_roots) == 0);
         check(c->require_superblock_ro);
+        check(c->evidence == EVIDENCE_DEFAULT && config_evidence(c) == EVIDENCE_DEFAULT);
+        check(!c->manifest);
 }
 
 /* "#Key=value" lines, with the '#' removed; *ret_n counts them. */
@@ -486,7 +527,7 @@ TEST(example_file_documents_defaults) {
         parse_ok(&a, text);
         check_defaults(&a);
         uncommented = uncomment_settings(text, &n);
-        check(n == 5);
+        check(n == 7);
         parse_ok(&b, uncommented);
         check_defaults(&b);
 }
@@ -502,6 +543,7 @@ int main(void) {
         RUN(booleans);
         RUN(tolerated_syntax);
         RUN(value_errors);
+        RUN(evidence);
         RUN(unknown_names);
         RUN(syntax_errors);
         RUN(first_error_stops);

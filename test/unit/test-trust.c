@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "compression.h"
 #include "trust.h"
 #include "tests.h"
@@ -10,47 +15,191 @@ static FileOrigin good(void) {
                 .uid = 0,
                 .sb_ro = true,
                 .mount_ro = true,
+                .fstype = "erofs",
         };
 }
 
-TEST(evaluate) {
+TEST(check_file) {
         FileOrigin o = good();
 
-        check(trust_evaluate(&o, true) == TRUST_OK);
+        check(trust_check_file(&o) == TRUST_OK);
 
         o = good();
         o.mode = S_IFDIR | 0755;
-        check(trust_evaluate(&o, true) == TRUST_NOT_REGULAR);
+        check(trust_check_file(&o) == TRUST_NOT_REGULAR);
 
         o = good();
         o.mode = S_IFIFO | 0644;
-        check(trust_evaluate(&o, true) == TRUST_NOT_REGULAR);
+        check(trust_check_file(&o) == TRUST_NOT_REGULAR);
 
         o = good();
         o.uid = 1000;
-        check(trust_evaluate(&o, true) == TRUST_NOT_ROOT_OWNED);
+        check(trust_check_file(&o) == TRUST_NOT_ROOT_OWNED);
 
         o = good();
         o.mode = S_IFREG | 0664;
-        check(trust_evaluate(&o, true) == TRUST_WRITABLE_BY_OTHERS);
+        check(trust_check_file(&o) == TRUST_WRITABLE_BY_OTHERS);
 
         o = good();
         o.mode = S_IFREG | 0646;
-        check(trust_evaluate(&o, true) == TRUST_WRITABLE_BY_OTHERS);
-
-        /* A read-only bind mount of a writable filesystem. */
-        o = good();
-        o.sb_ro = false;
-        o.mount_ro = true;
-        check(trust_evaluate(&o, true) == TRUST_WRITABLE_SUPERBLOCK);
-        /* RequireReadOnlySuperblock=no lifts that one check, no other. */
-        check(trust_evaluate(&o, false) == TRUST_OK);
-        o.uid = 1000;
-        check(trust_evaluate(&o, false) == TRUST_NOT_ROOT_OWNED);
+        check(trust_check_file(&o) == TRUST_WRITABLE_BY_OTHERS);
 
         for (TrustVerdict v = 0; v < _TRUST_VERDICT_MAX; v++)
                 check(trust_verdict_to_string(v));
         check(!trust_verdict_to_string(_TRUST_VERDICT_MAX));
+}
+
+/* A file on a read-only block device: read-only evidence holds. */
+static Origin block(const char *device, bool ro) {
+        Origin o = { .file = good(), .backing = BACKING_BLOCK, .device_ro = ro };
+
+        snprintf(o.device, sizeof(o.device), "%s", device);
+        snprintf(o.device_writable, sizeof(o.device_writable), "%s", ro ? "" : device);
+        return o;
+}
+
+static void check_read_only(const Origin *o, int want, const char *reason) {
+        _cleanup_free_ char *why = NULL;
+
+        check(trust_read_only(o, &why) == want);
+        if (want)
+                check(!why);
+        else {
+                check(why);
+                check_streq(why, reason);
+        }
+}
+
+TEST(read_only) {
+        static const char *const never[] = { "tmpfs", "nfs4", "fuse.sshfs", "overlay", "9p", "virtiofs", "ramfs",
+                                             "cifs", "" };
+        Origin o, file, tmpfs;
+
+        o = block("vda1", true);
+        check_read_only(&o, 1, NULL);
+
+        o = block("vda1", false);
+        check_read_only(&o, 0, "block device vda1 is writable");
+
+        /* A read-only dm device over a writable disk. */
+        o = block("dm-3", false);
+        snprintf(o.device_writable, sizeof(o.device_writable), "vdb");
+        check_read_only(&o, 0, "vdb is below block device dm-3 and is writable or a loop device");
+
+        /* A read-only bind mount of a writable file system, and file systems that never count. */
+        o = block("vda1", true);
+        o.file.sb_ro = false;
+        snprintf(o.file.fstype, sizeof(o.file.fstype), "ext4");
+        check_read_only(&o, 0, "the ext4 file system is writable (superblock not read-only)");
+        for (size_t i = 0; i < ELEMENTSOF(never); i++) {
+                _cleanup_free_ char *why = NULL;
+
+                o = block("vda1", true);
+                snprintf(o.file.fstype, sizeof(o.file.fstype), "%s", never[i]);
+                check(trust_read_only(&o, &why) == 0 && why);
+        }
+        o = (Origin) { .file = good(), .backing = BACKING_NONE };
+        check_read_only(&o, 0, "no block device below the erofs file system");
+
+        /* erofs on a read-only loop device whose image is on a writable tmpfs. */
+        tmpfs = (Origin) { .file = good(), .backing = BACKING_NONE };
+        snprintf(tmpfs.file.fstype, sizeof(tmpfs.file.fstype), "tmpfs");
+        tmpfs.file.sb_ro = false;
+        o = block("loop0", true);
+        o.backing = BACKING_LOOP;
+        o.backing_path = (char *) "/srv/tree.erofs";
+        o.below = &tmpfs;
+        check_read_only(&o, 0, "loop0's backing file /srv/tree.erofs: file system type tmpfs is never read-only "
+                        "evidence");
+
+        /* The same image on a read-only disk: holds; but not when others may write the image. */
+        file = block("vdb", true);
+        snprintf(file.file.fstype, sizeof(file.file.fstype), "ext4");
+        o.below = &file;
+        check_read_only(&o, 1, NULL);
+        file.file.mode = S_IFREG | 0666;
+        check_read_only(&o, 0, "loop0's backing file /srv/tree.erofs: file is writable by group or others");
+        file.file.mode = S_IFREG | 0644;
+        file.file.uid = 1000;
+        check_read_only(&o, 0, "loop0's backing file /srv/tree.erofs: file is not owned by root");
+
+        /* A writable loop device, whatever its file: LOOP_CHANGE_FD needs only write access to it... */
+        file.file.uid = 0;
+        o.device_ro = false;
+        snprintf(o.device_writable, sizeof(o.device_writable), "loop0");
+        check_read_only(&o, 0, "block device loop0 is writable");
+
+        /* ...and a backing file that could not be opened. */
+        o.device_ro = true;
+        o.below = NULL;
+        o.below_error = -ENOENT;
+        check_read_only(&o, 0, "loop0's backing file /srv/tree.erofs cannot be checked: No such file or directory");
+
+        /* erofs mounted from a file, which is on a read-only disk. */
+        o = (Origin) { .file = good(), .backing = BACKING_FILE, .backing_path = (char *) "/srv/tree.erofs",
+                       .below = &file };
+        check_read_only(&o, 1, NULL);
+        tmpfs.file.sb_ro = true;
+        o.below = &tmpfs;
+        check_read_only(&o, 0, "the file system's backing file /srv/tree.erofs: file system type tmpfs is never "
+                        "read-only evidence");
+}
+
+static int decide(const Origin *o, unsigned accepted, ManifestMatch m, TrustDecision *d) {
+        TrustInput in = { .origin = o, .accepted = accepted, .manifest = m, .manifest_detail = "kernel/x.ko.xz" };
+
+        return trust_decide(&in, d);
+}
+
+TEST(decide) {
+        TrustDecision d = {};
+        Origin ro = block("vda1", true), rw = block("vda1", false);
+
+        check(decide(&ro, EVIDENCE_DEFAULT, MANIFEST_NOT_CHECKED, &d) == 0);
+        check(d.trusted && d.evidence == EVIDENCE_READ_ONLY && !d.reason);
+        check(!trust_needs_manifest(&ro, EVIDENCE_DEFAULT));
+
+        /* Writable: the manifest decides. */
+        check(trust_needs_manifest(&rw, EVIDENCE_DEFAULT));
+        check(decide(&rw, EVIDENCE_DEFAULT, MANIFEST_MATCH, &d) == 0);
+        check(d.trusted && d.evidence == EVIDENCE_MANIFEST);
+        trust_decision_done(&d);
+        check(decide(&rw, EVIDENCE_DEFAULT, MANIFEST_MISMATCH, &d) == 0);
+        check(!d.trusted && d.verdict == TRUST_OK);
+        check_streq(d.reason, "verity: dm-verity and fs-verity are not checked yet; read-only: block device vda1 "
+                        "is writable; manifest: the file's SHA-256 is not the manifest's for kernel/x.ko.xz");
+        trust_decision_done(&d);
+        check(decide(&rw, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_NO_ENTRY, &d) == 0);
+        check(!d.trusted);
+        check_streq(d.reason, "manifest: the manifest has no entry for kernel/x.ko.xz");
+        trust_decision_done(&d);
+
+        /* Read-only evidence not accepted: even a read-only file goes by the manifest. */
+        check(trust_needs_manifest(&ro, EVIDENCE_MASK(EVIDENCE_MANIFEST)));
+        check(!trust_needs_manifest(&ro, EVIDENCE_MASK(EVIDENCE_READ_ONLY)));
+
+        /* Ownership: unverified, but trusted when accepted; never past the file checks. */
+        check(decide(&rw, EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP), MANIFEST_MISMATCH, &d) == 0);
+        check(d.trusted && d.evidence == EVIDENCE_OWNERSHIP);
+        rw.file.uid = 1000;
+        check(!trust_needs_manifest(&rw, EVIDENCE_DEFAULT));
+        check(decide(&rw, EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP), MANIFEST_MATCH, &d) == 0);
+        check(!d.trusted && d.verdict == TRUST_NOT_ROOT_OWNED);
+        check_streq(d.reason, "file is not owned by root");
+        trust_decision_done(&d);
+
+        check(decide(&ro, 0, MANIFEST_NOT_CHECKED, &d) == 0);
+        check(!d.trusted);
+        check_streq(d.reason, "no evidence is accepted");
+        trust_decision_done(&d);
+}
+
+TEST(evidence_names) {
+        for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
+                check(evidence_from_string(evidence_to_string(e)) == e);
+        check(evidence_from_string("readonly") == -EINVAL);
+        check(evidence_from_string("") == -EINVAL);
+        check(!evidence_to_string(_EVIDENCE_MAX));
 }
 
 TEST(compression) {
@@ -77,7 +226,10 @@ TEST(compression) {
 }
 
 int main(void) {
-        RUN(evaluate);
+        RUN(check_file);
+        RUN(read_only);
+        RUN(decide);
+        RUN(evidence_names);
         RUN(compression);
         return tests_done();
 }

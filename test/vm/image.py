@@ -238,6 +238,12 @@ def build_root(out, base, destdir, kernel, key):
     run("cp", "-a", "--no-preserve=ownership", os.path.join(GUEST, "rootfs") + "/.", stage)
     run("cp", "-a", "--no-preserve=ownership", destdir + "/.", stage)
     os.makedirs(os.path.join(stage, "usr/lib/modules", kernel.version), exist_ok=True)
+    # The manifest of the module tree, as the kernel-install plugin writes it when the kernel
+    # package is installed (the guest's first-use unit then has nothing to do): the same files as
+    # the erofs volume, hashed here by the installed modgate-manifest.
+    run(os.path.join(destdir, "usr/libexec/modgate/modgate-manifest"), "--origin=kernel-install",
+        "--tree=" + kernel.tree, "--output=" + os.path.join(stage, "var/lib/modgate/manifests",
+                                                             kernel.version + ".sha256"), kernel.version)
 
     # A fixed machine id: not a first boot, so no systemd-firstboot questions on the console.
     with open(os.path.join(stage, "etc/machine-id"), "w") as f:

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "mountinfo.h"
+#include "origin.h"
+
+/* The superblock flag statmount() reports, the same bit as MS_RDONLY. */
+#ifndef SB_RDONLY
+#define SB_RDONLY 1
+#endif
+
+static const char *const backing_table[_BACKING_MAX] = {
+        [BACKING_NONE] = "none",
+        [BACKING_BLOCK] = "block",
+        [BACKING_LOOP] = "loop",
+        [BACKING_FILE] = "file",
+};
+
+const char *backing_to_string(Backing b) {
+        return b >= 0 && b < _BACKING_MAX ? backing_table[b] : NULL;
+}
+
+Origin *origin_free(Origin *o) {
+        while (o) {
+                Origin *below = o->below;
+
+                free(o->backing_path);
+                free(o);
+                o = below;
+        }
+        return NULL;
+}
+
+static int statmount_origin(uint64_t mount_id, FileOrigin *o) {
+        struct mnt_id_req req = {
+                .size = sizeof(req),
+                .mnt_id = mount_id,
+                .param = STATMOUNT_SB_BASIC | STATMOUNT_MNT_BASIC | STATMOUNT_FS_TYPE,
+        };
+        _Alignas(struct statmount) char buf[4096];
+        struct statmount *sm = (struct statmount *) buf;
+
+        if (syscall(SYS_statmount, &req, sm, sizeof(buf), 0) < 0)
+                return negative_errno();
+
+        if (!(sm->mask & STATMOUNT_SB_BASIC) || !(sm->mask & STATMOUNT_MNT_BASIC))
+                return -EOPNOTSUPP;
+
+        o->sb_ro = sm->sb_flags & SB_RDONLY;
+        o->mount_ro = sm->mnt_attr & MOUNT_ATTR_RDONLY;
+        if (sm->mask & STATMOUNT_FS_TYPE && sm->fs_type < sizeof(buf) - sizeof(*sm))
+                snprintf(o->fstype, sizeof(o->fstype), "%s", sm->str + sm->fs_type);
+        return 0;
+}
+
+/* The mount's line of mountinfo, by the reusable mount id. The fd pins the mount, so the id cannot
+ * pass to another mount while it is looked up. */
+static int mountinfo_origin(int mount_id, FileOrigin *o) {
+        _cleanup_(mount_info_done) MountInfo m = {};
+        _cleanup_(fclosep) FILE *f = NULL;
+        int r;
+
+        f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return negative_errno();
+        r = mount_info_find(f, mount_id, &m);
+        if (r < 0)
+                return r;
+
+        o->sb_ro = m.sb_ro;
+        o->mount_ro = m.mount_ro;
+        snprintf(o->fstype, sizeof(o->fstype), "%s", m.fstype);
+        snprintf(o->source, sizeof(o->source), "%s", m.source ?: "");
+        return 0;
+}
+
+int file_origin_from_fd(int fd, FileOrigin *ret) {
+        struct statx sx;
+        FileOrigin o = {};
+        int r;
+
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
+                  STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO | STATX_MNT_ID_UNIQUE, &sx) < 0)
+                return negative_errno();
+
+        o.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+        o.ino = sx.stx_ino;
+        o.uid = sx.stx_uid;
+        o.mode = sx.stx_mode;
+
+        if (sx.stx_mask & STATX_MNT_ID_UNIQUE) {
+                o.mount_id = sx.stx_mnt_id;
+                o.mount_id_unique = true;
+                r = statmount_origin(o.mount_id, &o);
+                if (r >= 0) {
+                        *ret = o;
+                        return 0;
+                }
+                if (r != -ENOSYS && r != -EOPNOTSUPP)
+                        return r;
+        }
+
+        /* Older kernels: the reusable mount id, looked up in mountinfo. */
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &sx) < 0)
+                return negative_errno();
+        if (!(sx.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP;
+        o.mount_id = sx.stx_mnt_id;
+        o.mount_id_unique = false;
+        r = mountinfo_origin((int) sx.stx_mnt_id, &o);
+        if (r < 0)
+                return r;
+
+        *ret = o;
+        return 0;
+}
+
+/* The mount's source, which statmount() on these kernels does not give: from mountinfo. */
+static int file_origin_source(int fd, FileOrigin *o) {
+        struct statx sx;
+        FileOrigin m = {};
+        int r;
+
+        if (o->source[0])
+                return 0;
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &sx) < 0)
+                return negative_errno();
+        if (!(sx.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP;
+        r = mountinfo_origin((int) sx.stx_mnt_id, &m);
+        if (r < 0)
+                return r;
+        memcpy(o->source, m.source, sizeof(o->source));
+        return 0;
+}
+
+static int device_dir(dev_t dev, int *ret) {
+        char path[64];
+        int fd;
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        *ret = fd;
+        return 0;
+}
+
+/* Whether the device of dfd and every device below it (the slaves of a device-mapper or md
+ * device) is read-only. A loop device below another device is not followed: its backing file could
+ * be anything, so it counts as writable. Names the first writable one in ret_writable. */
+static bool stack_read_only(int dfd, const char *name, unsigned depth, char *ret_writable, size_t size) {
+        _cleanup_close_ int slaves = -EBADF;
+        char ro[8];
+        struct dirent *de;
+        bool all = true;
+        DIR *d;
+
+        if (depth > ORIGIN_DEPTH_MAX || read_line_at(dfd, "ro", ro, sizeof(ro)) < 0 || strcmp(ro, "1") != 0 ||
+            (depth > 0 && faccessat(dfd, "loop", F_OK, 0) >= 0)) {
+                snprintf(ret_writable, size, "%.31s", name);
+                return false;
+        }
+
+        slaves = openat(dfd, "slaves", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (slaves < 0)
+                return true;
+        d = fdopendir(slaves);
+        if (!d)
+                return false;
+        slaves = -EBADF;        /* owned by d now */
+        while (all && (de = readdir(d))) {
+                _cleanup_close_ int sub = -EBADF;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (sub < 0) {
+                        snprintf(ret_writable, size, "%.31s", de->d_name);
+                        all = false;
+                        break;
+                }
+                all = stack_read_only(sub, de->d_name, depth + 1, ret_writable, size);
+        }
+        closedir(d);
+        return all;
+}
+
+static void collect_block(Origin *o) {
+        _cleanup_close_ int dir = -EBADF, parent = -EBADF;
+        char link[PATH_MAX], path[PATH_MAX];
+        const char *name;
+        ssize_t n;
+        int loopdir;
+
+        o->device_dev = o->file.dev;
+        if (device_dir(o->file.dev, &dir) < 0) {
+                o->backing = BACKING_NONE;
+                return;
+        }
+        o->backing = BACKING_BLOCK;
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(o->file.dev), minor(o->file.dev));
+        n = readlink(path, link, sizeof(link) - 1);
+        link[n > 0 ? n : 0] = '\0';
+        name = strrchr(link, '/');
+        snprintf(o->device, sizeof(o->device), "%.31s", name ? name + 1 : link);
+
+        o->device_ro = stack_read_only(dir, o->device, 0, o->device_writable, sizeof(o->device_writable));
+
+        /* A partition of a loop device has the loop's attributes on its disk. */
+        loopdir = dir;
+        if (faccessat(dir, "partition", F_OK, 0) >= 0) {
+                parent = openat(dir, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (parent >= 0)
+                        loopdir = parent;
+        }
+        if (read_line_at(loopdir, "loop/backing_file", path, sizeof(path)) >= 0) {
+                o->backing = BACKING_LOOP;
+                o->backing_path = strdup(path);
+        }
+}
+
+static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
+        _cleanup_(origin_freep) Origin *o = NULL;
+        _cleanup_close_ int below = -EBADF;
+        int r;
+
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return -ENOMEM;
+
+        r = file_origin_from_fd(fd, &o->file);
+        if (r < 0)
+                return r;
+
+        if (major(o->file.dev) != 0)
+                collect_block(o);
+        else if (strcmp(o->file.fstype, "erofs") == 0 && file_origin_source(fd, &o->file) >= 0 &&
+                 o->file.source[0] == '/') {
+                /* erofs mounted from a file: no device, the file is the source. */
+                o->backing = BACKING_FILE;
+                o->backing_path = strdup(o->file.source);
+        }
+        if (o->backing == BACKING_LOOP || o->backing == BACKING_FILE) {
+                if (!o->backing_path)
+                        return -ENOMEM;
+                if (depth >= ORIGIN_DEPTH_MAX)
+                        o->below_error = -ELOOP;
+                else {
+                        below = open(o->backing_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+                        if (below < 0)
+                                o->below_error = negative_errno();
+                        else {
+                                r = origin_collect_at(below, depth + 1, &o->below);
+                                if (r == -ENOMEM)
+                                        return r;
+                                if (r < 0)
+                                        o->below_error = r;
+                        }
+                }
+        }
+
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int origin_collect(int fd, Origin **ret) {
+        return origin_collect_at(fd, 0, ret);
+}

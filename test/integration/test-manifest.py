@@ -1,0 +1,505 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The manifests (docs/manifest.md) and what writes them: modgate-manifest on the real Debian 13 module
+tree, checked against hashlib and sha256sum; symlinks, odd files and mounts in a tree; atomic
+replacement, --if-missing and --remove; the kernel-install plugin under the real kernel-install, and
+the Debian hooks under the real linux-run-hooks, in a root where modgate is installed with meson
+install; and the first-use unit, verified offline and then run by systemd 257 booted in
+systemd-nspawn."""
+
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+SUFFIXES = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
+LIBEXEC = "/usr/libexec/modgate"
+MANIFEST_DIR = "/var/lib/modgate/manifests"
+EXPOSURE_MAX = 2.0
+
+
+def expected_entries(tree):
+    """[(relpath bytes, sha256 hex)] of every regular file named *.ko* beneath tree, sorted by bytes:
+    symlinks neither followed nor listed, other filesystems not entered. Independent of modgate."""
+    root_dev = os.stat(tree).st_dev
+    out = []
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))
+                       and os.stat(os.path.join(dirpath, d)).st_dev == root_dev]
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            if not name.endswith(SUFFIXES) or not stat.S_ISREG(st.st_mode):
+                continue
+            with open(full, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+            out.append((os.path.relpath(full, tree).encode(), digest))
+    return sorted(out)
+
+
+def expected_text(entries, kernel, origin):
+    lines = [b"# modgate manifest 1 kernel=%s origin=%s\n" % (kernel.encode(), origin.encode())]
+    lines += [b"%s  %s\n" % (digest.encode(), path) for path, digest in entries]
+    return b"".join(lines)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def tool(*args, umask=None, **kwargs):
+    def preexec():
+        if umask is not None:
+            os.umask(umask)
+    return subprocess.run([h.helper("modgate-manifest"), *args], capture_output=True, text=True,
+                          preexec_fn=preexec, **kwargs)
+
+
+def check_written(path, text):
+    """The file is exactly text, root's, mode 0644, and nothing else was left in its directory."""
+    got = read(path)
+    assert got == text, "differs from the expected manifest (%d vs %d bytes)" % (len(got), len(text))
+    st = os.lstat(path)
+    assert stat.S_ISREG(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o644, oct(st.st_mode)
+    others = [f for f in os.listdir(os.path.dirname(path)) if f != os.path.basename(path)]
+    assert not others, "left behind: %s" % others
+
+
+def sha256sum_check(manifest, tree):
+    """sha256sum --strict -c run in the tree root: its exit status and how many files it checked."""
+    res = subprocess.run(["sha256sum", "--strict", "-c", manifest], cwd=tree, capture_output=True, text=True)
+    ok = [line for line in res.stdout.splitlines() if line.endswith(": OK")]
+    return res, len(ok)
+
+
+def main():
+    h.require_root()
+    h.unshare_mounts()
+    work = tempfile.mkdtemp(prefix="modgate-manifest-")
+    h.run("mount", "-t", "tmpfs", "tmpfs", work)
+    tree = h.kernel_tree()
+    kver = os.path.basename(tree)
+    real = expected_entries(tree)
+    t = h.Tap()
+    installed = {}
+
+    def case_real_tree():
+        out = os.path.join(work, "real", kver + ".sha256")
+        start = time.monotonic()
+        res = tool("--origin=admin", "--output=" + out, kver)
+        elapsed = time.monotonic() - start
+        assert res.returncode == 0, res
+        assert len(real) > 1000, len(real)
+        print("# modgate-manifest hashed %d module files of %s in %.2f s" % (len(real), tree, elapsed),
+              flush=True)
+        check_written(out, expected_text(real, kver, "admin"))
+        wrote = "Wrote %s: %d module files of %s (origin admin)." % (out, len(real), tree)
+        assert wrote in res.stderr, res.stderr
+
+        # sha256sum takes it as it is: it skips the '#' lines itself.
+        chk, n_ok = sha256sum_check(out, tree)
+        assert chk.returncode == 0 and not chk.stderr, chk
+        assert n_ok == len(real), (n_ok, len(real))
+
+        # busybox's sha256sum takes '#' for a file name: without the comments it accepts the file too.
+        res = subprocess.run(["busybox", "sha256sum", "-c", out], cwd=tree, capture_output=True, text=True)
+        assert res.returncode == 1, res
+        assert "modgate manifest 1 kernel=%s origin=admin: FAILED" % kver in res.stdout, res
+        res = subprocess.run("grep -v '^#' '%s' | busybox sha256sum -c" % out, shell=True, cwd=tree,
+                             capture_output=True, text=True)
+        assert res.returncode == 0 and res.stdout.count(": OK\n") == len(real), res.stdout[-300:]
+
+        # Every module file, and nothing else: what find(1) sees, independently of the walk above.
+        found = subprocess.run(["find", ".", "-type", "f", "(", "-name", "*.ko", "-o", "-name", "*.ko.xz", "-o",
+                                "-name", "*.ko.zst", "-o", "-name", "*.ko.gz", ")"], cwd=tree,
+                               capture_output=True, check=True).stdout.split(b"\n")
+        assert sorted(p[2:] for p in found if p) == [p for p, _ in real]
+
+        # One changed byte in the tree is one line sha256sum refuses.
+        copy = os.path.join(work, "real-copy")
+        shutil.copytree(tree, copy, symlinks=True)
+        victim = os.path.join(copy, real[len(real) // 2][0].decode())
+        with open(victim, "r+b") as f:
+            b = f.read(1)
+            f.seek(0)
+            f.write(bytes([b[0] ^ 1]))
+        chk, n_ok = sha256sum_check(out, copy)
+        assert chk.returncode == 1 and n_ok == len(real) - 1, chk.stdout[-500:]
+        assert "%s: FAILED" % real[len(real) // 2][0].decode() in chk.stdout
+        shutil.rmtree(copy)
+
+    def case_default_output():
+        # MANIFEST_DIR itself, on a tmpfs of this namespace: created 0755 whatever the umask.
+        h.run("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/var/lib")
+        try:
+            path = os.path.join(MANIFEST_DIR, kver + ".sha256")
+            res = tool("--origin=kernel-install", kver, umask=0o077)
+            assert res.returncode == 0, res
+            for d in ("/var/lib/modgate", MANIFEST_DIR):
+                assert stat.S_IMODE(os.stat(d).st_mode) == 0o755, (d, oct(os.stat(d).st_mode))
+            text = expected_text(real, kver, "kernel-install")
+            check_written(path, text)
+
+            # Written again: a new file renamed over the old one, never the old one rewritten.
+            before = os.stat(path).st_ino
+            fd = os.open(path, os.O_RDONLY)
+            res = tool("--origin=first-use", kver)
+            assert res.returncode == 0, res
+            assert os.stat(path).st_ino != before
+            assert os.read(fd, 1 << 20) == text[:1 << 20], "the old file changed under its reader"
+            os.close(fd)
+            check_written(path, expected_text(real, kver, "first-use"))
+
+            res = tool("--remove", kver)
+            assert res.returncode == 0 and "Removed %s." % path in res.stderr, res
+            assert not os.path.exists(path)
+            res = tool("--remove", kver)
+            assert res.returncode == 0 and res.stderr == "", res
+            # Not even the directory: nothing to remove, nothing to create.
+            shutil.rmtree("/var/lib/modgate")
+            res = tool("--remove", kver)
+            assert res.returncode == 0 and res.stderr == "" and not os.path.exists("/var/lib/modgate"), res
+        finally:
+            h.run("umount", "/var/lib")
+
+    def case_if_missing():
+        out = os.path.join(work, "if-missing", kver + ".sha256")
+        os.makedirs(os.path.dirname(out))
+        with open(out, "w") as f:
+            f.write("sentinel\n")
+        os.chmod(out, 0o644)
+        res = tool("--if-missing", "--origin=first-use", "--output=" + out, kver)
+        assert res.returncode == 0 and res.stderr == "", res
+        assert read(out) == b"sentinel\n"
+        os.unlink(out)
+        res = tool("--if-missing", "--origin=first-use", "--output=" + out, kver)
+        assert res.returncode == 0, res
+        check_written(out, expected_text(real, kver, "first-use"))
+
+    def case_odd_trees():
+        t_root = os.path.join(work, "odd")
+        outside = os.path.join(work, "outside")
+        module = os.path.join(tree, real[0][0].decode())
+        for d in ("kernel/a", "kernel/dir.ko", "kernel/mnt", "updates"):
+            os.makedirs(os.path.join(t_root, d))
+        os.makedirs(outside)
+        shutil.copy(module, os.path.join(t_root, "kernel/a/real.ko.xz"))
+        os.symlink("real.ko.xz", os.path.join(t_root, "kernel/a/link.ko.xz"))
+        os.symlink("/nonexistent.ko", os.path.join(t_root, "kernel/a/dangling.ko"))
+        with open(os.path.join(outside, "hidden.ko"), "w") as f:
+            f.write("outside the tree\n")
+        os.symlink(outside, os.path.join(t_root, "kernel/linkdir"))
+        os.symlink(outside, os.path.join(t_root, "updates/linkdir.ko"))
+        os.mkfifo(os.path.join(t_root, "kernel/fifo.ko"))
+        for name, text in (("kernel/b.ko", "b"), ("kernel/c.ko.zst", "c"), ("kernel/d.ko.gz", "d"),
+                           ("kernel/e.ko.bz2", "e"), ("kernel/dir.ko/inner.ko", "inner"),
+                           ("modules.alias", "x"), ("kernel/f.ko.xz.sig", "sig"), ("kernel/sp ace.ko", "space"),
+                           ("kernel/back\\slash.ko", "b"),
+                           ("kernel/new\nline.ko", "nl")):
+            with open(os.path.join(t_root, name), "w") as f:
+                f.write(text)
+        h.run("mount", "-t", "tmpfs", "tmpfs", os.path.join(t_root, "kernel/mnt"))
+        with open(os.path.join(t_root, "kernel/mnt/mounted.ko"), "w") as f:
+            f.write("on another filesystem\n")
+        # The tree's own path may go through a symlink; nothing below it does.
+        os.symlink(t_root, os.path.join(work, "odd-link"))
+
+        out = os.path.join(work, "odd-out", "x.sha256")
+        res = tool("--tree=" + os.path.join(work, "odd-link"), "--output=" + out, "6.1.0-odd")
+        assert res.returncode == 0, res
+        want = sorted((p.encode(), hashlib.sha256(read(os.path.join(t_root, p))).hexdigest()) for p in
+                      ("kernel/a/real.ko.xz", "kernel/b.ko", "kernel/c.ko.zst", "kernel/d.ko.gz",
+                       "kernel/dir.ko/inner.ko"))
+        check_written(out, expected_text(want, "6.1.0-odd", "admin"))
+        # The independent walk agrees, once the names no manifest can hold are left out.
+        assert want == [e for e in expected_entries(t_root) if not re.search(rb"[\s\\\x00-\x1f\x7f]", e[0])]
+        odd_link = os.path.join(work, "odd-link")
+        for warning in ("Not listing %s/kernel/sp ace.ko: the path contains whitespace or a control character."
+                        % odd_link,
+                        "Not listing %s/kernel/back\\slash.ko: the path contains a backslash" % odd_link,
+                        "Not listing %s/kernel/new?line.ko: the path contains whitespace" % odd_link,
+                        "Not listing %s/kernel/mnt: another filesystem is mounted there." % odd_link):
+            assert warning in res.stderr, (warning, res.stderr)
+        assert "hidden" not in read(out).decode() and "link" not in read(out).decode()
+        chk, n_ok = sha256sum_check(out, t_root)
+        assert chk.returncode == 0 and n_ok == 5, chk
+        h.run("umount", os.path.join(t_root, "kernel/mnt"))
+
+        # A tree without module files: a manifest that lists none, and a warning.
+        empty = os.path.join(work, "empty-tree")
+        os.makedirs(empty)
+        res = tool("--tree=" + empty, "--output=" + out, "6.1.0-empty")
+        assert res.returncode == 0 and "No module files in %s" % empty in res.stderr, res
+        assert read(out) == b"# modgate manifest 1 kernel=6.1.0-empty origin=admin\n"
+
+    def case_unreadable():
+        # A directory the tool cannot read fails the run, and the manifest there was stays: run as
+        # nobody, which a 0700 directory of root's keeps out.
+        t_root = os.path.join(work, "unreadable")
+        os.makedirs(os.path.join(t_root, "kernel/secret"))
+        for name in ("kernel/a.ko", "kernel/secret/b.ko"):
+            with open(os.path.join(t_root, name), "w") as f:
+                f.write(name)
+        os.chmod(os.path.join(t_root, "kernel/secret"), 0o700)
+        outdir = os.path.join(work, "unreadable-out")
+        os.makedirs(outdir)
+        out = os.path.join(outdir, "x.sha256")
+        with open(out, "w") as f:
+            f.write("the old manifest\n")
+        os.chown(outdir, 65534, 65534)
+        os.chmod(work, 0o755)
+        res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              h.helper("modgate-manifest"), "--tree=" + t_root, "--output=" + out, "6.1.0-x"],
+                             capture_output=True, text=True)
+        assert res.returncode == 1, res
+        assert "Failed to open %s/kernel/secret: Permission denied" % t_root in res.stderr, res
+        assert read(out) == b"the old manifest\n" and os.listdir(outdir) == ["x.sha256"]
+        # Root reads it; the file it writes is root's.
+        res = tool("--tree=" + t_root, "--output=" + out, "6.1.0-x")
+        assert res.returncode == 0, res
+        check_written(out, expected_text(expected_entries(t_root), "6.1.0-x", "admin"))
+
+    def case_errors():
+        out = os.path.join(work, "errors", "x.sha256")
+        os.makedirs(os.path.dirname(out))
+        with open(out, "w") as f:
+            f.write("the old manifest\n")
+        for args, code, message in (
+                ((), 2, "Expected exactly one kernel release, see --help."),
+                (("a", "b"), 2, "Expected exactly one kernel release, see --help."),
+                (("--origin=distro", kver), 2, "Unknown origin 'distro': use kernel-install, first-use or admin."),
+                (("../etc",), 2, "'../etc' is not a kernel release"),
+                (("6.1 x",), 2, "'6.1 x' is not a kernel release"),
+                (("--remove", "--if-missing", kver), 2, "--remove takes no --if-missing or --tree=."),
+                (("--output=", kver), 2, "--output= needs a file name."),
+                (("--bogus", kver), 2, "unrecognized option"),
+                (("--tree=/nonexistent", "--output=" + out, kver), 1,
+                 "Failed to open the module tree /nonexistent: No such file or directory"),
+                (("--tree=" + out, "--output=" + out, kver), 1,
+                 "Failed to open the module tree %s: Not a directory" % out),
+                (("--output=/proc/version/sub/x.sha256", kver), 1,
+                 "Failed to create /proc/version/sub: Not a directory"),
+                (("--output=" + os.path.dirname(out) + "/", kver), 1, "is not a file name."),
+        ):
+            res = tool(*args)
+            assert res.returncode == code and message in res.stderr, (args, res)
+        assert read(out) == b"the old manifest\n"
+        assert os.listdir(os.path.dirname(out)) == ["x.sha256"]
+        res = tool("--help")
+        assert res.returncode == 0 and "--origin=ORIGIN" in res.stdout and MANIFEST_DIR in res.stdout, res
+
+    def install_root():
+        """meson install into a destdir, seen over this build root through an overlay, as on an
+        installed system."""
+        if installed:
+            return installed["merged"]
+        dest = os.path.join(work, "dest")
+        h.meson_install(dest)
+        merged = os.path.join(work, "merged")
+        for d in ("merged", "upper", "ovl-work"):
+            os.makedirs(os.path.join(work, d))
+        h.run("mount", "-t", "overlay", "overlay", "-o",
+              "lowerdir=%s:/,upperdir=%s/upper,workdir=%s/ovl-work" % (dest, work, work), merged)
+        h.run("mount", "-t", "proc", "proc", merged + "/proc")
+        installed.update(dest=dest, merged=merged)
+        return merged
+
+    def chroot(root, *args, env=None):
+        e = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+        e.update(env or {})
+        return subprocess.run(["chroot", root, *args], capture_output=True, text=True, env=e, timeout=300)
+
+    def case_installed_layout():
+        merged = install_root()
+        dest = installed["dest"]
+        for path in (LIBEXEC + "/modgate-manifest", "/usr/lib/kernel/install.d/50-modgate.install",
+                     "/etc/kernel/postinst.d/zz-modgate", "/etc/kernel/postrm.d/zz-modgate"):
+            st = os.stat(dest + path)
+            assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o755, (path, oct(st.st_mode))
+            if not path.startswith(LIBEXEC):
+                text = read(dest + path).decode()
+                assert "MANIFEST=%s/modgate-manifest\n" % LIBEXEC in text and "@" not in text, path
+        unit = read(dest + "/usr/lib/systemd/system/modgate-manifest.service").decode()
+        assert "ExecStart=%s/modgate-manifest --origin=first-use --if-missing %%v\n" % LIBEXEC in unit, unit
+        assert "ConditionPathExists=!%s/%%v.sha256\n" % MANIFEST_DIR in unit
+        assert not os.path.exists(merged + MANIFEST_DIR), "the build root has manifests already"
+
+    def case_kernel_install():
+        merged = install_root()
+        path = merged + os.path.join(MANIFEST_DIR, kver + ".sha256")
+        res = chroot(merged, "kernel-install", "--verbose", "add", kver, "/boot/vmlinuz-" + kver)
+        assert res.returncode == 0, res
+        out = res.stdout + res.stderr
+        assert "/usr/lib/kernel/install.d/50-modgate.install add %s" % kver in out, out[-3000:]
+        assert "+%s/modgate-manifest --origin=kernel-install %s" % (LIBEXEC, kver) in out, out[-3000:]
+        check_written(path, expected_text(real, kver, "kernel-install"))
+        chk, n_ok = sha256sum_check(path, merged + "/usr/lib/modules/" + kver)
+        assert chk.returncode == 0 and n_ok == len(real), chk
+
+        # Without --verbose the plugin says nothing; run again, it writes the manifest again.
+        os.unlink(path)
+        res = chroot(merged, "kernel-install", "add", kver, "/boot/vmlinuz-" + kver)
+        assert res.returncode == 0 and "modgate" not in res.stdout + res.stderr, res
+        check_written(path, expected_text(real, kver, "kernel-install"))
+
+        res = chroot(merged, "kernel-install", "--verbose", "remove", kver)
+        assert res.returncode == 0, res
+        assert "+%s/modgate-manifest --remove %s" % (LIBEXEC, kver) in res.stdout + res.stderr, res
+        assert not os.path.exists(path)
+
+        # A kernel whose module tree is gone: nothing to write, and kernel-install carries on.
+        res = chroot(merged, "kernel-install", "--verbose", "add", "6.1.0-gone", "/boot/vmlinuz-" + kver)
+        assert res.returncode == 0, res
+        assert "No module tree /usr/lib/modules/6.1.0-gone, no modgate manifest." in res.stdout, res
+        assert not os.path.exists(merged + os.path.join(MANIFEST_DIR, "6.1.0-gone.sha256"))
+
+    def case_debian_hooks():
+        merged = install_root()
+        path = merged + os.path.join(MANIFEST_DIR, kver + ".sha256")
+        image = "/boot/vmlinuz-" + kver
+        # As the linux-image package's maintainer scripts run the hooks; INITRD=No keeps
+        # initramfs-tools' hook from building an initramfs.
+        env = {"INITRD": "No", "DPKG_MAINTSCRIPT_PACKAGE": "linux-image-" + kver}
+
+        def hooks(script, *params):
+            res = chroot(merged, "linux-run-hooks", "image", script, kver, image, "--", *params, env=env)
+            assert res.returncode == 0, (script, params, res)
+            return res
+
+        hooks("postinst", "abort-upgrade", "6.12.0")
+        assert not os.path.exists(path), "written for abort-upgrade"
+        hooks("postinst", "configure", "")
+        check_written(path, expected_text(real, kver, "kernel-install"))
+        hooks("postrm", "upgrade", "6.12.999")
+        assert os.path.exists(path), "removed on upgrade"
+        hooks("postrm", "remove")
+        assert not os.path.exists(path)
+        hooks("postrm", "remove")
+
+        # Run by hand (as "make install" does): no DEB_MAINT_PARAMS.
+        res = chroot(merged, "/etc/kernel/postinst.d/zz-modgate", kver, image)
+        assert res.returncode == 0, res
+        check_written(path, expected_text(real, kver, "kernel-install"))
+        res = chroot(merged, "/etc/kernel/postrm.d/zz-modgate", kver, image)
+        assert res.returncode == 0 and not os.path.exists(path), res
+        for hook in ("postinst", "postrm"):
+            res = chroot(merged, "/etc/kernel/%s.d/zz-modgate" % hook, env=env)
+            assert res.returncode == 2 and "E: modgate: linux-image-%s did not pass a kernel release" % kver \
+                in res.stderr, res
+
+        # modgate removed, its conffiles kept: the hooks do nothing.
+        os.unlink(merged + LIBEXEC + "/modgate-manifest")
+        try:
+            res = chroot(merged, "/etc/kernel/postinst.d/zz-modgate", kver, image)
+            assert res.returncode == 0 and res.stderr == "" and not os.path.exists(path), res
+        finally:
+            shutil.copy2(installed["dest"] + LIBEXEC + "/modgate-manifest",
+                         merged + LIBEXEC + "/modgate-manifest")
+
+    def case_unit_offline():
+        merged = install_root()
+        res = subprocess.run(["systemd-analyze", "verify", "--man=no", "--root=" + merged,
+                              "modgate-manifest.service", "modgated.socket", "sysinit.target"],
+                             capture_output=True, text=True)
+        assert res.returncode == 0 and not res.stderr.strip() and not res.stdout.strip(), res
+        res = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", "--root=" + merged,
+                              "modgate-manifest.service"], capture_output=True, text=True)
+        m = re.search(r"Overall exposure level for modgate-manifest.service: (\d+\.\d+)", res.stdout)
+        assert m, res
+        print("# systemd-analyze security --offline=yes: modgate-manifest.service exposure %s" % m.group(1),
+              flush=True)
+        assert float(m.group(1)) <= EXPOSURE_MAX, res.stdout
+        res = subprocess.run(["systemctl", "--root=" + merged, "preset", "modgate-manifest.service"],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res
+        link = merged + "/etc/systemd/system/modgated.socket.wants/modgate-manifest.service"
+        assert os.path.islink(link), os.listdir(merged + "/etc/systemd/system")
+        os.unlink(link)
+
+    def case_first_use_boot():
+        if subprocess.run(["which", "systemd-nspawn"], capture_output=True).returncode != 0:
+            raise AssertionError("no systemd-nspawn (package systemd-container) to boot the unit")
+        install_root()
+        release = os.uname().release
+        trusted = h.mount_trusted_tree(tree, work)
+
+        def prepare(root):
+            # A kernel installed before modgate: no manifest of it (the harness puts one in place for
+            # the daemon), not even the state directory.
+            shutil.rmtree(os.path.join(root, "var/lib/modgate"), ignore_errors=True)
+            assert not os.path.exists(os.path.join(root, "var/lib/modgate"))
+            res = subprocess.run(["systemctl", "--root=" + root, "preset", "modgate-manifest.service"],
+                                 capture_output=True, text=True)
+            assert res.returncode == 0, res
+            # As the harness does for modgated: a sanitizer build's tool must get by without ptrace
+            # and setrlimit, which the sandbox forbids.
+            d = os.path.join(root, "etc/systemd/system/modgate-manifest.service.d")
+            os.makedirs(d)
+            with open(os.path.join(d, "50-test-sanitizers.conf"), "w") as f:
+                f.write("[Service]\nEnvironment=ASAN_OPTIONS=%s:detect_leaks=0:disable_coredump=0\n"
+                        % os.environ.get("ASAN_OPTIONS", ""))
+
+        c = h.Container(os.path.join(work, "c"), installed["dest"], trusted, prepare=prepare)
+        try:
+            assert c.state in ("running", "degraded"), (c.state, c.console_text()[-3000:])
+            unit = "modgate-manifest.service"
+            assert c.show(unit, "UnitFileState") == "enabled"
+            assert c.show(unit, "ConditionResult") == "yes", c.journal("-u", unit)
+            assert c.show(unit, "Result") == "success", c.journal("-u", unit)
+            assert c.show(unit, "ExecMainStatus") == "0"
+            journal = c.journal()
+            assert "ordering cycle" not in journal.lower(), [x for x in journal.splitlines() if "cycle" in x]
+
+            # Written before the socket listened.
+            done = int(c.show(unit, "ExecMainExitTimestampMonotonic"))
+            listening = int(c.show("modgated.socket", "ActiveEnterTimestampMonotonic"))
+            assert c.show("modgated.socket", "ActiveState") == "active"
+            assert 0 < done <= listening, (done, listening)
+
+            path = c.merged + os.path.join(MANIFEST_DIR, release + ".sha256")
+            check_written(path, expected_text(expected_entries(trusted), release, "first-use"))
+            assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o755
+            assert expected_entries(trusted) == real
+            chk, n_ok = sha256sum_check(path, trusted)
+            assert chk.returncode == 0 and n_ok == len(real), chk
+
+            # Once: started again, the condition keeps it from writing.
+            mtime = os.stat(path).st_mtime_ns
+            res = c.run("systemctl", "start", unit)
+            assert res.returncode == 0, res
+            assert c.show(unit, "ConditionResult") == "no"
+            assert os.stat(path).st_mtime_ns == mtime
+        finally:
+            c.stop()
+
+    t.case("modgate-manifest on the real module tree: every module file with its SHA-256, as hashlib and "
+           "sha256sum --strict -c see it", case_real_tree)
+    t.case("the default output below %s: directories made 0755, the file 0644, replaced by rename, removed"
+           % MANIFEST_DIR, case_default_output)
+    t.case("--if-missing keeps an existing manifest and writes a missing one", case_if_missing)
+    t.case("symlinks, FIFOs, mounts and unlistable names in a tree are not listed", case_odd_trees)
+    t.case("a tree that cannot be read fails the run and keeps the old manifest", case_unreadable)
+    t.case("bad usage exits 2, failures exit 1, and the old manifest stays", case_errors)
+    t.case("meson install puts the tool, the plugin, the hooks and the unit in place", case_installed_layout)
+    t.case("the real kernel-install add writes the manifest (origin kernel-install), remove deletes it",
+           case_kernel_install)
+    t.case("Debian's linux-run-hooks: postinst configure writes, postrm remove deletes, upgrades keep it",
+           case_debian_hooks)
+    t.case("modgate-manifest.service passes systemd-analyze verify and security; the preset enables it",
+           case_unit_offline)
+    t.case("booted under systemd 257, the unit writes the first-use manifest once, before the socket listens",
+           case_first_use_boot)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

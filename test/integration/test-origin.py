@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Evidence of origin below the superblock, on real loop devices and mounts: read-only evidence
+follows a loop device to its backing file and a file-backed erofs to its image, and refuses what
+anyone could change below a read-only superblock (an image in a tmpfs, LOOP_CHANGE_FD, overlayfs,
+FUSE, tmpfs remounted read-only); manifest evidence compares the SHA-256 of the bytes read from the
+opened fd with the tree's manifest; a file that names another module than the one asked for is
+refused. This host has no device-mapper or fs-verity: the VM tier covers those, and read-only
+evidence that holds (a read-only disk)."""
+
+import ctypes
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+LOOP_CHANGE_FD = 0x4C06
+MS_RDONLY = 1
+MODULE = "eql"          # no dependencies, used by no other case here
+OTHER = "ifb"           # its bytes under MODULE's name, for the name check
+MISSING = "pktgen"      # left out of the manifest
+
+VERITY_NOT_YET = "verity: dm-verity and fs-verity are not checked yet"
+
+
+def stage_tree(tree, dst):
+    """The module tree as it is: the index and the files, in dst."""
+    h.copy_tree(tree, dst)
+    return dst
+
+
+def erofs_image(stage, path):
+    h.run("mkfs.erofs", "--quiet", "-T0", "--all-root", path, stage)
+    return path
+
+
+def mount(*args):
+    h.run("mount", *args)
+
+
+def losetup(image, read_only=True):
+    args = ["losetup", "--find", "--show"] + (["--read-only"] if read_only else []) + [image]
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def mount_file_backed(image, target):
+    """erofs straight from a file (Linux 6.12, CONFIG_EROFS_FS_BACKED_BY_FILE): mount(2) itself, as
+    mount(8) would set up a loop device for a regular file."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(image.encode(), target.encode(), b"erofs", MS_RDONLY, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount -t erofs %s %s" % (image, target))
+
+
+def drop_caches():
+    """Makes the next read of any file come from its backing store, as after memory pressure."""
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def main():
+    h.require_root()
+    h.unshare_mounts()
+
+    tree = h.kernel_tree()
+    kver = os.path.basename(tree)
+    deps = h.parse_modules_dep(tree)
+    rel = deps[MODULE][0]
+    work = tempfile.mkdtemp(prefix="modgate-origin-")
+    h.run("mount", "-t", "tmpfs", "tmpfs", work)
+    h.mount_sys_module()
+    journal = h.Journal()
+    t = h.Tap()
+    daemons = []
+
+    # The tree once, and a second image of the same size where MODULE's file has one byte changed.
+    stage = stage_tree(tree, os.path.join(work, "stage"))
+    manifest = h.write_manifest(stage, os.path.join(work, "tree.sha256"), kernel=kver)
+    image = erofs_image(stage, os.path.join(work, "tree.erofs"))
+    with open(os.path.join(stage, rel), "r+b") as f:
+        f.seek(100)
+        b = f.read(1)
+        f.seek(100)
+        f.write(bytes([b[0] ^ 0xff]))
+    evil = erofs_image(stage, os.path.join(work, "evil.erofs"))
+    assert os.path.getsize(evil) == os.path.getsize(image)
+
+    def daemon(name, root, evidence, man=None):
+        args = ["--evidence=" + evidence] + (["--manifest=" + man] if man else [])
+        d = h.Daemon(work, name, root, args=args)
+        daemons.append(d)
+        assert d.activate(), "daemon %s did not send READY=1:\n%s" % (name, d.stderr_text())
+        return d
+
+    def denied(d, name, *parts):
+        p = h.error_of(d.load(name), "UntrustedOrigin")
+        for part in parts:
+            assert part in p["reason"], (part, p)
+        return p
+
+    def finits(d):
+        return [r for r in d.shim_records() if r["call"] == "finit_module"]
+
+    # --- a loop device whose image is in a tmpfs -------------------------------------------------
+
+    loop_mnt = os.path.join(work, "loop")
+    os.makedirs(loop_mnt)
+    loop = losetup(image)
+    mount("-t", "erofs", "-o", "ro", loop, loop_mnt)
+    loop_name = os.path.basename(loop)
+
+    def case_loop_writable_backing():
+        d = daemon("loop-ro", loop_mnt, "read-only")
+        p = denied(d, MODULE, "read-only: %s's backing file %s: file system type tmpfs is never read-only evidence"
+                   % (loop_name, image))
+        assert VERITY_NOT_YET not in p["reason"] and "manifest" not in p["reason"], p
+        assert finits(d) == []
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert [x["MODGATE_OUTCOME"] for x in r] == ["denied"], r
+        assert r[0]["MODGATE_BACKING"] == "%s <- %s on tmpfs" % (loop_name, image), r
+        assert r[0]["MODGATE_SUPERBLOCK_RO"] == "1" and r[0]["MODGATE_FSTYPE"] == "erofs", r
+
+    def case_loop_rewritten():
+        # The manifest vouches for the bytes as they were: it loads; then the image is rewritten
+        # below the read-only erofs, and the bytes read after the page cache is dropped are refused.
+        d = daemon("loop-manifest", loop_mnt, "manifest", manifest)
+        mods = h.modules_of(d.load(MODULE))
+        assert [(m["name"], m["outcome"]) for m in mods] == [(MODULE, "loaded")], mods
+        with open(image, "r+b") as f, open(evil, "rb") as g:
+            f.write(g.read())
+        drop_caches()
+        shutil.rmtree("/sys/module/" + MODULE)
+        p = denied(d, MODULE, "manifest: the file's SHA-256 is not the manifest's for " + rel)
+        assert p["modules"][0]["outcome"] == "denied", p
+        assert [r["name"] for r in finits(d)] == [MODULE], "loaded from the new bytes"
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        with open(os.path.join(stage, rel), "rb") as f:
+            changed = hashlib.sha256(f.read()).hexdigest()
+        assert [x["MODGATE_OUTCOME"] for x in r] == ["loaded", "denied"], r
+        assert r[1]["MODGATE_SHA256"] == changed and r[0]["MODGATE_SHA256"] != changed, r
+
+    # --- LOOP_CHANGE_FD on a read-only loop device -----------------------------------------------
+
+    swap_mnt = os.path.join(work, "swap")
+    os.makedirs(swap_mnt)
+    good = os.path.join(work, "good.erofs")
+    shutil.copy(os.path.join(work, "evil.erofs"), os.path.join(work, "evil2.erofs"))
+    erofs_image(stage_tree(tree, os.path.join(work, "stage2")), good)
+    swap = losetup(good)
+    mount("-t", "erofs", "-o", "ro", swap, swap_mnt)
+
+    def case_loop_change_fd():
+        d = daemon("swap", swap_mnt, "read-only manifest", manifest)
+        assert h.modules_of(d.load(MODULE))[0]["outcome"] == "loaded"
+        shutil.rmtree("/sys/module/" + MODULE)
+        # Write access to the device node is all LOOP_CHANGE_FD needs; it swaps the backing file of a
+        # read-only loop device for another of the same size.
+        new = os.path.join(work, "evil2.erofs")
+        dev = os.open(swap, os.O_RDWR)
+        newfd = os.open(new, os.O_RDONLY)
+        try:
+            fcntl.ioctl(dev, LOOP_CHANGE_FD, newfd)
+        finally:
+            os.close(newfd)
+            os.close(dev)
+        drop_caches()
+        with open("/sys/block/%s/loop/backing_file" % os.path.basename(swap)) as f:
+            assert f.read().strip() == new
+        p = denied(d, MODULE, "read-only: %s's backing file %s: file system type tmpfs" % (os.path.basename(swap), new),
+                   "manifest: the file's SHA-256 is not the manifest's for " + rel)
+        assert [r["name"] for r in finits(d)] == [MODULE], "loaded from the swapped bytes"
+
+    # --- no loop device at all, or no block device -----------------------------------------------
+
+    file_mnt = os.path.join(work, "file")
+    os.makedirs(file_mnt)
+    # erofs reads its image through the page cache's read_folio, which tmpfs files lack: the image
+    # is on the disk file system below /var/tmp.
+    disk_dir = tempfile.mkdtemp(prefix="modgate-origin-", dir="/var/tmp")
+    disk_image = os.path.join(disk_dir, "tree.erofs")
+    shutil.copy(good, disk_image)
+    mount_file_backed(disk_image, file_mnt)
+
+    def case_file_backed_erofs():
+        assert not any(line.split()[0].startswith("/dev/loop") and line.split()[1] == file_mnt
+                       for line in open("/proc/mounts")), "mounted with a loop device after all"
+        d = daemon("file", file_mnt, "read-only")
+        p = denied(d, MODULE, "read-only: the file system's backing file %s: the " % disk_image,
+                   " file system is writable (superblock not read-only)")
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_BACKING"].startswith(" <- %s on " % disk_image), r
+        print("# %s" % p["reason"], flush=True)
+        assert finits(d) == []
+
+    ovl = os.path.join(work, "ovl")
+    os.makedirs(ovl)
+    # No upper directory: read-only through and through, and still never evidence.
+    mount("-t", "overlay", "overlay", "-o", "ro,lowerdir=%s:%s" % (swap_mnt, os.path.join(work, "stage2")), ovl)
+
+    ro_tmpfs = os.path.join(work, "rotmpfs")
+    os.makedirs(ro_tmpfs)
+    mount("-t", "tmpfs", "-o", "mode=755", "tmpfs", ro_tmpfs)
+    h.copy_tree(tree, os.path.join(ro_tmpfs, "tree"))
+    mount("-o", "remount,ro", ro_tmpfs)
+
+    fuse = os.path.join(work, "fuse")
+    os.makedirs(fuse)
+    squash = os.path.join(work, "tree.squashfs")
+    h.run("mksquashfs", stage, squash, "-quiet", "-no-progress", "-all-root", stdout=subprocess.DEVNULL)
+    h.run("squashfuse", "-o", "allow_other", squash, fuse)
+
+    def case_never_evidence():
+        # Read-only superblocks all, and never evidence: the layers of an overlay are not followed,
+        # FUSE and tmpfs bytes are whatever their owner says.
+        for name, root, fstype in (("ovl", ovl, "overlay"), ("rotmpfs", os.path.join(ro_tmpfs, "tree"), "tmpfs"),
+                                   ("fuse", fuse, "fuse")):
+            d = daemon(name, root, "read-only")
+            p = denied(d, MODULE, "read-only: file system type %s is never read-only evidence" % fstype)
+            r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+            assert r and r[0]["MODGATE_FSTYPE"] == fstype, (name, r)
+            assert finits(d) == [], name
+
+    # --- the manifest ----------------------------------------------------------------------------
+
+    rw = os.path.join(work, "rw")
+    os.makedirs(rw)
+    mount("-t", "tmpfs", "-o", "mode=755", "tmpfs", rw)
+    rw_tree = stage_tree(tree, os.path.join(rw, "tree"))
+    rw_manifest = os.path.join(work, "rw.sha256")
+    with open(manifest) as f:
+        lines = [x for x in f if not x.endswith("  %s\n" % deps[MISSING][0])]
+    with open(rw_manifest, "w") as f:
+        f.writelines(lines)
+    os.chmod(rw_manifest, 0o644)
+
+    def case_manifest():
+        d = daemon("rw", rw_tree, "read-only manifest", rw_manifest)
+        assert "Manifest %s: %d module files of kernel %s, written by admin." % (rw_manifest, len(lines) - 1, kver) \
+            in d.stderr_text(), d.stderr_text()
+        # The file as installed loads, with the manifest as its evidence.
+        mods = h.modules_of(d.load(OTHER))
+        assert [(m["name"], m["outcome"]) for m in mods] == [(OTHER, "loaded")], mods
+        r = journal.records(MODGATE_MODULE=OTHER, _PID=str(d.pid))
+        assert r[0]["MODGATE_EVIDENCE"] == "manifest", r
+        # One byte changed: refused, with the path the manifest knows.
+        path = os.path.join(rw_tree, rel)
+        with open(path, "r+b") as f:
+            f.seek(200)
+            b = f.read(1)
+            f.seek(200)
+            f.write(bytes([b[0] ^ 1]))
+        denied(d, MODULE, "read-only: file system type tmpfs is never read-only evidence",
+               "manifest: the file's SHA-256 is not the manifest's for " + rel)
+        # Not in the manifest at all.
+        denied(d, MISSING, "manifest: the manifest has no entry for " + deps[MISSING][0])
+        assert [r["name"] for r in finits(d)] == [OTHER], finits(d)
+
+    def case_manifest_refused():
+        # A manifest that others may write, or that root does not own, is no manifest.
+        shutil.rmtree("/sys/module/" + OTHER, ignore_errors=True)
+        for name, mode, uid in (("mw", 0o666, 0), ("mu", 0o644, 1000)):
+            bad = os.path.join(work, name + ".sha256")
+            shutil.copy(rw_manifest, bad)
+            os.chmod(bad, mode)
+            os.chown(bad, uid, 0)
+            d = daemon(name, rw_tree, "manifest", bad)
+            assert "Manifest %s cannot be used: " % bad in d.stderr_text(), d.stderr_text()
+            p = denied(d, OTHER, "manifest: no manifest to check against: %s: " % bad)
+            assert finits(d) == [], name
+            print("# %s: %s" % (name, p["reason"]), flush=True)
+        d = daemon("none", rw_tree, "manifest", os.path.join(work, "absent.sha256"))
+        denied(d, OTHER, "manifest: no manifest to check against: %s: No such file or directory"
+               % os.path.join(work, "absent.sha256"))
+
+    # --- the name inside the file ----------------------------------------------------------------
+
+    named = os.path.join(work, "named")
+    os.makedirs(named)
+    mount("-t", "tmpfs", "-o", "mode=755", "tmpfs", named)
+    named_tree = stage_tree(tree, os.path.join(named, "tree"))
+    shutil.copy(os.path.join(tree, deps[OTHER][0]), os.path.join(named_tree, rel))
+    named_manifest = h.write_manifest(named_tree, os.path.join(work, "named.sha256"), kernel=kver)
+
+    def case_embedded_name():
+        # The file passes every origin check (the manifest lists these very bytes), and is another
+        # module than the index says: the kernel would load OTHER as MODULE's request.
+        d = daemon("named", named_tree, "manifest", named_manifest)
+        p = denied(d, MODULE, "the file is module %s, not %s" % (OTHER, MODULE))
+        assert finits(d) == []
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_FILE_MODULE"] == OTHER and r[0]["MODGATE_OUTCOME"] == "denied", r
+        # By path too.
+        h.error_of(d.call("io.modgate.Manager.Load", {"path": os.path.join(named_tree, rel)}), "UntrustedOrigin")
+        print("# %s" % p["reason"], flush=True)
+
+    def case_test_config():
+        # -n says, per root, what it accepts and what holds there now.
+        res = h.run(os.environ["MODGATED"], "-n", "--trusted-root=" + loop_mnt, "--manifest=" + manifest,
+                    capture_output=True, text=True, check=False)
+        assert res.returncode == 0, res
+        lines = res.stdout.splitlines()
+        i = lines.index("Root %s accepts: verity, read-only, manifest" % loop_mnt)
+        assert lines[i + 1] == ("  read-only: %s's backing file %s: file system type tmpfs is never read-only "
+                                "evidence" % (loop_name, image)), lines[i:]
+        with open(manifest) as f:
+            n = sum(1 for x in f if not x.startswith("#"))
+        assert lines[i + 2] == "  manifest: %s: %d module files of kernel %s, written by admin" % (
+            manifest, n, kver), lines[i:]
+        res = h.run(os.environ["MODGATED"], "-n", "--trusted-root=" + loop_mnt, "--evidence=read-only ownership",
+                    "--manifest=/nonexistent.sha256", capture_output=True, text=True, check=False)
+        lines = res.stdout.splitlines()
+        i = lines.index("Root %s accepts: read-only, ownership" % loop_mnt)
+        assert not any("manifest:" in x for x in lines[i:]), lines[i:]
+        assert "Evidence=read-only ownership" in lines, lines
+        res = h.run(os.environ["MODGATED"], "-n", "--evidence=read-only tpm", capture_output=True, text=True,
+                    check=False)
+        assert res.returncode != 0 and "--evidence= takes verity, read-only, manifest and ownership" in res.stderr, res
+
+    pin_mnt = os.path.join(work, "pin")
+    os.makedirs(pin_mnt)
+    pin_image = os.path.join(work, "pin.erofs")
+    shutil.copy(good, pin_image)
+    mount("-t", "erofs", "-o", "ro,loop", pin_image, pin_mnt)
+
+    def case_pinned():
+        # The root is pinned as a directory fd at start, and the index is read through it: a
+        # mount over the root's path afterwards changes neither what resolves nor what is opened.
+        dev = os.stat(pin_mnt).st_dev
+        d = daemon("pin", pin_mnt, "manifest", manifest)
+        mount("-t", "tmpfs", "-o", "mode=755", "tmpfs", pin_mnt)
+        try:
+            assert os.listdir(pin_mnt) == []
+            shutil.rmtree("/sys/module/" + MODULE, ignore_errors=True)
+            mods = h.modules_of(d.load(MODULE))
+            assert [(m["name"], m["outcome"], m["path"]) for m in mods] == [
+                (MODULE, "loaded", os.path.join(pin_mnt, rel))], mods
+            f = finits(d)
+            assert [r["dev"] for r in f] == ["%d:%d" % (os.major(dev), os.minor(dev))], f
+        finally:
+            h.run("umount", pin_mnt)
+            shutil.rmtree("/sys/module/" + MODULE, ignore_errors=True)
+
+    t.case("modgated -n prints per root the evidence it accepts and what it finds there", case_test_config)
+    t.case("a mount over the root's path after start: the pinned index and files are used", case_pinned)
+    t.case("an erofs on a read-only loop device whose image is in a tmpfs: refused under read-only, naming "
+           "the loop device, its backing file and the tmpfs", case_loop_writable_backing)
+    t.case("the image rewritten below the mounted erofs: the manifest refuses the new bytes", case_loop_rewritten)
+    t.case("LOOP_CHANGE_FD swaps the backing file of a read-only loop device: never loaded from the new bytes",
+           case_loop_change_fd)
+    t.case("erofs mounted straight from a file: the file is followed, and refused on a writable file system",
+           case_file_backed_erofs)
+    t.case("overlayfs, tmpfs remounted read-only and FUSE are never read-only evidence", case_never_evidence)
+    t.case("manifest: the installed bytes load; one byte changed, or a file not listed, is refused", case_manifest)
+    t.case("a manifest writable by others, not owned by root, or missing is no manifest", case_manifest_refused)
+    t.case("a file that names another module than the index: refused, naming both", case_embedded_name)
+    t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
+           lambda: h.assert_clean_exit(*daemons))
+
+    h.run("umount", fuse, check=False)
+    h.run("umount", file_mnt, check=False)
+    shutil.rmtree(disk_dir, ignore_errors=True)
+    journal.stop()
+    if t.failed:
+        for d in daemons:
+            print("# --- %s stderr ---" % d.address)
+            for line in d.stderr_text().splitlines()[-15:]:
+                print("# " + line)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
