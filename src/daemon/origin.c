@@ -177,8 +177,10 @@ static bool stack_read_only(int dfd, const char *name, unsigned depth, char *ret
         if (slaves < 0)
                 return true;
         d = fdopendir(slaves);
-        if (!d)
+        if (!d) {
+                snprintf(ret_writable, size, "%.31s", name);
                 return false;
+        }
         slaves = -EBADF;        /* owned by d now */
         while (all && (de = readdir(d))) {
                 _cleanup_close_ int sub = -EBADF;
