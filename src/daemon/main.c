@@ -101,7 +101,6 @@ static int parse_argv(int argc, char *argv[]) {
                                 return log_error_errno(EINVAL, "--trusted-root= takes an absolute path: %s",
                                                        optarg);
                         free(arg_trusted_root);
-        free(arg_manifest);
                         arg_trusted_root = strdup(optarg);
                         if (!arg_trusted_root)
                                 return log_oom();
@@ -357,6 +356,7 @@ int main(int argc, char *argv[]) {
 
         free(arg_listen);
         free(arg_trusted_root);
+        free(arg_manifest);
         strv_free(arg_load_alone);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

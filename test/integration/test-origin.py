@@ -311,6 +311,10 @@ def main():
             n = sum(1 for x in f if not x.startswith("#"))
         assert lines[i + 2] == "  manifest: %s: %d module files of kernel %s, written by admin" % (
             manifest, n, kver), lines[i:]
+        # The options in either order (--trusted-root= after --manifest= once freed the latter).
+        res = h.run(os.environ["MODGATED"], "-n", "--manifest=" + manifest, "--trusted-root=" + loop_mnt,
+                    capture_output=True, text=True, check=False)
+        assert res.returncode == 0 and "Manifest=%s" % manifest in res.stdout.splitlines(), res
         res = h.run(os.environ["MODGATED"], "-n", "--trusted-root=" + loop_mnt, "--evidence=read-only ownership",
                     "--manifest=/nonexistent.sha256", capture_output=True, text=True, check=False)
         lines = res.stdout.splitlines()
