@@ -497,3 +497,12 @@ int enforcement_to_string(const Enforcement *e, char **ret) {
         *ret = TAKE_PTR(buf);
         return 0;
 }
+
+int enforcement_describe(const char *root, Enforcement *ret, char **ret_line) {
+        int r;
+
+        r = enforcement_read(root, ret);
+        if (r < 0)
+                return r;
+        return enforcement_to_string(ret, ret_line);
+}

@@ -76,3 +76,6 @@ int enforcement_read(const char *root, Enforcement *ret);
  * IMA module appraisal: no; modules_disabled: 0". What could not be read says "unknown" and why,
  * never "no". Returns 0 or -ENOMEM. */
 int enforcement_to_string(const Enforcement *e, char **ret);
+
+/* Both: reads below root into *ret and formats *ret_line. */
+int enforcement_describe(const char *root, Enforcement *ret, char **ret_line);

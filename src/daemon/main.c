@@ -193,7 +193,7 @@ static int apply_arguments(Config *c, bool socket_activated) {
 }
 
 static void print_config(const Config *c) {
-        const char *sep = "";
+        _cleanup_free_ char *evidence = NULL;
 
         printf("[Load]\nWorkers=%u\nLoadAlone=", c->workers);
         for (char **p = c->load_alone; p && *p; p++)
@@ -202,13 +202,10 @@ static void print_config(const Config *c) {
                (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC));
         for (char **p = c->trusted_roots; p && *p; p++)
                 printf("%s%s", *p, p[1] ? " " : "");
-        printf("\nRequireReadOnlySuperblock=%s\nEvidence=", c->require_superblock_ro ? "yes" : "no");
-        for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
-                if (c->evidence & EVIDENCE_MASK(e)) {
-                        printf("%s%s", sep, evidence_to_string(e));
-                        sep = " ";
-                }
-        printf("\nManifest=%s\n", c->manifest ?: MANIFEST_DIR "/$(uname -r).sha256");
+        printf("\nRequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
+        if (evidence_mask_to_string(c->evidence, " ", &evidence) < 0)
+                return (void) log_oom();
+        printf("Evidence=%s\nManifest=%s\n", evidence, c->manifest ?: MANIFEST_DIR "/$(uname -r).sha256");
 }
 
 /* What the kernel itself enforces, as this process sees it: -n runs with its caller's privileges, the
@@ -218,9 +215,7 @@ static void print_enforcement(void) {
         Enforcement e;
         int r;
 
-        r = enforcement_read("/", &e);
-        if (r >= 0)
-                r = enforcement_to_string(&e, &line);
+        r = enforcement_describe("/", &e, &line);
         if (r < 0) {
                 log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
                 return;
@@ -232,13 +227,11 @@ static void print_enforcement(void) {
 static void print_manifest(const Config *c) {
         _cleanup_(manifest_freep) Manifest *m = NULL;
         _cleanup_free_ char *path = NULL, *msg = NULL;
-        _cleanup_close_ int fd = -EBADF;
         int r;
 
         if (config_manifest_path(c, &path) < 0)
                 return (void) log_oom();
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-        r = fd < 0 ? -errno : manifest_load_fd(fd, &m, &msg);
+        r = manifest_load_path(path, &m, &msg);
         if (r < 0)
                 printf("  manifest: unavailable: %s: %s\n", path, msg ?: strerror(-r));
         else
@@ -251,9 +244,13 @@ static void print_manifest(const Config *c) {
  * the manifest. The answer to "will my modules load?" before the daemon runs. */
 static void print_roots(const Config *c) {
         _cleanup_free_ char *def = NULL;
+        _cleanup_free_ char *evidence = NULL;
         char *const *roots = c->trusted_roots;
         char *one[2] = {};
         unsigned accepted = config_evidence(c);
+
+        if (evidence_mask_to_string(accepted, ", ", &evidence) < 0)
+                return (void) log_oom();
 
         if (!roots) {
                 if (config_default_trusted_root(&def) < 0)
@@ -265,16 +262,9 @@ static void print_roots(const Config *c) {
                 _cleanup_(origin_freep) Origin *o = NULL;
                 _cleanup_free_ char *why = NULL;
                 _cleanup_close_ int fd = -EBADF;
-                const char *sep = "";
                 int r;
 
-                printf("\nRoot %s accepts:", roots[i]);
-                for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
-                        if (accepted & EVIDENCE_MASK(e)) {
-                                printf("%s%s", *sep ? sep : " ", evidence_to_string(e));
-                                sep = ", ";
-                        }
-                putchar('\n');
+                printf("\nRoot %s accepts:%s%s\n", roots[i], *evidence ? " " : "", evidence);
                 fd = open(roots[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 r = fd < 0 ? -errno : origin_collect(fd, &o);
                 if (r < 0) {

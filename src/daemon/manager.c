@@ -109,7 +109,6 @@ static int manager_manifest_unavailable(Manager *m, const char *path, const char
  * needs it is refused saying why. */
 static int manager_load_manifest(Manager *m) {
         _cleanup_free_ char *path = NULL, *msg = NULL;
-        _cleanup_close_ int fd = -EBADF;
         ManifestOrigin o;
         int r;
 
@@ -119,10 +118,7 @@ static int manager_load_manifest(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to determine the manifest's path: %m");
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-        if (fd < 0)
-                return manager_manifest_unavailable(m, path, strerror(errno));
-        r = manifest_load_fd(fd, &m->manifest, &msg);
+        r = manifest_load_path(path, &m->manifest, &msg);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
@@ -137,16 +133,6 @@ static int manager_load_manifest(Manager *m) {
         return 0;
 }
 
-static int evidence_to_text(unsigned mask, char *buf, size_t size) {
-        size_t n = 0;
-
-        buf[0] = '\0';
-        for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
-                if (mask & EVIDENCE_MASK(e))
-                        n += snprintf(buf + n, n < size ? size - n : 0, "%s%s", n ? " " : "", evidence_to_string(e));
-        return n < size ? 0 : -ENOBUFS;
-}
-
 /* Only the kernel stops root: say once, at start, which of its mechanisms are in force, as seen from
  * inside the service's sandbox and with its one capability. */
 static void manager_log_enforcement(void) {
@@ -154,9 +140,7 @@ static void manager_log_enforcement(void) {
         Enforcement e;
         int r;
 
-        r = enforcement_read("/", &e);
-        if (r >= 0)
-                r = enforcement_to_string(&e, &line);
+        r = enforcement_describe("/", &e, &line);
         if (r < 0) {
                 log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
                 return;
@@ -169,7 +153,8 @@ static void manager_log_enforcement(void) {
 }
 
 int manager_startup(Manager *m) {
-        char evidence[64], index_dir[64];
+        _cleanup_free_ char *evidence = NULL;
+        char index_dir[64];
         int r;
 
         r = manager_pin_roots(m);
@@ -204,7 +189,8 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
 
-        (void) evidence_to_text(config_evidence(&m->config), evidence, sizeof(evidence));
+        if (evidence_mask_to_string(config_evidence(&m->config), " ", &evidence) < 0)
+                return log_oom();
         log_info("The kernel decompresses %s modules; %u workers; module files need evidence of origin: %s.",
                  compression_to_string(m->kernel_compression), m->config.workers, evidence);
         if (config_evidence(&m->config) & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))

@@ -53,6 +53,22 @@ Evidence evidence_from_string(const char *s) {
         return -EINVAL;
 }
 
+int evidence_mask_to_string(unsigned mask, const char *sep, char **ret) {
+        char *s = strdup(""), *n;
+
+        for (Evidence e = 0; s && e < _EVIDENCE_MAX; e++)
+                if (mask & EVIDENCE_MASK(e)) {
+                        if (asprintf(&n, "%s%s%s", s, *s ? sep : "", evidence_table[e]) < 0)
+                                n = NULL;
+                        free(s);
+                        s = n;
+                }
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
 /* Disk file systems whose read-only superblock on a read-only device means that the bytes cannot
  * change below the file. Not network file systems or FUSE (the bytes live elsewhere), not tmpfs or
  * ramfs (memory that anyone with write access to the mount changes), not overlayfs (its layers are

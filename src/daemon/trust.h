@@ -48,6 +48,8 @@ typedef enum Evidence {
 
 const char *evidence_to_string(Evidence e);
 Evidence evidence_from_string(const char *s);   /* -EINVAL when unknown */
+/* The kinds in mask, in the order of the enum, joined by sep ("" for none). */
+int evidence_mask_to_string(unsigned mask, const char *sep, char **ret);
 
 /* Pure: whether read-only evidence holds for the stack o: a file system type that is never network,
  * FUSE, memory or overlay, a read-only superblock on a read-only block device, and for a loop

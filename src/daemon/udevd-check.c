@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "udevd-check.h"
 
@@ -36,20 +37,6 @@ int proc_status_cap_bnd(const char *status, uint64_t *ret) {
         return -EBADMSG;
 }
 
-static int read_at(int dirfd, const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        ssize_t n;
-
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
-        buf[n] = '\0';
-        return 0;
-}
-
 /* 1 or 0 for a systemd-udevd process with or without CAP_SYS_MODULE, -ESRCH for another process or one
  * that went away meanwhile. */
 static int check_pid(int procfd, const char *pid) {
@@ -58,7 +45,7 @@ static int check_pid(int procfd, const char *pid) {
         int r;
 
         snprintf(path, sizeof(path), "%s/comm", pid);
-        r = read_at(procfd, path, buf, sizeof(buf));
+        r = read_small_file_at(procfd, path, buf, sizeof(buf));
         if (r < 0)
                 return -ESRCH;
         buf[strcspn(buf, "\n")] = '\0';
@@ -66,7 +53,7 @@ static int check_pid(int procfd, const char *pid) {
                 return -ESRCH;
 
         snprintf(path, sizeof(path), "%s/status", pid);
-        r = read_at(procfd, path, buf, sizeof(buf));
+        r = read_small_file_at(procfd, path, buf, sizeof(buf));
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
         r = proc_status_cap_bnd(buf, &bnd);

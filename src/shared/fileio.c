@@ -11,7 +11,7 @@
 
 #define READ_CHUNK 4096
 
-int read_line_at(int dirfd, const char *path, char *buf, size_t size) {
+int read_small_file_at(int dirfd, const char *path, char *buf, size_t size) {
         _cleanup_close_ int fd = -EBADF;
         ssize_t n;
 
@@ -22,6 +22,15 @@ int read_line_at(int dirfd, const char *path, char *buf, size_t size) {
         if (n < 0)
                 return negative_errno();
         buf[n] = '\0';
+        return 0;
+}
+
+int read_line_at(int dirfd, const char *path, char *buf, size_t size) {
+        int r;
+
+        r = read_small_file_at(dirfd, path, buf, size);
+        if (r < 0)
+                return r;
         buf[strcspn(buf, "\n")] = '\0';
         return 0;
 }

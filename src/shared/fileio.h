@@ -12,6 +12,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose);
  * beyond max + 1 is read), -ENOMEM, or the read error. */
 int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size);
 
+/* Reads a small file (procfs, sysfs) at path, relative to dirfd (AT_FDCWD for the current
+ * directory), into buf, NUL-terminated; what does not fit in size - 1 bytes is cut. 0 or -errno. */
+int read_small_file_at(int dirfd, const char *path, char *buf, size_t size);
+
 /* Reads the first line of a small file (sysfs, procfs) at path, relative to dirfd (AT_FDCWD for the
  * current directory), into buf without its newline; what does not fit in size - 1 bytes is cut.
  * Returns 0 or -errno. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -446,6 +447,15 @@ int manifest_load_fd(int fd, Manifest **ret, char **reterr_message) {
         if (r < 0)
                 return read_error(&s, r);
         return parse_text(text, size, ret, reterr_message);
+}
+
+int manifest_load_path(const char *path, Manifest **ret, char **reterr_message) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0)
+                return negative_errno();
+        return manifest_load_fd(fd, ret, reterr_message);
 }
 
 static int entry_compare(const void *key, const void *e) {

@@ -44,6 +44,10 @@ int manifest_parse(FILE *f, Manifest **ret, char **reterr_message);
  * -EPERM, with a message naming the file type, the mode or the owner. Otherwise as manifest_parse(). */
 int manifest_load_fd(int fd, Manifest **ret, char **reterr_message);
 
+/* Opens path (not following a symlink there, never blocking on a FIFO) and reads it with
+ * manifest_load_fd(). An open that fails returns its -errno, with no message. */
+int manifest_load_path(const char *path, Manifest **ret, char **reterr_message);
+
 /* The digest listed for relpath (exactly as listed: relative to the module tree, normalized), or
  * NULL. O(log n). The pointer lives as long as the manifest. */
 const uint8_t *manifest_lookup(const Manifest *m, const char *relpath);

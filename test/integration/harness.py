@@ -277,6 +277,14 @@ class Daemon:
         self.notify.close()
 
 
+def dump_stderr(daemons, lines=40):
+    """The last lines each daemon wrote, as TAP comments: for a run that failed."""
+    for d in daemons:
+        print("# --- %s stderr (last lines) ---" % d.address)
+        for line in d.stderr_text().splitlines()[-lines:]:
+            print("# " + line)
+
+
 def assert_clean_exit(*daemons):
     """Stops each daemon with SIGTERM and asserts exit status 0: in the sanitizer build, a leak or an
     error report at exit makes it non-zero."""

@@ -462,10 +462,7 @@ def main():
         d.stop()
     journal.stop()
     if t.failed or os.environ.get("MODGATE_TEST_VERBOSE"):
-        for d in daemons:
-            print("# --- %s stderr (last lines) ---" % d.address)
-            for line in d.stderr_text().splitlines()[-40:]:
-                print("# " + line)
+        h.dump_stderr(daemons, 40)
     return t.done()
 
 

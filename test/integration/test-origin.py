@@ -370,10 +370,7 @@ def main():
     shutil.rmtree(disk_dir, ignore_errors=True)
     journal.stop()
     if t.failed:
-        for d in daemons:
-            print("# --- %s stderr ---" % d.address)
-            for line in d.stderr_text().splitlines()[-15:]:
-                print("# " + line)
+        h.dump_stderr(daemons, 15)
     return t.done()
 
 

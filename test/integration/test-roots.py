@@ -850,10 +850,7 @@ def main():
     journal.stop()
     print("# whole run took %.1f s" % (time.monotonic() - started))
     if t.failed or os.environ.get("MODGATE_TEST_VERBOSE"):
-        for d in daemons:
-            print("# --- %s stderr (last lines) ---" % d.address)
-            for line in d.stderr_text().splitlines()[-30:]:
-                print("# " + line)
+        h.dump_stderr(daemons, 30)
     return t.done()
 
 
