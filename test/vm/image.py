@@ -8,7 +8,8 @@ Four layers, each cached under its own key so that only what changed is rebuilt:
            tree appended
   initrd   busybox, veritysetup with its libraries, test/vm/guest/initrd-init and the few
            modules needed to mount the root and the verity volume
-  root     an ext4 image: base + test/vm/guest/rootfs + modgate's `meson install` (a few seconds)
+  root     an ext4 image: base + test/vm/guest/rootfs + modgate's `meson install` + the module
+           tree as plain files, for boots that want it on the writable root (a few seconds)
 
 A key hashes the layer's inputs together with the source of the function that builds it, so an
 edit to one step of this file rebuilds that step only. The kernel is the build root's own
@@ -36,6 +37,9 @@ KEEP = 2        # entries kept per layer, so that a run still using the previous
 # What the initramfs loads: the root disk and its file system, and the verity volume. crc32c is
 # first because ext4 and libcrc32c ask the crypto API for it, and nothing can modprobe it there.
 INITRD_MODULES = ["crc32c_generic", "virtio_blk", "ext4", "dm_verity", "erofs"]
+
+# Where the root image keeps its copy of the module tree (see build_root).
+WRITABLE_TREE = "/usr/lib/modgate-vm/modules"
 
 ROOT_SERIAL = "modgate-root"
 MODULES_SERIAL = "modgate-modules"
@@ -238,6 +242,13 @@ def build_root(out, base, destdir, kernel, key):
     run("cp", "-a", "--no-preserve=ownership", os.path.join(GUEST, "rootfs") + "/.", stage)
     run("cp", "-a", "--no-preserve=ownership", destdir + "/.", stage)
     os.makedirs(os.path.join(stage, "usr/lib/modules", kernel.version), exist_ok=True)
+    # The same tree as ordinary files on the root, for boots with modgate_vm.modules=writable: the
+    # initramfs renames it to /usr/lib/modules/$KVER instead of mounting the verity volume there
+    # (a system whose kernel package unpacked its modules on a writable root). Other boots leave it
+    # where it is, unused.
+    writable = os.path.join(stage, WRITABLE_TREE.lstrip("/"))
+    os.makedirs(writable)
+    run("cp", "-a", kernel.tree, os.path.join(writable, kernel.version))
     # The manifest of the module tree, as the kernel-install plugin writes it when the kernel
     # package is installed (the guest's first-use unit then has nothing to do): the same files as
     # the erofs volume, hashed here by the installed modgate-manifest.
@@ -351,7 +362,7 @@ def build(build_dir):
                             file_digest(os.path.join(GUEST, "initrd-init")), INITRD_MODULES,
                             source(build_initrd), source(initrd_module_order))
         initrd = cache.layer("initrd", initrd_key, build_initrd, kernel, busybox, veritysetup)
-        root_key = digest(base_key, kernel.version, tree_digest(os.path.join(GUEST, "rootfs")),
+        root_key = digest(base_key, kernel.version, kernel.id, tree_digest(os.path.join(GUEST, "rootfs")),
                           tree_digest(destdir), source(build_root), source(installed_units))
         root = cache.layer("root", root_key, build_root, base, destdir, kernel, root_key)
         shutil.rmtree(destdir)
