@@ -6,6 +6,10 @@ import json
 
 SOCKET = "/run/modgate/io.modgate"
 MODULES_DEVICE = "/dev/mapper/modgate-modules"
+MODGATED = "/usr/libexec/modgate/modgated"
+UNTRUSTED = "io.modgate.Manager.UntrustedOrigin"
+# Where a second modgated's own /etc/modgate is kept (one directory per unit).
+CONF_DIRS = "/var/tmp/modgate-vm-conf"
 
 
 def varlinkctl(vm, method, parameters=None, address=SOCKET):
@@ -70,3 +74,103 @@ def device_of(vm, path):
 
 def quote(s):
     return "'" + s.replace("'", "'\\''") + "'"
+
+
+def kernel_release(vm):
+    if not getattr(vm, "_release", None):
+        vm._release = vm.sh("uname -r").out.strip()
+    return vm._release
+
+
+def start_modgated(vm, unit, address, config, args=""):
+    """A second modgated, as the transient unit UNIT.service listening on ADDRESS, that reads CONFIG
+    (the text of a modgate.conf) and nothing else: its /etc/modgate is a directory of its own
+    (BindReadOnlyPaths=), and the guest has no modgate configuration in the other directories
+    (checked here). Waits until it listens; one that exits instead fails the call with its log."""
+    vm.sh("""set -e
+        for d in /run/modgate/modgate.conf /run/modgate/modgate.conf.d /usr/local/lib/modgate /usr/lib/modgate; do
+                if [ -e $d ]; then echo "$d exists: the second modgated would read it too" >&2; exit 1; fi
+        done
+        conf=%(dirs)s/%(unit)s
+        rm -rf $conf
+        mkdir -p $conf
+        cat >$conf/modgate.conf
+        rm -f %(addr)s
+        systemctl reset-failed %(unit)s.service 2>/dev/null || true
+        systemd-run --quiet --unit=%(unit)s -p BindReadOnlyPaths=$conf:/etc/modgate \
+                %(modgated)s --listen=%(addr)s %(args)s
+        for i in $(seq 150); do
+                test -S %(addr)s && exit 0
+                case $(systemctl show -P ActiveState %(unit)s.service) in
+                active|activating|reloading) sleep 0.2 ;;
+                *) break ;;
+                esac
+        done
+        echo "modgated (%(unit)s.service, $(systemctl show -P ActiveState %(unit)s.service)) does not listen on %(addr)s:" >&2
+        journalctl -b -u %(unit)s.service -o cat --no-pager >&2
+        exit 1
+        """ % {"dirs": CONF_DIRS, "unit": unit, "addr": address, "modgated": MODGATED, "args": args},
+          stdin=config)
+
+
+def stop_modgated(vm, unit):
+    # systemd made /etc/modgate for the bind mount when there was none: an empty directory.
+    vm.sh("systemctl stop %(unit)s.service; systemctl reset-failed %(unit)s.service; rm -rf %(dirs)s/%(unit)s; "
+          "rmdir /etc/modgate 2>/dev/null" % {"unit": unit, "dirs": CONF_DIRS}, check=False)
+
+
+def load_with(vm, unit, address, config, name):
+    """Load NAME from a second modgated with CONFIG (see start_modgated), stopped again after the
+    call: (reply or error parameters, error name or None)."""
+    start_modgated(vm, unit, address, config)
+    try:
+        return load(vm, name, address=address)
+    finally:
+        stop_modgated(vm, unit)
+
+
+def dm_kernel_name(vm, device):
+    """The kernel's name (dm-N) of a device-mapper device, from its /dev/mapper link."""
+    return vm.sh("basename $(readlink -f %s)" % quote(device)).out.strip()
+
+
+def erofs_verity(vm, tree, image):
+    """mkfs.erofs of the guest's directory TREE into the file IMAGE, its dm-verity hash tree appended
+    to the same file (as test/vm/image.py makes the module volume): (root hash, hash offset)."""
+    out = vm.sh("""set -e
+        rm -f %(img)s %(img)s.roothash
+        mkfs.erofs --quiet --all-root -T0 %(img)s %(tree)s
+        size=$(stat -c %%s %(img)s)
+        veritysetup format --hash-offset=$size --root-hash-file=%(img)s.roothash %(img)s %(img)s >/dev/null
+        echo $size $(cat %(img)s.roothash)
+        rm %(img)s.roothash
+        """ % {"img": quote(image), "tree": quote(tree)}).out.split()
+    return out[1], int(out[0])
+
+
+def module_index(vm, base, modules=(), external=()):
+    """A module tree of the running kernel below BASE made as depmod makes one: MODULES (paths
+    relative to the running kernel's tree) copied into BASE/lib/modules/$KVER, the tree's
+    modules.builtin* and modules.order beside them, and the index (modules.dep, modules.dep.bin,
+    ...) written by the guest's `depmod -b BASE`, with `external` lines naming the directories
+    EXTERNAL (whose modules the index then lists by absolute path). Returns the tree's directory
+    and its modules.dep."""
+    release = kernel_release(vm)
+    tree = "%s/lib/modules/%s" % (base, release)
+    external_lines = "".join("external * %s\n" % d for d in external)
+    out = vm.sh("""set -e
+        src=/usr/lib/modules/%(rel)s
+        rm -rf %(base)s
+        mkdir -p %(tree)s %(base)s.depmod.d
+        cp -a $src/modules.builtin $src/modules.builtin.modinfo $src/modules.order %(tree)s/
+        for m in %(modules)s; do
+                mkdir -p %(tree)s/$(dirname $m)
+                cp -a $src/$m %(tree)s/$m
+        done
+        printf 'search external built-in\n%(external)s' >%(base)s.depmod.d/modgate-vm.conf
+        depmod -b %(base)s -C %(base)s.depmod.d %(rel)s
+        rm -r %(base)s.depmod.d
+        cat %(tree)s/modules.dep
+        """ % {"rel": release, "base": quote(base), "tree": quote(tree), "external": external_lines,
+               "modules": " ".join(quote(m) for m in modules)}).out
+    return tree, out
