@@ -8,12 +8,12 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cap_t, cap_free);
 
-int capability_keep_only_sys_module(void) {
+int capability_keep_only(int keep_) {
         _cleanup_(cap_freep) cap_t caps = NULL;
-        cap_value_t keep = CAP_SYS_MODULE;
+        cap_value_t keep = keep_;
 
         /* Dropping from the bounding set needs CAP_SETPCAP, so it comes first. Under the service unit
-         * the bounding set is already CAP_SYS_MODULE alone and nothing is left to drop here. */
+         * the bounding set is already that one alone and nothing is left to drop here. */
         for (cap_value_t c = 0; c < (cap_value_t) cap_max_bits(); c++) {
                 if (c == keep || cap_get_bound(c) <= 0)
                         continue;

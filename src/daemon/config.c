@@ -35,6 +35,7 @@ typedef struct ParseState {
         const char *filename;
         unsigned line;                  /* 0 for errors about the whole file */
         const char *section;            /* the current section, from the table below; NULL before one */
+        RootConfig *root;               /* in [Trust] or a [Root]: the settings assigned to */
         char **reterr_message;
 } ParseState;
 
@@ -51,7 +52,7 @@ void config_init_defaults(Config *c) {
                 .workers = CONFIG_WORKERS_DEFAULT,
                 .idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT,
                 .require_superblock_ro = true,
-                .evidence = EVIDENCE_DEFAULT,
+                .trust.evidence = EVIDENCE_DEFAULT,
         };
 }
 
@@ -63,25 +64,145 @@ int config_default_trusted_root(char **ret) {
         return asprintf(ret, "/usr/lib/modules/%s", u.release) < 0 ? -ENOMEM : 0;
 }
 
-int config_manifest_path(const Config *c, char **ret) {
+int config_default_manifest_path(char **ret) {
         struct utsname u;
 
-        if (c->manifest)
-                return (*ret = strdup(c->manifest)) ? 0 : -ENOMEM;
         if (uname(&u) < 0)
                 return negative_errno();
         return asprintf(ret, "%s/%s%s", MANIFEST_DIR, u.release, MANIFEST_SUFFIX) < 0 ? -ENOMEM : 0;
 }
 
 unsigned config_evidence(const Config *c) {
-        return c->evidence | (c->require_superblock_ro ? 0 : EVIDENCE_MASK(EVIDENCE_OWNERSHIP));
+        return c->trust.evidence | (c->require_superblock_ro ? 0 : EVIDENCE_MASK(EVIDENCE_OWNERSHIP));
+}
+
+static bool root_config_equal(const RootConfig *a, const RootConfig *b) {
+        return strcmp(a->path ?: "", b->path ?: "") == 0 && a->set == b->set && a->evidence == b->evidence &&
+                strv_equal(a->root_hashes, b->root_hashes) && strv_equal(a->fsverity_digests, b->fsverity_digests) &&
+                strcmp(a->manifest ?: "", b->manifest ?: "") == 0 && a->require_ima == b->require_ima;
+}
+
+bool config_trust_equal(const Config *a, const Config *b) {
+        if (!strv_equal(a->trusted_roots, b->trusted_roots) || a->require_superblock_ro != b->require_superblock_ro ||
+            !root_config_equal(&a->trust, &b->trust) || a->n_roots != b->n_roots)
+                return false;
+        for (size_t i = 0; i < a->n_roots; i++)
+                if (!root_config_equal(&a->roots[i], &b->roots[i]))
+                        return false;
+        return true;
+}
+
+void root_config_done(RootConfig *r) {
+        free(r->path);
+        strv_free(r->root_hashes);
+        strv_free(r->fsverity_digests);
+        free(r->manifest);
+        *r = (RootConfig) {};
+}
+
+void root_config_array_free(RootConfig *a, size_t n) {
+        for (size_t i = 0; a && i < n; i++)
+                root_config_done(&a[i]);
+        free(a);
 }
 
 void config_done(Config *c) {
         strv_free(c->load_alone);
         strv_free(c->trusted_roots);
-        free(c->manifest);
+        root_config_done(&c->trust);
+        root_config_array_free(c->roots, c->n_roots);
         *c = (Config) {};
+}
+
+/* Copies the settings in from->set over those of to. */
+static int root_config_apply(RootConfig *to, const RootConfig *from) {
+        if (from->set & ROOT_FIELD_EVIDENCE)
+                to->evidence = from->evidence;
+        if (from->set & ROOT_FIELD_ROOT_HASH) {
+                strv_free(to->root_hashes);
+                to->root_hashes = strv_copy_n(from->root_hashes, strv_length(from->root_hashes));
+                if (!to->root_hashes && from->root_hashes)
+                        return -ENOMEM;
+        }
+        if (from->set & ROOT_FIELD_FSVERITY_DIGEST) {
+                strv_free(to->fsverity_digests);
+                to->fsverity_digests = strv_copy_n(from->fsverity_digests, strv_length(from->fsverity_digests));
+                if (!to->fsverity_digests && from->fsverity_digests)
+                        return -ENOMEM;
+        }
+        if (from->set & ROOT_FIELD_MANIFEST) {
+                free(to->manifest);
+                to->manifest = from->manifest ? strdup(from->manifest) : NULL;
+                if (!to->manifest && from->manifest)
+                        return -ENOMEM;
+        }
+        if (from->set & ROOT_FIELD_REQUIRE_IMA)
+                to->require_ima = from->require_ima;
+        to->set |= from->set;
+        return 0;
+}
+
+static int root_config_init(RootConfig *r, const Config *c, const char *path) {
+        RootConfig trust = c->trust;
+
+        trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST | ROOT_FIELD_MANIFEST |
+                    ROOT_FIELD_REQUIRE_IMA;
+        *r = (RootConfig) {};
+        r->path = strdup(path);
+        if (!r->path || root_config_apply(r, &trust) < 0)
+                return -ENOMEM;
+        r->set = 0;
+        return 0;
+}
+
+int config_trusted_roots(const Config *c, RootConfig **ret) {
+        _cleanup_free_ char *def = NULL;
+        char *const *paths = c->trusted_roots;
+        char *one[2] = {};
+        RootConfig *a;
+        size_t n = 0, cap;
+        int r;
+
+        if (strv_length(paths) == 0) {
+                r = config_default_trusted_root(&def);
+                if (r < 0)
+                        return r;
+                one[0] = def;
+                paths = one;
+        }
+
+        cap = strv_length(paths) + c->n_roots;
+        a = calloc(cap, sizeof(RootConfig));
+        if (!a)
+                return -ENOMEM;
+        for (; paths[n]; n++)
+                if (root_config_init(&a[n], c, paths[n]) < 0)
+                        goto oom;
+
+        for (size_t i = 0; i < c->n_roots; i++) {
+                const RootConfig *sec = &c->roots[i];
+                size_t k;
+
+                for (k = 0; k < n; k++)
+                        if (strcmp(a[k].path, sec->path) == 0)
+                                break;
+                if (k == n && root_config_init(&a[n++], c, sec->path) < 0)
+                        goto oom;
+                if (root_config_apply(&a[k], sec) < 0)
+                        goto oom;
+        }
+
+        for (size_t k = 0; k < n; k++) {
+                if (!c->require_superblock_ro)
+                        a[k].evidence |= EVIDENCE_MASK(EVIDENCE_OWNERSHIP);
+                if (k == 0 && !a[k].manifest && config_default_manifest_path(&a[k].manifest) < 0)
+                        goto oom;
+        }
+        *ret = a;
+        return (int) n;
+oom:
+        root_config_array_free(a, cap);
+        return -ENOMEM;
 }
 
 /* Sets the message, "FILE:LINE: " followed by the format, and returns r. */
@@ -256,37 +377,173 @@ int config_parse_evidence(const char *value, unsigned *ret) {
         return 0;
 }
 
+/* In a [Root], an empty assignment gives the setting back to [Trust]; in [Trust], to its default. */
+static bool reset_setting(ParseState *s, const char *value, RootField field) {
+        if (value[0] != '\0')
+                return false;
+        s->root->set &= ~field;
+        return true;
+}
+
 static int parse_evidence(ParseState *s, const char *key, const char *value) {
         unsigned mask;
 
-        if (value[0] == '\0') {
-                s->config->evidence = EVIDENCE_DEFAULT;
+        if (reset_setting(s, value, ROOT_FIELD_EVIDENCE)) {
+                s->root->evidence = EVIDENCE_DEFAULT;
                 return 0;
         }
         if (config_parse_evidence(value, &mask) < 0)
                 return parse_error(s, -EINVAL, "%s=%s: the kinds of evidence are verity, read-only, manifest and "
                                    "ownership", key, value);
-        s->config->evidence = mask;
+        s->root->evidence = mask;
+        s->root->set |= ROOT_FIELD_EVIDENCE;
         return 0;
 }
 
-static int parse_manifest(ParseState *s, const char *key, const char *value) {
+/* A path setting of the current root: Manifest=, Path=. */
+static int parse_root_path(ParseState *s, const char *key, const char *value, char **field) {
         _cleanup_free_ char *path = NULL;
         int r;
 
-        if (value[0] == '\0') {
-                free(s->config->manifest);
-                s->config->manifest = NULL;
-                return 0;
-        }
         path = strdup(value);
         if (!path)
                 return parse_error(s, -ENOMEM, "out of memory");
         r = check_path(s, key, path);
         if (r < 0)
                 return r;
-        free(s->config->manifest);
-        s->config->manifest = TAKE_PTR(path);
+        free(*field);
+        *field = TAKE_PTR(path);
+        return 0;
+}
+
+static int parse_manifest(ParseState *s, const char *key, const char *value) {
+        if (reset_setting(s, value, ROOT_FIELD_MANIFEST)) {
+                free(s->root->manifest);
+                s->root->manifest = NULL;
+                return 0;
+        }
+        s->root->set |= ROOT_FIELD_MANIFEST;
+        return parse_root_path(s, key, value, &s->root->manifest);
+}
+
+static int parse_path(ParseState *s, const char *key, const char *value) {
+        if (value[0] == '\0')
+                return parse_error(s, -EINVAL, "%s= needs the trusted root's directory", key);
+        return parse_root_path(s, key, value, &s->root->path);
+}
+
+static bool hex_lower(char *s, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '\0' || !strchr("0123456789abcdefABCDEF", s[i]))
+                        return false;
+                if (s[i] >= 'A' && s[i] <= 'F')
+                        s[i] += 'a' - 'A';
+        }
+        return true;
+}
+
+int config_normalize_root_hash(char *s) {
+        size_t n = strlen(s);
+
+        if (n < 32 || n > 128 || n % 2 != 0 || !hex_lower(s, n))
+                return -EINVAL;
+        return 0;
+}
+
+int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+
+        for (const char *p = cmdline + strspn(cmdline, WHITESPACE "\n"); *p; p += strspn(p, WHITESPACE "\n")) {
+                size_t n = strcspn(p, WHITESPACE "\n");
+                _cleanup_free_ char *word = strndup(p, n);
+                const char *v;
+
+                p += n;
+                if (!word)
+                        return -ENOMEM;
+                if (strncmp(word, "roothash=", 9) == 0)
+                        v = word + 9;
+                else if (strncmp(word, "usrhash=", 8) == 0)
+                        v = word + 8;
+                else
+                        continue;
+                memmove(word, v, strlen(v) + 1);
+                if (config_normalize_root_hash(word) < 0 || strv_contains(l, word))
+                        continue;
+                if (strv_consume(&l, TAKE_PTR(word)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int config_normalize_fsverity_digest(char *s) {
+        static const struct {
+                const char *prefix;
+                size_t hex;
+        } algorithms[] = {
+                { "sha256:", 64 },
+                { "sha512:", 128 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(algorithms); i++) {
+                size_t p = strlen(algorithms[i].prefix);
+
+                if (strncasecmp(s, algorithms[i].prefix, p) != 0)
+                        continue;
+                if (strlen(s + p) != algorithms[i].hex || !hex_lower(s + p, algorithms[i].hex))
+                        return -EINVAL;
+                memcpy(s, algorithms[i].prefix, p);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static int check_root_hash(ParseState *s, const char *key, char *word) {
+        if (config_normalize_root_hash(word) < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a dm-verity root hash (32 to 128 hex digits, as "
+                                   "veritysetup prints it)", key, word);
+        return 0;
+}
+
+static int check_fsverity_digest(ParseState *s, const char *key, char *word) {
+        if (config_normalize_fsverity_digest(word) < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not an fs-verity digest (sha256: and 64 hex digits, or "
+                                   "sha512: and 128, as fsverity measure prints it)", key, word);
+        return 0;
+}
+
+static int parse_root_hash(ParseState *s, const char *key, const char *value) {
+        if (reset_setting(s, value, ROOT_FIELD_ROOT_HASH)) {
+                s->root->root_hashes = strv_free(s->root->root_hashes);
+                return 0;
+        }
+        s->root->set |= ROOT_FIELD_ROOT_HASH;
+        return parse_list(s, key, value, &s->root->root_hashes, check_root_hash);
+}
+
+static int parse_fsverity_digest(ParseState *s, const char *key, const char *value) {
+        if (reset_setting(s, value, ROOT_FIELD_FSVERITY_DIGEST)) {
+                s->root->fsverity_digests = strv_free(s->root->fsverity_digests);
+                return 0;
+        }
+        s->root->set |= ROOT_FIELD_FSVERITY_DIGEST;
+        return parse_list(s, key, value, &s->root->fsverity_digests, check_fsverity_digest);
+}
+
+static int parse_require_ima(ParseState *s, const char *key, const char *value) {
+        int r;
+
+        if (reset_setting(s, value, ROOT_FIELD_REQUIRE_IMA)) {
+                s->root->require_ima = false;
+                return 0;
+        }
+        r = parse_boolean(value);
+        if (r < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a boolean (yes/no, true/false, on/off, 1/0)",
+                                   key, value);
+        s->root->require_ima = r;
+        s->root->set |= ROOT_FIELD_REQUIRE_IMA;
         return 0;
 }
 
@@ -298,6 +555,15 @@ static const Setting settings[] = {
         { "Trust",   "RequireReadOnlySuperblock", parse_require_superblock_ro },
         { "Trust",   "Evidence",                  parse_evidence              },
         { "Trust",   "Manifest",                  parse_manifest              },
+        { "Trust",   "RootHash",                  parse_root_hash             },
+        { "Trust",   "FsVerityDigest",            parse_fsverity_digest       },
+        { "Trust",   "RequireIMASignature",       parse_require_ima           },
+        { "Root",    "Path",                      parse_path                  },
+        { "Root",    "Evidence",                  parse_evidence              },
+        { "Root",    "Manifest",                  parse_manifest              },
+        { "Root",    "RootHash",                  parse_root_hash             },
+        { "Root",    "FsVerityDigest",            parse_fsverity_digest       },
+        { "Root",    "RequireIMASignature",       parse_require_ima           },
 };
 
 /* The setting with this key in section (any section when section is NULL), compared with
@@ -330,10 +596,40 @@ static char *strstrip(char *s) {
         return s;
 }
 
+/* A [Root] section is complete when the next header or the end of the file comes. */
+static int finish_section(ParseState *s) {
+        if (s->root && s->root != &s->config->trust && !s->root->path) {
+                s->line = s->root->line;
+                return parse_error(s, -EINVAL, "[Root] section has no Path=");
+        }
+        return 0;
+}
+
+static int start_root(ParseState *s) {
+        Config *c = s->config;
+        RootConfig *a;
+
+        if (c->n_roots >= CONFIG_ROOTS_MAX)
+                return parse_error(s, -EINVAL, "more than %d [Root] sections", CONFIG_ROOTS_MAX);
+        a = reallocarray(c->roots, c->n_roots + 1, sizeof(RootConfig));
+        if (!a)
+                return parse_error(s, -ENOMEM, "out of memory");
+        c->roots = a;
+        s->root = &a[c->n_roots++];
+        *s->root = (RootConfig) { .line = s->line, .evidence = EVIDENCE_DEFAULT };
+        return 0;
+}
+
 static int parse_section(ParseState *s, char *line) {
         size_t n = strlen(line);
         const char *known;
         char *end;
+        int r;
+
+        r = finish_section(s);
+        if (r < 0)
+                return r;
+        s->root = NULL;
 
         end = strchr(line, ']');
         if (!end)
@@ -344,13 +640,17 @@ static int parse_section(ParseState *s, char *line) {
         line++;
 
         s->section = section_find(line, strcmp);
+        if (s->section && strcmp(s->section, "Root") == 0)
+                return start_root(s);
+        if (s->section && strcmp(s->section, "Trust") == 0)
+                s->root = &s->config->trust;
         if (s->section)
                 return 0;
         known = section_find(line, strcasecmp);
         if (known)
                 return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", line, known);
         return parse_error(s, -EINVAL,
-                           "unknown section [%s]; the sections are [Load], [Manager] and [Trust]", line);
+                           "unknown section [%s]; the sections are [Load], [Manager], [Trust] and [Root]", line);
 }
 
 static int unknown_key(ParseState *s, const char *key) {
@@ -441,7 +741,7 @@ static int parse_buffer(ParseState *s, char *buf, size_t size) {
                         return r;
                 p += n + 1;
         }
-        return 0;
+        return finish_section(s);
 }
 
 int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message) {

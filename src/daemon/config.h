@@ -7,6 +7,31 @@
 
 #include "parse-util.h"
 
+/* The settings of a trusted root: which kinds of evidence vouch for its module files, and what that
+ * evidence is checked against. [Trust] holds every root's; a [Root] section those of one root, and
+ * what it leaves unset is [Trust]'s. */
+typedef enum RootField {
+        ROOT_FIELD_EVIDENCE = 1u << 0,
+        ROOT_FIELD_ROOT_HASH = 1u << 1,
+        ROOT_FIELD_FSVERITY_DIGEST = 1u << 2,
+        ROOT_FIELD_MANIFEST = 1u << 3,
+        ROOT_FIELD_REQUIRE_IMA = 1u << 4,
+} RootField;
+
+typedef struct RootConfig {
+        char *path;                     /* [Root] Path=; NULL in [Trust] */
+        unsigned line;                  /* of the [Root] header, for the message when Path= is missing */
+        unsigned set;                   /* RootField()s this section sets */
+        unsigned evidence;              /* Evidence=, EVIDENCE_MASK()s (trust.h) */
+        char **root_hashes;             /* RootHash=, dm-verity root hashes, lowercase hex */
+        char **fsverity_digests;        /* FsVerityDigest=, "sha256:" or "sha512:" and lowercase hex */
+        char *manifest;                 /* Manifest=; NULL: the first root's default, none for others */
+        bool require_ima;               /* RequireIMASignature= */
+} RootConfig;
+
+void root_config_done(RootConfig *r);
+void root_config_array_free(RootConfig *a, size_t n);
+
 /* The daemon's settings, from modgate.conf and the drop-ins in modgate.conf.d/ (config_load()).
  * conf/modgate.conf documents each one for administrators. */
 typedef struct Config {
@@ -15,21 +40,43 @@ typedef struct Config {
         uint64_t idle_exit_usec;        /* [Manager] IdleExitSec=, 0 means never */
         char **trusted_roots;           /* [Trust] TrustedRoot=, absolute paths; NULL: the default */
         bool require_superblock_ro;     /* [Trust] RequireReadOnlySuperblock=; no adds "ownership" */
-        unsigned evidence;              /* [Trust] Evidence=, EVIDENCE_MASK()s (trust.h) */
-        char *manifest;                 /* [Trust] Manifest=; NULL: MANIFEST_DIR/$(uname -r).sha256 */
+        RootConfig trust;               /* [Trust] Evidence=, RootHash=, ...: every root's settings */
+        RootConfig *roots;              /* [Root] sections, as written */
+        size_t n_roots;
 } Config;
 
 /* /usr/lib/modules/$(uname -r), the trusted root when TrustedRoot= is empty. */
 int config_default_trusted_root(char **ret);
 
-/* Manifest=, or MANIFEST_DIR/$(uname -r).sha256. */
-int config_manifest_path(const Config *c, char **ret);
+/* The default manifest of the first root: MANIFEST_DIR/$(uname -r).sha256. */
+int config_default_manifest_path(char **ret);
+
+/* The trusted roots, each with its settings in effect: TrustedRoot= in order (the default root when
+ * it is empty), then the paths of [Root] sections that are not among them. A [Root] for a path
+ * configures that root, a later section over an earlier one; what none sets is [Trust]'s. Evidence
+ * includes "ownership" when RequireReadOnlySuperblock=no. The first root's manifest defaults to
+ * config_default_manifest_path(). Returns the number of roots (at least 1), or a negative errno. */
+int config_trusted_roots(const Config *c, RootConfig **ret);
 
 /* Parses a list of kinds of evidence (Evidence=, --evidence=) into EVIDENCE_MASK()s; -EINVAL. */
 int config_parse_evidence(const char *value, unsigned *ret);
 
-/* What the roots accept: Evidence=, and "ownership" when RequireReadOnlySuperblock=no. */
+/* Whether a and b trust the same: TrustedRoot=, RequireReadOnlySuperblock=, [Trust] and [Root]. */
+bool config_trust_equal(const Config *a, const Config *b);
+
+/* What the roots accept unless a [Root] says otherwise: Evidence=, and "ownership" when
+ * RequireReadOnlySuperblock=no. */
 unsigned config_evidence(const Config *c);
+
+/* Checks and normalizes (to lowercase) a dm-verity root hash: 32 to 128 hex digits, an even number. */
+int config_normalize_root_hash(char *s);
+/* The dm-verity root hashes a kernel command line names (systemd's roothash= and usrhash=), each
+ * once, normalized; malformed ones are left out. Returns 0 or -ENOMEM. */
+int config_cmdline_root_hashes(const char *cmdline, char ***ret);
+
+/* The same for an fs-verity digest as `fsverity measure` prints it: "sha256:" and 64 hex digits, or
+ * "sha512:" and 128. */
+int config_normalize_fsverity_digest(char *s);
 
 #define CONFIG_WORKERS_DEFAULT 4u
 #define CONFIG_WORKERS_MAX 64u
@@ -39,6 +86,7 @@ unsigned config_evidence(const Config *c);
 #define CONFIG_LINE_MAX 4096            /* bytes in a line, without its newline */
 #define CONFIG_FILE_MAX (1024 * 1024)   /* bytes in a file */
 #define CONFIG_LIST_MAX 1024            /* entries in a list setting */
+#define CONFIG_ROOTS_MAX 64             /* [Root] sections */
 
 /* Where modgate.conf and modgate.conf.d/ are looked for, highest priority first (NULL-terminated). */
 extern const char *const config_dirs[];
@@ -51,7 +99,8 @@ void config_done(Config *c);
  * quoting: [Section] headers, Key=Value assignments, comment lines starting with '#' or ';', blank
  * lines; whitespace around keys and values is ignored; CRLF line ends and a UTF-8 byte order mark
  * are accepted. A later assignment overrides an earlier one; list settings accumulate, and an empty
- * assignment empties the list (and sets any other setting back to its default).
+ * assignment empties the list (and sets any other setting back to its default). Each [Root]
+ * header starts the settings of one more trusted root, which must have a Path=.
  *
  * Parsing stops at the first error, which is never skipped: an unknown section or key is an error,
  * so that a typo cannot silently leave a security setting at a weaker value. Returns 0, or:

@@ -175,6 +175,25 @@ static void record_origin(Record *rec, const ModuleResult *r) {
         }
         if (r->embedded_name)
                 record_add(rec, "MODGATE_FILE_MODULE=%s", r->embedded_name);
+        if (r->diskseq != 0)
+                record_add(rec, "MODGATE_DISKSEQ=%llu", (unsigned long long) r->diskseq);
+        if (r->dm_device)
+                record_add(rec, "MODGATE_DM_DEVICE=%s", r->dm_device);
+        if (r->dm_target)
+                record_add(rec, "MODGATE_DM_TARGET=%s", r->dm_target);
+        if (r->verity_root_hash)
+                record_add(rec, "MODGATE_VERITY_ROOT_HASH=%s", r->verity_root_hash);
+        if (r->fsverity_digest)
+                record_add(rec, "MODGATE_FSVERITY_DIGEST=%s", r->fsverity_digest);
+        if (r->trusted && r->evidence == EVIDENCE_VERITY)
+                record_add(rec, "MODGATE_VERITY=%s", r->fsverity ? "fs-verity" : "dm-verity");
+        if (r->ima.type != IMA_NONE) {
+                record_add(rec, "MODGATE_IMA=%s", ima_type_to_string(r->ima.type));
+                if (r->ima.hash_algorithm[0])
+                        record_add(rec, "MODGATE_IMA_HASH_ALGORITHM=%s", r->ima.hash_algorithm);
+                if (ima_is_signature(r->ima.type))
+                        record_add(rec, "MODGATE_IMA_KEY_ID=%08x", (unsigned) r->ima.key_id);
+        }
 }
 
 static void record_send(Record *rec) {

@@ -14,6 +14,7 @@
 #include "loader.h"
 #include "modinfo.h"
 #include "module-name.h"
+#include "probe-client.h"
 
 static const char *const outcome_table[_OUTCOME_MAX] = {
         [OUTCOME_LOADED] = "loaded",
@@ -42,6 +43,10 @@ void module_result_done(ModuleResult *r) {
         free(r->command);
         free(r->backing);
         free(r->embedded_name);
+        free(r->dm_device);
+        free(r->dm_target);
+        free(r->verity_root_hash);
+        free(r->fsverity_digest);
         *r = (ModuleResult) {};
 }
 
@@ -86,8 +91,8 @@ static const char *relative_to_root(const TrustedRoot *root, const char *path, s
 
 /* The innermost trusted root holding path: nested roots are separate mounts, which openat2() from an
  * outer root would refuse to cross. */
-static const TrustedRoot *find_root(const LoadContext *ctx, const char *path, const char **ret_rel) {
-        const TrustedRoot *best = NULL;
+static TrustedRoot *find_root(const LoadContext *ctx, const char *path, const char **ret_rel) {
+        TrustedRoot *best = NULL;
         size_t best_len = 0;
 
         for (size_t i = 0; i < ctx->n_roots; i++) {
@@ -156,17 +161,17 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
         return 0;
 }
 
-/* The file's path below the kernel tree's root as the manifest lists it: the file itself, with the
- * symlinks inside the tree resolved (the fd knows where it is). NULL for a file beneath another
- * root, which the manifest does not cover. */
-static int manifest_relpath(const LoadContext *ctx, const TrustedRoot *root, int fd, char **ret) {
+/* The file's path below its root as the root's manifest lists it: the file itself, with the symlinks
+ * inside the tree resolved (the fd knows where it is). NULL when it is not below the root's
+ * directory. */
+static int manifest_relpath(const TrustedRoot *root, int fd, char **ret) {
         char link[64], path[PATH_MAX];
         const char *rel;
         size_t n;
         ssize_t k;
 
         *ret = NULL;
-        if (root != ctx->roots[0] || !root->real_path)
+        if (!root->real_path)
                 return 0;
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
         k = readlink(link, path, sizeof(path) - 1);
@@ -183,22 +188,21 @@ static int manifest_relpath(const LoadContext *ctx, const TrustedRoot *root, int
         return *ret ? 0 : -ENOMEM;
 }
 
-static void check_manifest(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
-                           TrustInput *in, char **detail) {
+static void check_manifest(const TrustedRoot *root, int fd, ModuleResult *r, TrustInput *in, char **detail) {
         _cleanup_free_ char *rel = NULL;
         const uint8_t *want;
         int q;
 
-        if (!ctx->manifest) {
+        if (!root->manifest) {
                 in->manifest = MANIFEST_UNAVAILABLE;
-                in->manifest_detail = ctx->manifest_error ?: "none was loaded";
+                in->manifest_detail = root->manifest_error ?: "the root has no Manifest=";
                 return;
         }
-        q = manifest_relpath(ctx, root, fd, &rel);
+        q = manifest_relpath(root, fd, &rel);
         if (q < 0 || !rel) {
                 in->manifest = MANIFEST_UNAVAILABLE;
                 in->manifest_detail = q < 0 ? "the file's path cannot be read" :
-                                              "the manifest covers only the first trusted root";
+                                              "the file is not below the root's directory";
                 return;
         }
         q = sha256_fd(fd, r->sha256);
@@ -208,7 +212,7 @@ static void check_manifest(const LoadContext *ctx, const TrustedRoot *root, int 
                 return;
         }
         r->have_sha256 = true;
-        want = manifest_lookup(ctx->manifest, rel);
+        want = manifest_lookup(root->manifest, rel);
         in->manifest = !want ? MANIFEST_NO_ENTRY :
                        memcmp(want, r->sha256, SHA256_DIGEST_SIZE) == 0 ? MANIFEST_MATCH : MANIFEST_MISMATCH;
         *detail = TAKE_PTR(rel);
@@ -234,12 +238,43 @@ static int describe_backing(const Origin *o, char **ret) {
         return 0;
 }
 
+static int strdup_nonempty(const char *s, char **ret) {
+        if (!s || !*s)
+                return 0;
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* What the record says of the device and the file, whatever the decision. */
+static int record_origin(const Origin *o, ModuleResult *r) {
+        r->origin = o->file;
+        r->have_origin = true;
+        r->diskseq = o->diskseq;
+        r->ima = o->ima;
+        if (describe_backing(o, &r->backing) < 0)
+                return -ENOMEM;
+        if (o->fsverity.enabled && strdup_nonempty(o->fsverity.digest, &r->fsverity_digest) < 0)
+                return -ENOMEM;
+        if (!o->device_mapper)
+                return 0;
+        if (strdup_nonempty(o->device, &r->dm_device) < 0 || strdup_nonempty(o->dm.target, &r->dm_target) < 0 ||
+            strdup_nonempty(o->dm.root_hash, &r->verity_root_hash) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 /* The origin check: the evidence of where the bytes come from, decided by trust_decide(). */
 static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r) {
         _cleanup_(origin_freep) Origin *o = NULL;
         _cleanup_(trust_decision_done) TrustDecision d = {};
         _cleanup_free_ char *detail = NULL;
-        TrustInput in = { .accepted = ctx->evidence };
+        TrustInput in = {
+                .accepted = root->evidence,
+                .root_hashes = root->root_hashes,
+                .cmdline_root_hashes = ctx->cmdline_root_hashes,
+                .fsverity_digests = root->fsverity_digests,
+                .require_ima = root->require_ima,
+        };
         int q;
 
         /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
@@ -247,21 +282,29 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, q, "cannot identify the file's origin: %s",
                                          strerrordesc_np(-q));
-        r->origin = o->file;
-        r->have_origin = true;
-        if (describe_backing(o, &r->backing) < 0)
+        /* The table of the file system's own device, asked for each load: a device-mapper table
+         * can be replaced under a mounted file system, and a device made again under the same number
+         * is another instance (the prober checks diskseq). */
+        if (root->evidence & EVIDENCE_MASK(EVIDENCE_VERITY) && o->device_mapper &&
+            probe_dm_table(ctx->probe_address, o) < 0)
+                return -ENOMEM;
+        if (record_origin(o, r) < 0)
                 return -ENOMEM;
 
         in.origin = o;
-        if (trust_needs_manifest(o, ctx->evidence))
-                check_manifest(ctx, root, fd, r, &in, &detail);
         q = trust_decide(&in, &d);
+        if (q >= 0 && d.needs_manifest) {
+                check_manifest(root, fd, r, &in, &detail);
+                trust_decision_done(&d);
+                q = trust_decide(&in, &d);
+        }
         if (q < 0)
                 return q;
         if (!d.trusted)
                 return module_result_set(r, OUTCOME_DENIED, EPERM, "%s", d.reason);
         r->trusted = true;
         r->evidence = d.evidence;
+        r->fsverity = d.fsverity;
         return 0;
 }
 
@@ -285,7 +328,7 @@ static int check_name(int fd, ModuleResult *r) {
 int loader_load(const LoadContext *ctx, ModuleResult *r) {
         _cleanup_close_ int fd = -EBADF;
         uint64_t start = now_usec();
-        const TrustedRoot *root;
+        TrustedRoot *root;
         const char *rel = NULL;
         int q;
 
@@ -293,6 +336,12 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
         root = find_root(ctx, r->path, &rel);
         if (!root)
                 return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
+        q = trusted_root_pin(root);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0)
+                return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s cannot be pinned: %s", root->path,
+                                         strerrordesc_np(-q) ?: "unknown error");
 
         /* Leaving the root, and a socket (ENXIO), are verdicts on the file; anything else is not. */
         fd = trusted_root_open_file(root, rel);

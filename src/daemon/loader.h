@@ -43,6 +43,13 @@ typedef struct ModuleResult {
         char *backing;          /* what the file system is stored on, e.g. "loop0 <- /srv/tree.erofs" */
         bool trusted;           /* the origin check passed, with this evidence: */
         Evidence evidence;
+        bool fsverity;          /* verity evidence: the file's own fs-verity, not its device's */
+        char *dm_device;        /* the file system's device, when it is device-mapper: "dm-3" */
+        uint64_t diskseq;       /* of the file system's block device; 0 when unknown */
+        char *dm_target;        /* its table's first target type, as the kernel says */
+        char *verity_root_hash; /* a verity target's root hash */
+        char *fsverity_digest;  /* the file's fs-verity digest, "sha256:..." */
+        Ima ima;                /* the file's security.ima */
         bool have_sha256;       /* the bytes were hashed (for the manifest) */
         uint8_t sha256[SHA256_DIGEST_SIZE];
         char *embedded_name;    /* the name the file gives itself (.modinfo), when it gives one */
@@ -56,12 +63,11 @@ int module_result_set(ModuleResult *r, Outcome o, int error, const char *fmt, ..
 int module_result_setv(ModuleResult *r, Outcome o, int error, const char *fmt, va_list ap) _printf_(4, 0);
 
 typedef struct LoadContext {
-        TrustedRoot *const *roots;
+        TrustedRoot *const *roots;      /* each with what it accepts */
         size_t n_roots;
         Compression kernel_compression;
-        unsigned evidence;              /* EVIDENCE_MASK()s every root accepts */
-        const Manifest *manifest;       /* of roots[0], the kernel's tree; NULL when there is none */
-        const char *manifest_error;     /* then why not */
+        char *const *cmdline_root_hashes; /* roothash= and usrhash= of the kernel command line */
+        const char *probe_address;      /* where modgate-probe answers */
 } LoadContext;
 
 /* Opens r->path beneath the trusted root, checks the open fd and hands that fd to finit_module().

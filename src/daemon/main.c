@@ -7,17 +7,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include "capability.h"
 #include "config.h"
 #include "enforcement.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager.h"
 #include "manifest.h"
 #include "module-name.h"
 #include "origin.h"
+#include "probe-client.h"
 #include "strv.h"
 #include "trust.h"
 
@@ -25,6 +28,7 @@
 static char *arg_listen = NULL;
 static char *arg_trusted_root = NULL;
 static char *arg_manifest = NULL;
+static char *arg_prober = NULL;
 static unsigned arg_evidence = 0;
 static bool arg_evidence_set = false;
 static unsigned arg_workers = 0;
@@ -45,6 +49,8 @@ static void help(void) {
                "                           ownership (default: verity read-only manifest)\n"
                "     --manifest=FILE       The manifest of the first trusted root's module files\n"
                "                           (default: " MANIFEST_DIR "/$(uname -r).sha256)\n"
+               "     --prober=PATH         Ask the device-mapper prober on this socket\n"
+               "                           (default: " PROBE_ADDRESS ")\n"
                "     --workers=N           Run up to N module loads at once (1..64, default 4)\n"
                "     --load-alone=NAME     Load NAME only while no other module loads (repeatable)\n"
                "     --idle-exit-sec=SEC   Exit after SEC seconds without clients or loads; 0: never\n"
@@ -62,6 +68,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_LISTEN,
                 ARG_TRUSTED_ROOT,
                 ARG_MANIFEST,
+                ARG_PROBER,
                 ARG_EVIDENCE,
                 ARG_WORKERS,
                 ARG_LOAD_ALONE,
@@ -73,6 +80,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "trusted-root", required_argument, NULL, ARG_TRUSTED_ROOT },
                 { "manifest", required_argument, NULL, ARG_MANIFEST },
+                { "prober", required_argument, NULL, ARG_PROBER },
                 { "evidence", required_argument, NULL, ARG_EVIDENCE },
                 { "workers", required_argument, NULL, ARG_WORKERS },
                 { "load-alone", required_argument, NULL, ARG_LOAD_ALONE },
@@ -117,6 +125,12 @@ static int parse_argv(int argc, char *argv[]) {
                         free(arg_manifest);
                         arg_manifest = strdup(optarg);
                         if (!arg_manifest)
+                                return log_oom();
+                        break;
+                case ARG_PROBER:
+                        free(arg_prober);
+                        arg_prober = strdup(optarg);
+                        if (!arg_prober)
                                 return log_oom();
                         break;
                 case 'n':
@@ -180,10 +194,10 @@ static int apply_arguments(Config *c, bool socket_activated) {
                         return -ENOMEM;
         }
         if (arg_evidence_set)
-                c->evidence = arg_evidence;
+                c->trust.evidence = arg_evidence;
         if (arg_manifest) {
-                free(c->manifest);
-                c->manifest = TAKE_PTR(arg_manifest);
+                free(c->trust.manifest);
+                c->trust.manifest = TAKE_PTR(arg_manifest);
         }
         if (arg_idle_exit_sec >= 0)
                 c->idle_exit_usec = (uint64_t) arg_idle_exit_sec * USEC_PER_SEC;
@@ -192,20 +206,27 @@ static int apply_arguments(Config *c, bool socket_activated) {
         return 0;
 }
 
+static void print_list(const char *key, char *const *l) {
+        printf("%s=", key);
+        for (char *const *p = l; p && *p; p++)
+                printf("%s%s", *p, p[1] ? " " : "");
+        printf("\n");
+}
+
 static void print_config(const Config *c) {
         _cleanup_free_ char *evidence = NULL;
 
-        printf("[Load]\nWorkers=%u\nLoadAlone=", c->workers);
-        for (char **p = c->load_alone; p && *p; p++)
-                printf("%s%s", *p, p[1] ? " " : "");
-        printf("\n\n[Manager]\nIdleExitSec=%llus\n\n[Trust]\nTrustedRoot=",
-               (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC));
-        for (char **p = c->trusted_roots; p && *p; p++)
-                printf("%s%s", *p, p[1] ? " " : "");
-        printf("\nRequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
-        if (evidence_mask_to_string(c->evidence, " ", &evidence) < 0)
+        printf("[Load]\nWorkers=%u\n", c->workers);
+        print_list("LoadAlone", c->load_alone);
+        printf("\n[Manager]\nIdleExitSec=%llus\n\n[Trust]\n", (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC));
+        print_list("TrustedRoot", c->trusted_roots);
+        printf("RequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
+        if (evidence_mask_to_string(c->trust.evidence, " ", &evidence) < 0)
                 return (void) log_oom();
-        printf("Evidence=%s\nManifest=%s\n", evidence, c->manifest ?: MANIFEST_DIR "/$(uname -r).sha256");
+        printf("Evidence=%s\nManifest=%s\n", evidence, c->trust.manifest ?: MANIFEST_DIR "/$(uname -r).sha256");
+        print_list("RootHash", c->trust.root_hashes);
+        print_list("FsVerityDigest", c->trust.fsverity_digests);
+        printf("RequireIMASignature=%s\n", c->trust.require_ima ? "yes" : "no");
 }
 
 /* What the kernel itself enforces, as this process sees it: -n runs with its caller's privileges, the
@@ -223,14 +244,14 @@ static void print_enforcement(void) {
         printf("\nKernel enforcement: %s\n", line);
 }
 
-/* What the first root's manifest is now, for -n. */
-static void print_manifest(const Config *c) {
+/* What a root's manifest is now, for -n. */
+static void print_manifest(const char *path) {
         _cleanup_(manifest_freep) Manifest *m = NULL;
-        _cleanup_free_ char *path = NULL, *msg = NULL;
+        _cleanup_free_ char *msg = NULL;
         int r;
 
-        if (config_manifest_path(c, &path) < 0)
-                return (void) log_oom();
+        if (!path)
+                return (void) printf("  manifest: unavailable: the root has no Manifest=\n");
         r = manifest_load_path(path, &m, &msg);
         if (r < 0)
                 printf("  manifest: unavailable: %s: %s\n", path, msg ?: strerror(-r));
@@ -239,45 +260,74 @@ static void print_manifest(const Config *c) {
                        manifest_kernel(m), manifest_origin_to_string(manifest_origin(m)));
 }
 
-/* Per trusted root, the evidence it accepts and what its directory shows now: whether read-only
- * evidence holds there (files below share its stack, unless a mount inside the root differs), and
- * the manifest. The answer to "will my modules load?" before the daemon runs. */
-static void print_roots(const Config *c) {
-        _cleanup_free_ char *def = NULL;
-        _cleanup_free_ char *evidence = NULL;
-        char *const *roots = c->trusted_roots;
-        char *one[2] = {};
-        unsigned accepted = config_evidence(c);
+/* Verity on the root's directory, for -n: its device (asking the prober, as the daemon would) and
+ * the allowlists. The files' own fs-verity is per file, and not looked at here. */
+static void print_verity(const RootConfig *c, Origin *o, char **cmdline_hashes) {
+        char why[512];
+        const char *failure;
+        TrustInput in = {
+                .origin = o,
+                .accepted = c->evidence,
+                .root_hashes = c->root_hashes,
+                .cmdline_root_hashes = cmdline_hashes,
+                .fsverity_digests = c->fsverity_digests,
+        };
 
-        if (evidence_mask_to_string(accepted, ", ", &evidence) < 0)
+        if (o->device_mapper && probe_dm_table(arg_prober ?: PROBE_ADDRESS, o) < 0)
+                return (void) log_oom();
+        failure = trust_dm_verity_failure(&in, why, sizeof(why));
+        printf("  dm-verity: %s%s\n", failure ?: "holds, root hash ", failure ? "" : o->dm.root_hash);
+        printf("  verity allows: %zu root hashes, %zu from the kernel command line, %zu fs-verity digests\n",
+               strv_length(c->root_hashes), strv_length(cmdline_hashes), strv_length(c->fsverity_digests));
+}
+
+/* Per trusted root, the evidence it accepts and what its directory shows now: whether verity and
+ * read-only evidence hold there (files below share its stack, unless a mount inside the root
+ * differs), and the manifest. The answer to "will my modules load?" before the daemon runs. */
+static void print_roots(const Config *c) {
+        _cleanup_strv_free_ char **cmdline_hashes = NULL;
+        RootConfig *roots = NULL;
+        char cmdline[8192];
+        int n;
+
+        if (read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline)) >= 0 &&
+            config_cmdline_root_hashes(cmdline, &cmdline_hashes) < 0)
                 return (void) log_oom();
 
-        if (!roots) {
-                if (config_default_trusted_root(&def) < 0)
-                        return (void) log_oom();
-                one[0] = def;
-                roots = one;
-        }
-        for (size_t i = 0; roots[i]; i++) {
+        n = config_trusted_roots(c, &roots);
+        if (n < 0)
+                return (void) log_error_errno(n, "Failed to determine the trusted roots: %m");
+        for (int i = 0; i < n; i++) {
                 _cleanup_(origin_freep) Origin *o = NULL;
-                _cleanup_free_ char *why = NULL;
+                _cleanup_free_ char *why = NULL, *evidence = NULL;
                 _cleanup_close_ int fd = -EBADF;
+                unsigned accepted = roots[i].evidence;
                 int r;
 
-                printf("\nRoot %s accepts:%s%s\n", roots[i], *evidence ? " " : "", evidence);
-                fd = open(roots[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (evidence_mask_to_string(accepted, ", ", &evidence) < 0)
+                        break;
+                printf("\nRoot %s accepts:%s%s%s\n", roots[i].path, *evidence ? " " : "", evidence,
+                       roots[i].require_ima ? "; and requires an IMA signature" : "");
+                fd = open(roots[i].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 r = fd < 0 ? -errno : origin_collect(fd, &o);
+                if (r == -ENOENT && i > 0) {
+                        printf("  not there yet: pinned when a module beneath it is first loaded\n");
+                        continue;
+                }
                 if (r < 0) {
                         printf("  cannot be looked at: %s\n", strerror(-r));
                         continue;
                 }
+                if (accepted & EVIDENCE_MASK(EVIDENCE_VERITY))
+                        print_verity(&roots[i], o, cmdline_hashes);
                 if (accepted & EVIDENCE_MASK(EVIDENCE_READ_ONLY)) {
                         r = trust_read_only(o, &why);
                         printf("  read-only: %s\n", r > 0 ? "holds" : why ?: "out of memory");
                 }
-                if (i == 0 && accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST))
-                        print_manifest(c);
+                if (accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST))
+                        print_manifest(roots[i].manifest);
         }
+        root_config_array_free(roots, n < 0 ? 0 : n);
 }
 
 /* The soft limit of 1024 is for select(); sd-event uses epoll. Connections are capped below it. */
@@ -313,6 +363,7 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(r, "Invalid configuration: %s", error ?: "out of memory");
 
         m->listen_address = TAKE_PTR(arg_listen);
+        m->probe_address = TAKE_PTR(arg_prober);
         m->keep_load_alone = arg_load_alone;
         m->keep_idle_exit = arg_idle_exit_sec >= 0 || m->listen_address;
         r = apply_arguments(&m->config, !m->listen_address);
@@ -328,7 +379,7 @@ static int run(int argc, char *argv[]) {
 
         rlimit_nofile_bump();
 
-        r = capability_keep_only_sys_module();
+        r = capability_keep_only(CAP_SYS_MODULE);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
 
@@ -347,6 +398,7 @@ int main(int argc, char *argv[]) {
         free(arg_listen);
         free(arg_trusted_root);
         free(arg_manifest);
+        free(arg_prober);
         strv_free(arg_load_alone);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

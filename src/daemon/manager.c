@@ -11,10 +11,12 @@
 #include <systemd/sd-daemon.h>
 
 #include "enforcement.h"
+#include "fileio.h"
 #include "kernel.h"
 #include "loader.h"
 #include "log.h"
 #include "manager.h"
+#include "probe-client.h"
 #include "strv.h"
 #include "udevd-check.h"
 #include "varlink.h"
@@ -57,8 +59,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_roots; i++)
                 trusted_root_free(m->roots[i]);
         free(m->roots);
-        manifest_free(m->manifest);
-        free(m->manifest_error);
+        strv_free(m->cmdline_root_hashes);
+        free(m->probe_address);
         sd_event_unref(m->event);
         config_done(&m->config);
         free(m->listen_address);
@@ -66,70 +68,134 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-static int manager_pin_roots(Manager *m) {
-        _cleanup_free_ char *def = NULL;
-        char *const *paths = m->config.trusted_roots;
-        char *one[2] = {};
-        int r;
-
-        if (strv_length(paths) == 0) {
-                r = config_default_trusted_root(&def);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to determine the module directory: %m");
-                one[0] = def;
-                paths = one;
-        }
-
-        m->roots = calloc(strv_length(paths), sizeof(TrustedRoot *));
-        if (!m->roots)
+static int root_manifest_unavailable(TrustedRoot *t, const char *path, const char *why) {
+        if (asprintf(&t->manifest_error, "%s: %s", path, why) < 0) {
+                t->manifest_error = NULL;
                 return log_oom();
-        for (; paths[m->n_roots]; m->n_roots++) {
-                TrustedRoot *t;
-
-                r = trusted_root_new(paths[m->n_roots], &t);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to pin trusted root %s: %m", paths[m->n_roots]);
-                m->roots[m->n_roots] = t;
-                log_info("Trusted root %s (mount %llu).", t->path, (unsigned long long) t->mount_id);
         }
+        log_warning("Manifest %s of %s cannot be used: %s. Only other evidence can vouch for its module files.",
+                    path, t->path, why);
         return 0;
 }
 
-static int manager_manifest_unavailable(Manager *m, const char *path, const char *why) {
-        if (asprintf(&m->manifest_error, "%s: %s", path, why) < 0) {
-                m->manifest_error = NULL;
-                return log_oom();
-        }
-        log_warning("Manifest %s cannot be used: %s. Only other evidence can vouch for module files.", path, why);
-        return 0;
-}
-
-/* The manifest of the kernel's module tree (roots[0]), when manifest evidence is accepted. Read once
- * through an fd that is checked itself; none, or a refused one, is no manifest, and every load that
- * needs it is refused saying why. */
-static int manager_load_manifest(Manager *m) {
-        _cleanup_free_ char *path = NULL, *msg = NULL;
+/* A root's manifest, when it accepts manifest evidence. Read once through an fd that is checked
+ * itself; none, or a refused one, is no manifest, and every load that needs it is refused saying
+ * why. */
+static int root_load_manifest(TrustedRoot *t, const RootConfig *c) {
+        _cleanup_free_ char *msg = NULL;
         ManifestOrigin o;
         int r;
 
-        if (!(config_evidence(&m->config) & EVIDENCE_MASK(EVIDENCE_MANIFEST)))
+        if (!(t->evidence & EVIDENCE_MASK(EVIDENCE_MANIFEST)))
                 return 0;
-        r = config_manifest_path(&m->config, &path);
-        if (r < 0)
-                return log_error_errno(r, "Failed to determine the manifest's path: %m");
+        if (!c->manifest) {
+                t->manifest_error = strdup("the root has no Manifest=");
+                return t->manifest_error ? 0 : log_oom();
+        }
 
-        r = manifest_load_path(path, &m->manifest, &msg);
+        r = manifest_load_path(c->manifest, &t->manifest, &msg);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                return manager_manifest_unavailable(m, path, msg ?: strerror(-r));
+                return root_manifest_unavailable(t, c->manifest, msg ?: strerror(-r));
 
-        o = manifest_origin(m->manifest);
-        log_info("Manifest %s: %zu module files of kernel %s, written by %s.", path, manifest_entries(m->manifest),
-                 manifest_kernel(m->manifest), manifest_origin_to_string(o));
+        o = manifest_origin(t->manifest);
+        log_info("Manifest %s: %zu module files of kernel %s, written by %s.", c->manifest,
+                 manifest_entries(t->manifest), manifest_kernel(t->manifest), manifest_origin_to_string(o));
         if (o == MANIFEST_ORIGIN_FIRST_USE)
                 log_notice("Manifest %s was written on first use: it vouches for the files as they were then, "
-                           "not as the kernel package installed them.", path);
+                           "not as the kernel package installed them.", c->manifest);
+        return 0;
+}
+
+static int root_log(const TrustedRoot *t) {
+        _cleanup_free_ char *evidence = NULL;
+
+        if (evidence_mask_to_string(t->evidence, " ", &evidence) < 0)
+                return log_oom();
+        if (t->fd >= 0)
+                log_info("Trusted root %s (mount %llu) accepts: %s.", t->path, (unsigned long long) t->mount_id,
+                         *evidence ? evidence : "nothing");
+        else
+                log_info("Trusted root %s is not there yet; it is pinned when a module beneath it is first "
+                         "loaded. It accepts: %s.", t->path, *evidence ? evidence : "nothing");
+        if (t->evidence & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
+                log_warning("Trusted root %s: module files whose origin is not verified are trusted when root "
+                            "owns them (Evidence=ownership or RequireReadOnlySuperblock=no).", t->path);
+        if (t->evidence & EVIDENCE_MASK(EVIDENCE_VERITY) && strv_length(t->root_hashes) == 0 &&
+            strv_length(t->fsverity_digests) == 0)
+                log_debug("Trusted root %s accepts verity evidence, but allows no RootHash= and no "
+                          "FsVerityDigest= of its own.", t->path);
+        return 0;
+}
+
+/* Each trusted root with what it accepts. The first is pinned now or the start fails: its index is
+ * read through it. The others are pinned now when they are there, else on first use. */
+static int manager_pin_roots(Manager *m) {
+        RootConfig *configs = NULL;
+        int n, r = 0;
+
+        n = config_trusted_roots(&m->config, &configs);
+        if (n < 0)
+                return log_error_errno(n, "Failed to determine the trusted roots: %m");
+
+        m->roots = calloc(n, sizeof(TrustedRoot *));
+        if (!m->roots) {
+                r = log_oom();
+                goto finish;
+        }
+        for (int i = 0; i < n; i++) {
+                const RootConfig *c = &configs[i];
+                TrustedRoot *t;
+
+                r = trusted_root_new(c->path, &t);
+                if (r < 0) {
+                        r = log_oom();
+                        goto finish;
+                }
+                m->roots[m->n_roots++] = t;
+                t->evidence = c->evidence;
+                t->require_ima = c->require_ima;
+                t->root_hashes = strv_copy_n(c->root_hashes, strv_length(c->root_hashes));
+                t->fsverity_digests = strv_copy_n(c->fsverity_digests, strv_length(c->fsverity_digests));
+                if (!t->root_hashes || !t->fsverity_digests) {
+                        r = log_oom();
+                        goto finish;
+                }
+
+                r = trusted_root_pin(t);
+                if (r < 0 && (i == 0 || r != -ENOENT)) {
+                        r = log_error_errno(r, "Failed to pin trusted root %s: %m", t->path);
+                        goto finish;
+                }
+                r = root_load_manifest(t, c);
+                if (r < 0)
+                        goto finish;
+                r = root_log(t);
+                if (r < 0)
+                        goto finish;
+        }
+finish:
+        root_config_array_free(configs, n);
+        return r;
+}
+
+/* roothash= and usrhash= name the images the boot loader and the initrd verified: allowed for every
+ * root. */
+static int manager_read_cmdline(Manager *m) {
+        char cmdline[8192];
+        int r;
+
+        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read /proc/cmdline, no roothash= or usrhash= is allowed: %m");
+                return 0;
+        }
+        r = config_cmdline_root_hashes(cmdline, &m->cmdline_root_hashes);
+        if (r < 0)
+                return log_oom();
+        for (char **h = m->cmdline_root_hashes; h && *h; h++)
+                log_info("The kernel command line allows dm-verity root hash %s.", *h);
         return 0;
 }
 
@@ -153,7 +219,6 @@ static void manager_log_enforcement(void) {
 }
 
 int manager_startup(Manager *m) {
-        _cleanup_free_ char *evidence = NULL;
         char index_dir[64];
         int r;
 
@@ -171,7 +236,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read /sys/module/compression: %m");
 
-        r = manager_load_manifest(m);
+        r = manager_read_cmdline(m);
         if (r < 0)
                 return r;
 
@@ -180,22 +245,16 @@ int manager_startup(Manager *m) {
                                   .roots = m->roots,
                                   .n_roots = m->n_roots,
                                   .kernel_compression = m->kernel_compression,
-                                  .evidence = config_evidence(&m->config),
-                                  .manifest = m->manifest,
-                                  .manifest_error = m->manifest_error,
+                                  .cmdline_root_hashes = m->cmdline_root_hashes,
+                                  .probe_address = m->probe_address ?: PROBE_ADDRESS,
                           },
                           m->config.workers, &m->scheduler);
         if (r < 0)
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
 
-        if (evidence_mask_to_string(config_evidence(&m->config), " ", &evidence) < 0)
-                return log_oom();
-        log_info("The kernel decompresses %s modules; %u workers; module files need evidence of origin: %s.",
-                 compression_to_string(m->kernel_compression), m->config.workers, evidence);
-        if (config_evidence(&m->config) & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
-                log_warning("%s: module files whose origin is not verified are trusted when root owns them.",
-                            m->config.require_superblock_ro ? "Evidence=ownership" : "RequireReadOnlySuperblock=no");
+        log_info("The kernel decompresses %s modules; %u workers.", compression_to_string(m->kernel_compression),
+                 m->config.workers);
 
         r = udevd_check_cap_sys_module();
         if (r > 0)
@@ -263,11 +322,8 @@ static void manager_reload_config(Manager *m) {
                 return;
         }
 
-        if (c.workers != m->config.workers || config_evidence(&c) != config_evidence(&m->config) ||
-            !strv_equal(c.trusted_roots, m->config.trusted_roots) ||
-            strcmp(c.manifest ?: "", m->config.manifest ?: "") != 0)
-                log_notice("Workers=, TrustedRoot=, Evidence=, Manifest= and RequireReadOnlySuperblock= take "
-                           "effect at the next start.");
+        if (c.workers != m->config.workers || !config_trust_equal(&c, &m->config))
+                log_notice("Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
 
         if (!m->keep_load_alone) {
                 /* Jobs read the list only on this thread, when they are made. */

@@ -31,8 +31,8 @@ typedef struct Manager {
         size_t n_roots;
         Resolver *resolver;
         Compression kernel_compression;
-        Manifest *manifest;             /* of roots[0], when manifest evidence is accepted and it loaded */
-        char *manifest_error;           /* otherwise why not, for the refusals */
+        char **cmdline_root_hashes;     /* roothash= and usrhash= on the kernel command line */
+        char *probe_address;            /* --prober=; NULL: PROBE_ADDRESS */
         Scheduler *scheduler;
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */

@@ -3,16 +3,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fsverity.h>
 #include <linux/mount.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "mountinfo.h"
+#include "parse-util.h"
 #include "origin.h"
 
 /* The superblock flag statmount() reports, the same bit as MS_RDONLY. */
@@ -31,11 +35,124 @@ const char *backing_to_string(Backing b) {
         return b >= 0 && b < _BACKING_MAX ? backing_table[b] : NULL;
 }
 
+void dm_table_done(DmTable *t) {
+        free(t->error_detail);
+        free(t->options);
+        *t = (DmTable) {};
+}
+
+static const char *const ima_type_table[_IMA_TYPE_MAX] = {
+        [IMA_NONE] = "none",
+        [IMA_DIGEST] = "digest",
+        [IMA_SIGNATURE] = "signature",
+        [IMA_VERITY_SIGNATURE] = "verity-signature",
+        [IMA_UNKNOWN] = "unknown",
+};
+
+const char *ima_type_to_string(ImaType t) {
+        return t >= 0 && t < _IMA_TYPE_MAX ? ima_type_table[t] : NULL;
+}
+
+/* The kernel's hash algorithm numbers (include/uapi/linux/hash_info.h), with its names. */
+static const char *const hash_algorithms[] = {
+        "md4", "md5", "sha1", "rmd160", "sha256", "sha384", "sha512", "sha224", "rmd128", "rmd256",
+        "rmd320", "wp256", "wp384", "wp512", "tgr128", "tgr160", "tgr192", "sm3", "streebog256",
+        "streebog512", "sha3-256", "sha3-384", "sha3-512",
+};
+
+static void ima_hash_algorithm(uint8_t n, Ima *ret) {
+        if (n < ELEMENTSOF(hash_algorithms))
+                snprintf(ret->hash_algorithm, sizeof(ret->hash_algorithm), "%s", hash_algorithms[n]);
+        else
+                snprintf(ret->hash_algorithm, sizeof(ret->hash_algorithm), "%u", n);
+}
+
+/* security.ima starts with a type byte: 1, a SHA-1 digest; 4, an algorithm byte and a digest; 3 and
+ * 6, a signature header (version 2 and 3 respectively; algorithm byte, big-endian four-byte key id,
+ * big-endian two-byte signature size) and the signature. */
+void ima_parse(const uint8_t *v, size_t n, Ima *ret) {
+        *ret = (Ima) { .type = n == 0 ? IMA_NONE : IMA_UNKNOWN };
+        if (n == 0)
+                return;
+        switch (v[0]) {
+        case 0x01:
+                if (n == 1 + 20) {
+                        ret->type = IMA_DIGEST;
+                        ima_hash_algorithm(2, ret);
+                }
+                return;
+        case 0x04:
+                if (n > 2) {
+                        ret->type = IMA_DIGEST;
+                        ima_hash_algorithm(v[1], ret);
+                }
+                return;
+        case 0x03:
+        case 0x06: {
+                size_t sig;
+
+                if (n < 9 || v[1] != (v[0] == 0x03 ? 2 : 3))
+                        return;
+                sig = (size_t) v[7] << 8 | v[8];
+                if (sig == 0 || n != 9 + sig)
+                        return;
+                ret->type = v[0] == 0x03 ? IMA_SIGNATURE : IMA_VERITY_SIGNATURE;
+                ima_hash_algorithm(v[2], ret);
+                ret->key_id = (uint32_t) v[3] << 24 | (uint32_t) v[4] << 16 | (uint32_t) v[5] << 8 | v[6];
+                return;
+        }
+        default:
+                return;
+        }
+}
+
+/* The attribute is read from the fd: the file that is handed to the kernel. */
+static void collect_ima(int fd, Ima *ret) {
+        uint8_t v[1024];
+        ssize_t n;
+
+        n = fgetxattr(fd, "security.ima", v, sizeof(v));
+        if (n < 0) {
+                /* ENODATA: none; ENOTSUP: the file system has no such attributes; ERANGE: longer than
+                 * any signature. */
+                *ret = (Ima) { .type = errno == ERANGE ? IMA_UNKNOWN : IMA_NONE };
+                return;
+        }
+        ima_parse(v, (size_t) n, ret);
+}
+
+static void collect_fsverity(int fd, FsVerity *ret) {
+        union {
+                struct fsverity_digest d;
+                uint8_t buf[sizeof(struct fsverity_digest) + 64];
+        } u = { .d.digest_size = 64 };
+        const char *algorithm;
+        char *p;
+
+        *ret = (FsVerity) {};
+        if (ioctl(fd, FS_IOC_MEASURE_VERITY, &u) < 0) {
+                /* ENODATA: a file without verity; ENOTTY, EOPNOTSUPP: a file system without it. */
+                ret->error = errno == ENOTTY ? -EOPNOTSUPP : negative_errno();
+                return;
+        }
+        algorithm = u.d.digest_algorithm == FS_VERITY_HASH_ALG_SHA256 ? "sha256" :
+                    u.d.digest_algorithm == FS_VERITY_HASH_ALG_SHA512 ? "sha512" : NULL;
+        if (!algorithm || u.d.digest_size > 64) {
+                ret->error = -EPROTONOSUPPORT;
+                return;
+        }
+        p = ret->digest + snprintf(ret->digest, sizeof(ret->digest), "%s:", algorithm);
+        for (unsigned i = 0; i < u.d.digest_size; i++)
+                p += snprintf(p, 3, "%02x", u.d.digest[i]);
+        ret->enabled = true;
+}
+
 Origin *origin_free(Origin *o) {
         while (o) {
                 Origin *below = o->below;
 
                 free(o->backing_path);
+                dm_table_done(&o->dm);
                 free(o);
                 o = below;
         }
@@ -220,6 +337,9 @@ static void collect_block(Origin *o) {
         snprintf(o->device, sizeof(o->device), "%.31s", name ? name + 1 : link);
 
         o->device_ro = stack_read_only(dir, o->device, 0, o->device_writable, sizeof(o->device_writable));
+        o->device_mapper = faccessat(dir, "dm", F_OK, 0) >= 0;
+        if (read_line_at(dir, "diskseq", path, sizeof(path)) >= 0)
+                (void) parse_uint64(path, &o->diskseq);
 
         /* A partition of a loop device has the loop's attributes on its disk. */
         loopdir = dir;
@@ -279,5 +399,14 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
 }
 
 int origin_collect(int fd, Origin **ret) {
-        return origin_collect_at(fd, 0, ret);
+        Origin *o;
+        int r;
+
+        r = origin_collect_at(fd, 0, &o);
+        if (r < 0)
+                return r;
+        collect_fsverity(fd, &o->fsverity);
+        collect_ima(fd, &o->ima);
+        *ret = o;
+        return 0;
 }

@@ -35,6 +35,56 @@ const char *backing_to_string(Backing b);
 
 #define ORIGIN_DEPTH_MAX 8
 
+/* What the kernel's device-mapper table says of a device (the prober reads it: it needs
+ * CAP_SYS_ADMIN, which the daemon never has). The name and uuid are what userspace chose. */
+typedef struct DmTable {
+        int error;              /* 0, or the negative errno of asking (then only error_detail is set) */
+        char *error_detail;     /* why the prober could not answer, in words */
+        char name[128];
+        char uuid[129];
+        unsigned n_targets;
+        char target[16];        /* the first target's type: "verity", "linear", "crypt", ... */
+        /* A verity target: */
+        char root_hash[129];    /* lowercase hex */
+        char algorithm[32];
+        char *options;          /* its optional arguments, space-separated; NULL for none */
+        bool ignore_corruption; /* corrupt blocks are logged, not refused */
+        bool corrupted;         /* the status says it has seen a corrupt block */
+} DmTable;
+
+void dm_table_done(DmTable *t);
+
+/* A file's own fs-verity (FS_IOC_MEASURE_VERITY on the fd). */
+typedef struct FsVerity {
+        bool enabled;           /* the file has fs-verity, with this digest: */
+        int error;              /* when not: -ENODATA (none), -EOPNOTSUPP (the fs cannot have it), ... */
+        char digest[8 + 128 + 1]; /* "sha256:" and lowercase hex, as `fsverity measure` prints it */
+} FsVerity;
+
+/* A file's IMA extended attribute (security.ima), which the kernel verifies; recorded, not verified. */
+typedef enum ImaType {
+        IMA_NONE,               /* no security.ima */
+        IMA_DIGEST,             /* a hash only (types 1 and 4): no signature */
+        IMA_SIGNATURE,          /* a signature (type 3, version 2) */
+        IMA_VERITY_SIGNATURE,   /* a signature of the fs-verity digest (type 6) */
+        IMA_UNKNOWN,            /* something else, or malformed */
+        _IMA_TYPE_MAX,
+} ImaType;
+
+typedef struct Ima {
+        ImaType type;
+        char hash_algorithm[16];
+        uint32_t key_id;        /* of a signature: the last four bytes of the key's identifier */
+} Ima;
+
+const char *ima_type_to_string(ImaType t);
+static inline bool ima_is_signature(ImaType t) {
+        return t == IMA_SIGNATURE || t == IMA_VERITY_SIGNATURE;
+}
+
+/* Pure: security.ima's bytes (n of them) decoded. */
+void ima_parse(const uint8_t *value, size_t n, Ima *ret);
+
 /* The evidence of origin for a file, collected from its fd and from what lies below its filesystem,
  * layer by layer: a loop device's or a file-backed filesystem's backing file has an Origin of its
  * own, collected the same way from a fd opened on it. Collected by origin_collect(), judged by
@@ -47,9 +97,15 @@ struct Origin {
         dev_t device_dev;
         bool device_ro;         /* the block device is read-only, and so is every device below it */
         char device_writable[32]; /* when not: the first writable device in the stack */
+        uint64_t diskseq;       /* the block device's instance (0: unknown): a re-created one has another */
+        bool device_mapper;     /* the block device is a device-mapper device; then: */
+        DmTable dm;             /* filled in by the caller, who asks the prober */
         char *backing_path;     /* BACKING_LOOP, BACKING_FILE: the file, as the kernel names it */
         Origin *below;          /* its origin, or NULL when it could not be opened (below_error) */
         int below_error;        /* negative errno */
+        /* The file itself (the outermost layer only): */
+        FsVerity fsverity;
+        Ima ima;
 };
 
 Origin *origin_free(Origin *o);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "strv.h"
 #include "trust.h"
 
 static const char *const verdict_table[_TRUST_VERDICT_MAX] = {
@@ -151,13 +152,73 @@ int trust_read_only(const Origin *o, char **ret_reason) {
         return read_only_at(o, 0, ret_reason);
 }
 
-bool trust_needs_manifest(const Origin *o, unsigned accepted) {
-        _cleanup_free_ char *why = NULL;
+/* Why the file system's device is not dm-verity with an allowed root hash; NULL when it is. */
+const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size) {
+        const Origin *o = in->origin;
+        const DmTable *t = &o->dm;
 
-        if (!(accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST)) || trust_check_file(&o->file) != TRUST_OK)
-                return false;
-        /* The cheaper evidence first. A lack of memory here only means hashing when not needed. */
-        return !(accepted & EVIDENCE_MASK(EVIDENCE_READ_ONLY)) || trust_read_only(o, &why) != 1;
+        if (o->backing == BACKING_NONE || o->backing == BACKING_FILE)
+                snprintf(buf, size, "the %s file system is not on a block device", o->file.fstype);
+        else if (!o->device_mapper)
+                snprintf(buf, size, "%s is not a device-mapper device", o->device);
+        else if (t->error < 0)
+                snprintf(buf, size, "%s's table cannot be read: %s", o->device,
+                         t->error_detail ?: strerrordesc_np(-t->error) ?: "unknown error");
+        else if (t->n_targets == 0)
+                snprintf(buf, size, "%s has no table", o->device);
+        else if (strcmp(t->target, "verity") != 0)
+                snprintf(buf, size, "%s is %s, not verity", o->device, t->target);
+        else if (t->n_targets > 1)
+                snprintf(buf, size, "%s has %u targets, not one verity target", o->device, t->n_targets);
+        else if (t->corrupted)
+                snprintf(buf, size, "%s's verity target has found corrupted blocks", o->device);
+        else if (t->ignore_corruption)
+                snprintf(buf, size, "%s's verity target ignores corrupted blocks (ignore_corruption)", o->device);
+        else if (!strv_contains(in->root_hashes, t->root_hash) && !strv_contains(in->cmdline_root_hashes, t->root_hash))
+                snprintf(buf, size, "%s's root hash %s is not allowed%s", o->device, t->root_hash,
+                         strv_length(in->root_hashes) + strv_length(in->cmdline_root_hashes) == 0 ?
+                         " (no RootHash= is set, and the kernel command line names none)" : "");
+        else
+                return NULL;
+        return buf;
+}
+
+static const char *fsverity_failure(const TrustInput *in, char *buf, size_t size) {
+        const Origin *o = in->origin;
+
+        if (!o->fsverity.enabled && o->fsverity.error == -EOPNOTSUPP)
+                snprintf(buf, size, "the file has no fs-verity (%s has none)", o->file.fstype);
+        else if (!o->fsverity.enabled && o->fsverity.error < 0 && o->fsverity.error != -ENODATA)
+                snprintf(buf, size, "the file's fs-verity cannot be measured: %s",
+                         strerrordesc_np(-o->fsverity.error) ?: "unknown error");
+        else if (!o->fsverity.enabled)
+                snprintf(buf, size, "the file has no fs-verity");
+        else if (!strv_contains(in->fsverity_digests, o->fsverity.digest))
+                snprintf(buf, size, "the file's fs-verity digest %s is not allowed", o->fsverity.digest);
+        else
+                return NULL;
+        return buf;
+}
+
+int trust_verity(const TrustInput *in, bool *ret_fsverity, char **ret_reason) {
+        char dm[512], fs[256];
+        const char *a, *b;
+
+        *ret_reason = NULL;
+        *ret_fsverity = false;
+        a = trust_dm_verity_failure(in, dm, sizeof(dm));
+        if (!a)
+                return 1;
+        b = fsverity_failure(in, fs, sizeof(fs));
+        if (!b) {
+                *ret_fsverity = true;
+                return 1;
+        }
+        if (asprintf(ret_reason, "%s, and %s", a, b) < 0) {
+                *ret_reason = NULL;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 static const char *manifest_failure(ManifestMatch m) {
@@ -195,7 +256,7 @@ static int trusted(TrustDecision *ret, Evidence e) {
 }
 
 int trust_decide(const TrustInput *in, TrustDecision *ret) {
-        _cleanup_free_ char *why = NULL, *ro = NULL, *manifest = NULL;
+        _cleanup_free_ char *why = NULL, *ro = NULL, *manifest = NULL, *verity = NULL;
         TrustVerdict v;
         int r;
 
@@ -205,10 +266,31 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
                 return ret->reason ? 0 : -ENOMEM;
         }
 
-        /* The device-mapper table is read by the prober, which is not there yet: verity never holds. */
-        if (in->accepted & EVIDENCE_MASK(EVIDENCE_VERITY) &&
-            add_reason(&why, "verity", "dm-verity and fs-verity are not checked yet") < 0)
-                return -ENOMEM;
+        /* A requirement on top of the evidence, not a kind of it. */
+        if (in->require_ima && !ima_is_signature(in->origin->ima.type)) {
+                *ret = (TrustDecision) {};
+                if (asprintf(&ret->reason, "RequireIMASignature=yes: the file has no IMA signature (security.ima: %s)",
+                             ima_type_to_string(in->origin->ima.type)) < 0) {
+                        ret->reason = NULL;
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+
+        if (in->accepted & EVIDENCE_MASK(EVIDENCE_VERITY)) {
+                bool fsverity;
+
+                r = trust_verity(in, &fsverity, &verity);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        trusted(ret, EVIDENCE_VERITY);
+                        ret->fsverity = fsverity;
+                        return 0;
+                }
+                if (add_reason(&why, "verity", verity) < 0)
+                        return -ENOMEM;
+        }
 
         if (in->accepted & EVIDENCE_MASK(EVIDENCE_READ_ONLY)) {
                 r = trust_read_only(in->origin, &ro);
@@ -223,6 +305,10 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         if (in->accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST)) {
                 if (in->manifest == MANIFEST_MATCH)
                         return trusted(ret, EVIDENCE_MANIFEST);
+                if (in->manifest == MANIFEST_NOT_CHECKED) {
+                        *ret = (TrustDecision) { .needs_manifest = true };
+                        return 0;
+                }
                 if (asprintf(&manifest, "%s %s", manifest_failure(in->manifest), in->manifest_detail ?: "?") < 0) {
                         manifest = NULL;
                         return -ENOMEM;
@@ -262,50 +348,74 @@ const char *trust_open_error_to_string(int error) {
 
 
 int trusted_root_new(const char *path, TrustedRoot **ret) {
-        _cleanup_(trusted_root_freep) TrustedRoot *r = NULL;
-        char link[64], real[PATH_MAX];
-        FileOrigin o;
-        ssize_t n;
-        int q;
+        TrustedRoot *r;
 
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
         r->fd = -EBADF;
-
+        pthread_mutex_init(&r->lock, NULL);
         r->path = strdup(path);
         if (!r->path)
-                return -ENOMEM;
+                return trusted_root_free(r), -ENOMEM;
+        *ret = r;
+        return 0;
+}
 
-        r->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (r->fd < 0)
+static int pin_locked(TrustedRoot *r) {
+        _cleanup_close_ int fd = -EBADF;
+        char link[64], real[PATH_MAX];
+        FileOrigin o;
+        ssize_t n;
+        int q;
+
+        if (r->fd >= 0)
+                return 0;
+
+        fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
                 return negative_errno();
 
-        q = file_origin_from_fd(r->fd, &o);
+        q = file_origin_from_fd(fd, &o);
         if (q < 0)
                 return q;
-        r->mount_id = o.mount_id;
 
         /* The manifest's paths are below the directory itself, wherever the path led. */
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", r->fd);
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
         n = readlink(link, real, sizeof(real) - 1);
         if (n < 0)
                 return negative_errno();
         real[n] = '\0';
+        free(r->real_path);
         r->real_path = strdup(real);
         if (!r->real_path)
                 return -ENOMEM;
 
-        *ret = TAKE_PTR(r);
+        r->mount_id = o.mount_id;
+        r->fd = TAKE_FD(fd);
         return 0;
+}
+
+int trusted_root_pin(TrustedRoot *r) {
+        int q;
+
+        pthread_mutex_lock(&r->lock);
+        q = pin_locked(r);
+        pthread_mutex_unlock(&r->lock);
+        return q;
 }
 
 TrustedRoot *trusted_root_free(TrustedRoot *r) {
         if (!r)
                 return NULL;
         safe_close(r->fd);
+        pthread_mutex_destroy(&r->lock);
         free(r->path);
         free(r->real_path);
+        strv_free(r->root_hashes);
+        strv_free(r->fsverity_digests);
+        manifest_free(r->manifest);
+        free(r->manifest_error);
         free(r);
         return NULL;
 }

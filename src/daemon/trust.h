@@ -2,21 +2,32 @@
 #pragma once
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include "macro.h"
+#include "manifest.h"
 #include "origin.h"
 
 /* A directory the daemon loads modules from, pinned as an fd at start so that later renames or
- * mounts over the path do not change what is trusted. */
+ * mounts over the path do not change what is trusted; one that is not there at start is pinned when
+ * a module beneath it is first loaded. With what it accepts as evidence. */
 typedef struct TrustedRoot {
         char *path;
+        pthread_mutex_t lock;   /* held while pinning: workers may ask at the same time */
         char *real_path;        /* where the pinned directory is, as the kernel names it */
-        int fd;
+        int fd;                 /* -EBADF until pinned */
         uint64_t mount_id;
+
+        unsigned evidence;      /* EVIDENCE_MASK()s */
+        char **root_hashes;     /* dm-verity root hashes allowed */
+        char **fsverity_digests;
+        bool require_ima;
+        Manifest *manifest;     /* when manifest evidence is accepted and it loaded */
+        char *manifest_error;   /* otherwise why not */
 } TrustedRoot;
 
 typedef enum TrustVerdict {
@@ -68,8 +79,12 @@ typedef enum ManifestMatch {
 } ManifestMatch;
 
 typedef struct TrustInput {
-        const Origin *origin;
+        const Origin *origin;           /* with its dm table asked for, where it is device-mapper */
         unsigned accepted;              /* EVIDENCE_MASK()s */
+        char *const *root_hashes;       /* dm-verity root hashes the root allows */
+        char *const *cmdline_root_hashes; /* and those the kernel command line names */
+        char *const *fsverity_digests;  /* fs-verity digests the root allows */
+        bool require_ima;               /* the file must carry an IMA signature */
         ManifestMatch manifest;
         const char *manifest_detail;    /* the path in the manifest, or why there is none */
 } TrustInput;
@@ -78,22 +93,36 @@ typedef struct TrustDecision {
         TrustVerdict verdict;           /* of the file checks; TRUST_OK when they passed */
         bool trusted;
         Evidence evidence;              /* what held, when trusted */
+        bool fsverity;                  /* verity held by the file's fs-verity, not its device */
+        bool needs_manifest;            /* not trusted yet: decide again with the manifest compared */
         char *reason;                   /* when not trusted: every accepted kind and why it failed */
 } TrustDecision;
 
 void trust_decision_done(TrustDecision *d);
 
-/* Pure: the decision on the evidence collected for one file. Returns 0 (the decision is in *ret)
- * or -ENOMEM. */
+/* Pure: the decision on the evidence collected for one file: the file checks, the IMA signature
+ * when one is required, then verity, read-only, manifest and ownership, cheapest first. With
+ * in->manifest MANIFEST_NOT_CHECKED, when only the manifest can still vouch, the decision is "not
+ * trusted" with needs_manifest set: the caller hashes the bytes and decides again. Returns 0 (the
+ * decision is in *ret) or -ENOMEM. */
 int trust_decide(const TrustInput *in, TrustDecision *ret);
 
-/* Whether the caller must compare the bytes with the manifest: manifest evidence is accepted, the
- * file checks pass and neither verity nor read-only evidence holds. */
-bool trust_needs_manifest(const Origin *o, unsigned accepted);
+/* Pure: whether verity evidence holds for o (1), or not (0, with *ret_reason saying why for both
+ * the device and the file's own fs-verity); -ENOMEM. ret_fsverity says which held. */
+int trust_verity(const TrustInput *in, bool *ret_fsverity, char **ret_reason);
 
+/* Pure: why the file system's device is not dm-verity with an allowed root hash, written to buf;
+ * NULL when it is. */
+const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size);
+
+/* The root's path only; pinned by trusted_root_pin(). */
 int trusted_root_new(const char *path, TrustedRoot **ret);
 TrustedRoot *trusted_root_free(TrustedRoot *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TrustedRoot *, trusted_root_free);
+
+/* Pins the root's directory, unless it is pinned already. Safe from several threads. Returns 0, or
+ * the negative errno of opening it (-ENOENT: not there yet). */
+int trusted_root_pin(TrustedRoot *r);
 
 /* Opens relpath beneath the root with openat2(), never leaving it: -EXDEV when the path or a symlink
  * in it leads outside or across a mount, -ELOOP for magic links and loops, -ENOENT when missing. */

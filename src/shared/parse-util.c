@@ -64,6 +64,19 @@ int parse_unsigned(const char *s, unsigned *ret) {
         return 0;
 }
 
+int parse_uint64(const char *s, uint64_t *ret) {
+        uint64_t v;
+        int r;
+
+        r = parse_digits(&s, UINT64_MAX, &v);
+        if (r < 0)
+                return r;
+        if (*s != '\0')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
 static int timespan_unit(const char *unit, size_t n, uint64_t *ret) {
         static const struct {
                 const char *name;

@@ -20,6 +20,7 @@ int parse_boolean(const char *s);
 
 /* Decimal digits only: no sign, no base prefix. */
 int parse_unsigned(const char *s, unsigned *ret);
+int parse_uint64(const char *s, uint64_t *ret);
 
 /* A systemd-style time span: "infinity", or one or more "NUMBER[UNIT]" components, optionally
  * separated by whitespace ("1min 30s"), summed. Units: us usec ms msec s sec second seconds m min

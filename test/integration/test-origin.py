@@ -8,6 +8,7 @@ opened fd with the tree's manifest; a file that names another module than the on
 refused. This host has no device-mapper or fs-verity: the VM tier covers those, and read-only
 evidence that holds (a read-only disk)."""
 
+import atexit
 import ctypes
 import fcntl
 import hashlib
@@ -26,7 +27,7 @@ MODULE = "eql"          # no dependencies, used by no other case here
 OTHER = "ifb"           # its bytes under MODULE's name, for the name check
 MISSING = "pktgen"      # left out of the manifest
 
-VERITY_NOT_YET = "verity: dm-verity and fs-verity are not checked yet"
+VERITY = "verity: "
 
 
 def stage_tree(tree, dst):
@@ -45,8 +46,13 @@ def mount(*args):
 
 
 def losetup(image, read_only=True):
+    """A loop device for image, detached when the test exits (a mounted one as its mount goes: the
+    kernel turns LOOP_CLR_FD on a busy device into autoclear). Left attached, each would keep its
+    image, and the tmpfs around it, in memory after the namespace is gone."""
     args = ["losetup", "--find", "--show"] + (["--read-only"] if read_only else []) + [image]
-    return subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
+    dev = subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
+    atexit.register(subprocess.run, ["losetup", "--detach", dev], check=False)
+    return dev
 
 
 def mount_file_backed(image, target):
@@ -118,7 +124,7 @@ def main():
         d = daemon("loop-ro", loop_mnt, "read-only")
         p = denied(d, MODULE, "read-only: %s's backing file %s: file system type tmpfs is never read-only evidence"
                    % (loop_name, image))
-        assert VERITY_NOT_YET not in p["reason"] and "manifest" not in p["reason"], p
+        assert VERITY not in p["reason"] and "manifest" not in p["reason"], p
         assert finits(d) == []
         r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
         assert [x["MODGATE_OUTCOME"] for x in r] == ["denied"], r
@@ -269,7 +275,7 @@ def main():
             os.chmod(bad, mode)
             os.chown(bad, uid, 0)
             d = daemon(name, rw_tree, "manifest", bad)
-            assert "Manifest %s cannot be used: " % bad in d.stderr_text(), d.stderr_text()
+            assert "Manifest %s of %s cannot be used: " % (bad, rw_tree) in d.stderr_text(), d.stderr_text()
             p = denied(d, OTHER, "manifest: no manifest to check against: %s: " % bad)
             assert finits(d) == [], name
             print("# %s: %s" % (name, p["reason"]), flush=True)
@@ -305,11 +311,14 @@ def main():
         assert res.returncode == 0, res
         lines = res.stdout.splitlines()
         i = lines.index("Root %s accepts: verity, read-only, manifest" % loop_mnt)
-        assert lines[i + 1] == ("  read-only: %s's backing file %s: file system type tmpfs is never read-only "
+        assert lines[i + 1] == "  dm-verity: %s is not a device-mapper device" % loop_name, lines[i:]
+        assert lines[i + 2] == "  verity allows: 0 root hashes, 0 from the kernel command line, 0 fs-verity digests", \
+            lines[i:]
+        assert lines[i + 3] == ("  read-only: %s's backing file %s: file system type tmpfs is never read-only "
                                 "evidence" % (loop_name, image)), lines[i:]
         with open(manifest) as f:
             n = sum(1 for x in f if not x.startswith("#"))
-        assert lines[i + 2] == "  manifest: %s: %d module files of kernel %s, written by admin" % (
+        assert lines[i + 4] == "  manifest: %s: %d module files of kernel %s, written by admin" % (
             manifest, n, kver), lines[i:]
         # The options in either order (--trusted-root= after --manifest= once freed the latter).
         res = h.run(os.environ["MODGATED"], "-n", "--manifest=" + manifest, "--trusted-root=" + loop_mnt,

@@ -40,7 +40,8 @@ NOT_REGULAR = "not a regular file"
 NOT_ROOT = "file is not owned by root"
 WRITABLE = "file is writable by group or others"
 # What the default evidence says of a file on a writable tmpfs with no manifest.
-WRITABLE_SB = ("verity: dm-verity and fs-verity are not checked yet; read-only: file system type tmpfs is never "
+WRITABLE_SB = ("verity: the tmpfs file system is not on a block device, and the file has no fs-verity (tmpfs has "
+               "none); read-only: file system type tmpfs is never "
                "read-only evidence; manifest: no manifest to check against: /var/lib/modgate/manifests/%s.sha256: "
                "No such file or directory" % os.uname().release)
 NOT_NORMALIZED = "path is not normalized (contains '//', '.' or '..')"
@@ -533,9 +534,9 @@ def main():
         assert "RequireReadOnlySuperblock=no" in res.stdout.splitlines(), res
         rw_lax = start("rw-lax", args=("--trusted-root=" + W,), conf="[Trust]\nRequireReadOnlySuperblock=no\n",
                        evidence=None)
-        assert "RequireReadOnlySuperblock=no: module files whose origin is not verified are trusted when root " \
-            "owns them." in \
-            rw_lax.stderr_text(), rw_lax.stderr_text()
+        assert ("Trusted root %s: module files whose origin is not verified are trusted when root owns them "
+                "(Evidence=ownership or RequireReadOnlySuperblock=no)." % W) in rw_lax.stderr_text(), \
+            rw_lax.stderr_text()
         loads(rw_lax, W_MOD, path, by_path=False)
         r = only_record(rw_lax, W_MOD)
         assert (r["MODGATE_OUTCOME"], r["MODGATE_FSTYPE"], r["MODGATE_SUPERBLOCK_RO"], r["MODGATE_MOUNT_RO"]) == (
@@ -670,7 +671,7 @@ def main():
         assert rw_lax.wait_notify("RELOADING=1"), "no RELOADING=1"
         assert rw_lax.wait_ready(), "no READY=1 after SIGHUP"
         # RequireReadOnlySuperblock=no is gone from the files now; it counts only at the next start.
-        assert "RequireReadOnlySuperblock= take effect at the next start." in rw_lax.stderr_text()
+        assert "the trust settings ([Trust], [Root]) take effect at the next start." in rw_lax.stderr_text()
         p = h.ok(load_path(rw_lax, path))
         assert p == {"modules": [loaded_entry("mgcache", path)]}, p
         assert finit_of(rw_lax, "mgcache")["path"] == path

@@ -254,21 +254,21 @@ TEST(evidence) {
 
         /* One setting: the last assignment wins, empty is the default. */
         parse_ok(&c, "[Trust]\nEvidence=manifest\nEvidence=  read-only   ownership \n");
-        check(c.evidence == (EVIDENCE_MASK(EVIDENCE_READ_ONLY) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
+        check(c.trust.evidence == (EVIDENCE_MASK(EVIDENCE_READ_ONLY) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
         config_done(&c);
         parse_ok(&c, "[Trust]\nEvidence=manifest\nEvidence=\n");
-        check(c.evidence == EVIDENCE_DEFAULT);
+        check(c.trust.evidence == EVIDENCE_DEFAULT);
         config_done(&c);
         /* RequireReadOnlySuperblock=no adds ownership to whatever Evidence= says. */
         parse_ok(&c, "[Trust]\nEvidence=manifest\nRequireReadOnlySuperblock=no\n");
-        check(c.evidence == EVIDENCE_MASK(EVIDENCE_MANIFEST));
+        check(c.trust.evidence == EVIDENCE_MASK(EVIDENCE_MANIFEST));
         check(config_evidence(&c) == (EVIDENCE_MASK(EVIDENCE_MANIFEST) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
         config_done(&c);
         parse_ok(&c, "[Trust]\nManifest=/srv/m.sha256\n");
-        check_streq(c.manifest, "/srv/m.sha256");
+        check_streq(c.trust.manifest, "/srv/m.sha256");
         config_done(&c);
         parse_ok(&c, "[Trust]\nManifest=/srv/m.sha256\nManifest=\n");
-        check(!c.manifest);
+        check(!c.trust.manifest);
 
         check_error("[Trust]\nEvidence=read-only tpm\n", -EINVAL,
                     "modgate.conf:2: Evidence=read-only tpm: the kinds of evidence are verity, read-only, manifest "
@@ -286,12 +286,112 @@ TEST(evidence) {
         check(config_parse_evidence("ownershipownership", &mask) == -EINVAL);
 }
 
+#define HASH_A "4b3c" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+#define HASH_B "ffff" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+#define DIGEST_A "sha256:" HASH_A
+
+TEST(verity_allowlists) {
+        _cleanup_(config_done) Config c = {};
+        _cleanup_strv_free_ char **l = NULL;
+        char upper[] = "4B3C0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789AB";
+
+        /* Lists that accumulate; hex in any case, kept in lowercase, each once. */
+        parse_ok(&c, "[Trust]\nRootHash=" HASH_A "\nRootHash=" HASH_B " " HASH_A "\nFsVerityDigest=SHA256:"
+                     "4B3C0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab\nRequireIMASignature=yes\n");
+        check_strv(c.trust.root_hashes, (const char *const[]) { HASH_A, HASH_B }, 2);
+        check_strv(c.trust.fsverity_digests, (const char *const[]) { DIGEST_A }, 1);
+        check(c.trust.require_ima);
+        config_done(&c);
+        parse_ok(&c, "[Trust]\nRootHash=" HASH_A "\nRootHash=\n");
+        check(strv_length(c.trust.root_hashes) == 0);
+
+        check(config_normalize_root_hash(upper) == 0);
+        check_streq(upper, HASH_A);
+
+        check_error("[Trust]\nRootHash=xyz\n", -EINVAL, "modgate.conf:2: RootHash=xyz is not a dm-verity root hash "
+                    "(32 to 128 hex digits, as veritysetup prints it)");
+        check_error("[Trust]\nRootHash=" HASH_A "0\n", -EINVAL, "modgate.conf:2: RootHash=" HASH_A "0 is not a "
+                    "dm-verity root hash (32 to 128 hex digits, as veritysetup prints it)");
+        check_error("[Trust]\nFsVerityDigest=" HASH_A "\n", -EINVAL, "modgate.conf:2: FsVerityDigest=" HASH_A
+                    " is not an fs-verity digest (sha256: and 64 hex digits, or sha512: and 128, as fsverity "
+                    "measure prints it)");
+        check_error("[Trust]\nFsVerityDigest=sha512:" HASH_A "\n", -EINVAL, "modgate.conf:2: FsVerityDigest=sha512:"
+                    HASH_A " is not an fs-verity digest (sha256: and 64 hex digits, or sha512: and 128, as "
+                    "fsverity measure prints it)");
+        check_error("[Trust]\nRequireIMASignature=sometimes\n", -EINVAL, "modgate.conf:2: "
+                    "RequireIMASignature=sometimes is not a boolean (yes/no, true/false, on/off, 1/0)");
+
+        /* The kernel command line: roothash= and usrhash=, each once, malformed ones left out. */
+        check(config_cmdline_root_hashes("BOOT_IMAGE=/vmlinuz roothash=" HASH_A " quiet usrhash=" HASH_B
+                                         " roothash=" HASH_A " usrhash=nothex roothash= root=/dev/vda\n", &l) == 0);
+        check_strv(l, (const char *const[]) { HASH_A, HASH_B }, 2);
+        l = strv_free(l);
+        check(config_cmdline_root_hashes("quiet", &l) == 0 && !l);
+}
+
+TEST(roots) {
+        _cleanup_(config_done) Config c = {};
+        RootConfig *r = NULL;
+        int n;
+
+        /* Without TrustedRoot=, the default root comes first; a [Root] adds another, inheriting what it
+         * leaves out from [Trust], wherever [Trust] is. */
+        parse_ok(&c, "[Root]\nPath=/run/extra\nEvidence=verity\nRootHash=" HASH_B "\n"
+                     "[Trust]\nRootHash=" HASH_A "\nFsVerityDigest=" DIGEST_A "\nRequireIMASignature=yes\n");
+        check(c.n_roots == 1);
+        n = config_trusted_roots(&c, &r);
+        check(n == 2);
+        check(strncmp(r[0].path, "/usr/lib/modules/", 17) == 0);
+        check(r[0].evidence == EVIDENCE_DEFAULT && r[0].require_ima);
+        check_strv(r[0].root_hashes, (const char *const[]) { HASH_A }, 1);
+        check(r[0].manifest && strncmp(r[0].manifest, "/var/lib/modgate/manifests/", 27) == 0);
+        check_streq(r[1].path, "/run/extra");
+        check(r[1].evidence == EVIDENCE_MASK(EVIDENCE_VERITY) && r[1].require_ima);
+        check_strv(r[1].root_hashes, (const char *const[]) { HASH_B }, 1);
+        check_strv(r[1].fsverity_digests, (const char *const[]) { DIGEST_A }, 1);
+        check(!r[1].manifest);
+        root_config_array_free(r, n);
+        config_done(&c);
+
+        /* A [Root] for a TrustedRoot= path configures that root, a later section over an earlier one;
+         * an empty assignment gives the setting back to [Trust]. RequireReadOnlySuperblock=no adds
+         * ownership to every root. */
+        parse_ok(&c, "[Trust]\nTrustedRoot=/a /b\nManifest=/m/a\nRequireReadOnlySuperblock=no\n"
+                     "[Root]\nPath=/b\nEvidence=manifest\nManifest=/m/b\n"
+                     "[Root]\nManifest=/m/b2\nPath=/b\nRequireIMASignature=yes\n"
+                     "[Root]\nPath=/c\nEvidence=read-only\nEvidence=\n");
+        n = config_trusted_roots(&c, &r);
+        check(n == 3);
+        check_streq(r[0].path, "/a");
+        check_streq(r[0].manifest, "/m/a");
+        check(r[0].evidence == (EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
+        check_streq(r[1].path, "/b");
+        check_streq(r[1].manifest, "/m/b2");
+        check(r[1].evidence == (EVIDENCE_MASK(EVIDENCE_MANIFEST) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
+        check(r[1].require_ima);
+        check_streq(r[2].path, "/c");
+        check(r[2].evidence == (EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
+        check(!r[2].require_ima);
+        check_streq(r[2].manifest, "/m/a");
+        root_config_array_free(r, n);
+
+        check_error("[Root]\nEvidence=verity\n[Load]\nWorkers=2\n", -EINVAL,
+                    "modgate.conf:1: [Root] section has no Path=");
+        check_error("[Load]\nWorkers=2\n\n[Root]\nEvidence=verity\n", -EINVAL,
+                    "modgate.conf:4: [Root] section has no Path=");
+        check_error("[Root]\nPath=\n", -EINVAL, "modgate.conf:2: Path= needs the trusted root's directory");
+        check_error("[Root]\nPath=x\n", -EINVAL, "modgate.conf:2: Path=x is not an absolute path");
+        check_error("[Root]\nPath=/x\nTrustedRoot=/y\n", -EINVAL,
+                    "modgate.conf:3: TrustedRoot= belongs in section [Trust], not [Root]");
+        check_error("[Trust]\nPath=/x\n", -EINVAL, "modgate.conf:2: Path= belongs in section [Root], not [Trust]");
+}
+
 TEST(unknown_names) {
         check_error("[Laod]\nWorkers=4\n", -EINVAL,
                     "modgate.conf:1: unknown section [Laod]; "
-                    "the sections are [Load], [Manager] and [Trust]");
+                    "the sections are [Load], [Manager], [Trust] and [Root]");
         check_error("[]\n", -EINVAL,
-                    "modgate.conf:1: unknown section []; the sections are [Load], [Manager] and [Trust]");
+                    "modgate.conf:1: unknown section []; the sections are [Load], [Manager], [Trust] and [Root]");
         check_error("[load]\n", -EINVAL, "modgate.conf:1: unknown section [load] (did you mean [Load]?)");
         check_error("[Load]\nWorker=4\n", -EINVAL, "modgate.conf:2: unknown key Worker= in section [Load]");
         check_error("[Trust]\nrequirereadonlysuperblock=no\n", -EINVAL,
@@ -483,8 +583,11 @@ static void check_defaults(const Config *c) {
         check(c->idle_exit_usec == CONFIG_IDLE_EXIT_USEC_DEFAULT);
         check(strv_length(c->trusted_roots) == 0);
         check(c->require_superblock_ro);
-        check(c->evidence == EVIDENCE_DEFAULT && config_evidence(c) == EVIDENCE_DEFAULT);
-        check(!c->manifest);
+        check(c->trust.evidence == EVIDENCE_DEFAULT && config_evidence(c) == EVIDENCE_DEFAULT);
+        check(!c->trust.manifest);
+        check(strv_length(c->trust.root_hashes) == 0 && strv_length(c->trust.fsverity_digests) == 0);
+        check(!c->trust.require_ima);
+        check(c->n_roots == 0);
 }
 
 /* "#Key=value" lines, with the '#' removed; *ret_n counts them. */
@@ -527,7 +630,7 @@ TEST(example_file_documents_defaults) {
         parse_ok(&a, text);
         check_defaults(&a);
         uncommented = uncomment_settings(text, &n);
-        check(n == 7);
+        check(n == 10);
         parse_ok(&b, uncommented);
         check_defaults(&b);
 }
@@ -544,6 +647,8 @@ int main(void) {
         RUN(tolerated_syntax);
         RUN(value_errors);
         RUN(evidence);
+        RUN(verity_allowlists);
+        RUN(roots);
         RUN(unknown_names);
         RUN(syntax_errors);
         RUN(first_error_stops);

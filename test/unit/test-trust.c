@@ -156,18 +156,19 @@ TEST(decide) {
         Origin ro = block("vda1", true), rw = block("vda1", false);
 
         check(decide(&ro, EVIDENCE_DEFAULT, MANIFEST_NOT_CHECKED, &d) == 0);
-        check(d.trusted && d.evidence == EVIDENCE_READ_ONLY && !d.reason);
-        check(!trust_needs_manifest(&ro, EVIDENCE_DEFAULT));
+        check(d.trusted && d.evidence == EVIDENCE_READ_ONLY && !d.reason && !d.needs_manifest);
 
-        /* Writable: the manifest decides. */
-        check(trust_needs_manifest(&rw, EVIDENCE_DEFAULT));
+        /* Writable: the manifest decides, once the caller has compared the bytes. */
+        check(decide(&rw, EVIDENCE_DEFAULT, MANIFEST_NOT_CHECKED, &d) == 0);
+        check(!d.trusted && d.needs_manifest && !d.reason);
         check(decide(&rw, EVIDENCE_DEFAULT, MANIFEST_MATCH, &d) == 0);
         check(d.trusted && d.evidence == EVIDENCE_MANIFEST);
         trust_decision_done(&d);
         check(decide(&rw, EVIDENCE_DEFAULT, MANIFEST_MISMATCH, &d) == 0);
-        check(!d.trusted && d.verdict == TRUST_OK);
-        check_streq(d.reason, "verity: dm-verity and fs-verity are not checked yet; read-only: block device vda1 "
-                        "is writable; manifest: the file's SHA-256 is not the manifest's for kernel/x.ko.xz");
+        check(!d.trusted && d.verdict == TRUST_OK && !d.needs_manifest);
+        check_streq(d.reason, "verity: vda1 is not a device-mapper device, and the file has no fs-verity; "
+                        "read-only: block device vda1 is writable; manifest: the file's SHA-256 is not the "
+                        "manifest's for kernel/x.ko.xz");
         trust_decision_done(&d);
         check(decide(&rw, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_NO_ENTRY, &d) == 0);
         check(!d.trusted);
@@ -175,16 +176,21 @@ TEST(decide) {
         trust_decision_done(&d);
 
         /* Read-only evidence not accepted: even a read-only file goes by the manifest. */
-        check(trust_needs_manifest(&ro, EVIDENCE_MASK(EVIDENCE_MANIFEST)));
-        check(!trust_needs_manifest(&ro, EVIDENCE_MASK(EVIDENCE_READ_ONLY)));
+        check(decide(&ro, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_NOT_CHECKED, &d) == 0);
+        check(!d.trusted && d.needs_manifest);
+        check(decide(&rw, EVIDENCE_MASK(EVIDENCE_READ_ONLY), MANIFEST_NOT_CHECKED, &d) == 0);
+        check(!d.trusted && !d.needs_manifest);
+        trust_decision_done(&d);
 
-        /* Ownership: unverified, but trusted when accepted; never past the file checks. */
+        /* Ownership: unverified, but trusted when accepted, after the manifest had its say; never
+         * past the file checks. */
+        check(decide(&rw, EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP), MANIFEST_NOT_CHECKED, &d) == 0);
+        check(!d.trusted && d.needs_manifest);
         check(decide(&rw, EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP), MANIFEST_MISMATCH, &d) == 0);
         check(d.trusted && d.evidence == EVIDENCE_OWNERSHIP);
         rw.file.uid = 1000;
-        check(!trust_needs_manifest(&rw, EVIDENCE_DEFAULT));
-        check(decide(&rw, EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP), MANIFEST_MATCH, &d) == 0);
-        check(!d.trusted && d.verdict == TRUST_NOT_ROOT_OWNED);
+        check(decide(&rw, EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP), MANIFEST_NOT_CHECKED, &d) == 0);
+        check(!d.trusted && !d.needs_manifest && d.verdict == TRUST_NOT_ROOT_OWNED);
         check_streq(d.reason, "file is not owned by root");
         trust_decision_done(&d);
 
@@ -192,6 +198,159 @@ TEST(decide) {
         check(!d.trusted);
         check_streq(d.reason, "no evidence is accepted");
         trust_decision_done(&d);
+}
+
+#define HASH_A "4b3c0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+#define HASH_B "ffff0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+
+static Origin dm(const char *target, const char *root_hash) {
+        Origin o = block("dm-3", false);
+
+        o.device_mapper = true;
+        o.dm.n_targets = 1;
+        snprintf(o.dm.target, sizeof(o.dm.target), "%s", target);
+        snprintf(o.dm.root_hash, sizeof(o.dm.root_hash), "%s", root_hash);
+        return o;
+}
+
+static void check_verity(const Origin *o, char **hashes, char **cmdline, char **digests, bool want_fsverity,
+                         const char *want_reason) {
+        _cleanup_free_ char *reason = NULL;
+        TrustInput in = { .origin = o, .accepted = EVIDENCE_MASK(EVIDENCE_VERITY), .root_hashes = hashes,
+                          .cmdline_root_hashes = cmdline, .fsverity_digests = digests };
+        TrustDecision d = {};
+        bool fsverity;
+        int r;
+
+        r = trust_verity(&in, &fsverity, &reason);
+        check(r == !want_reason);
+        if (want_reason)
+                check_streq(reason, want_reason);
+        else
+                check(fsverity == want_fsverity);
+
+        check(trust_decide(&in, &d) == 0);
+        check(d.trusted == !want_reason);
+        if (d.trusted)
+                check(d.evidence == EVIDENCE_VERITY && d.fsverity == want_fsverity);
+        else
+                check(strncmp(d.reason, "verity: ", 8) == 0 && strcmp(d.reason + 8, want_reason) == 0);
+        trust_decision_done(&d);
+}
+
+TEST(verity) {
+        char *a[] = { (char *) HASH_A, NULL }, *b[] = { (char *) HASH_B, NULL };
+        char *digests[] = { (char *) "sha256:" HASH_A, NULL };
+        Origin o = dm("verity", HASH_A), lo = block("loop0", true);
+
+        /* dm-verity: the root hash of the kernel's table, allowed by the root or the command line. */
+        check_verity(&o, a, NULL, NULL, false, NULL);
+        check_verity(&o, b, a, NULL, false, NULL);
+        check_verity(&o, b, NULL, NULL, false,
+                     "dm-3's root hash " HASH_A " is not allowed, and the file has no fs-verity");
+        check_verity(&o, NULL, NULL, NULL, false,
+                     "dm-3's root hash " HASH_A " is not allowed (no RootHash= is set, and the kernel command line "
+                     "names none), and the file has no fs-verity");
+        o.dm.ignore_corruption = true;
+        check_verity(&o, a, NULL, NULL, false, "dm-3's verity target ignores corrupted blocks (ignore_corruption), "
+                     "and the file has no fs-verity");
+        o.dm.ignore_corruption = false;
+        o.dm.corrupted = true;
+        check_verity(&o, a, NULL, NULL, false,
+                     "dm-3's verity target has found corrupted blocks, and the file has no fs-verity");
+        o.dm.corrupted = false;
+        o.dm.n_targets = 2;
+        check_verity(&o, a, NULL, NULL, false, "dm-3 has 2 targets, not one verity target, and the file has no "
+                     "fs-verity");
+
+        /* Whatever the name or uuid says: linear is not verity. */
+        o = dm("linear", "");
+        snprintf(o.dm.name, sizeof(o.dm.name), "usr-verity");
+        snprintf(o.dm.uuid, sizeof(o.dm.uuid), "CRYPT-VERITY-%s-usr-verity", HASH_A);
+        check_verity(&o, a, NULL, NULL, false, "dm-3 is linear, not verity, and the file has no fs-verity");
+        o.dm.n_targets = 0;
+        check_verity(&o, a, NULL, NULL, false, "dm-3 has no table, and the file has no fs-verity");
+        o.dm = (DmTable) { .error = -ECONNREFUSED, .error_detail = (char *) "the prober at /x cannot be reached" };
+        check_verity(&o, a, NULL, NULL, false,
+                     "dm-3's table cannot be read: the prober at /x cannot be reached, and the file has no fs-verity");
+        o.dm.error_detail = NULL;
+        check_verity(&o, a, NULL, NULL, false, "dm-3's table cannot be read: Connection refused, and the file has no "
+                     "fs-verity");
+
+        /* fs-verity: the file's own digest. */
+        check_verity(&lo, a, NULL, NULL, false, "loop0 is not a device-mapper device, and the file has no fs-verity");
+        lo.fsverity = (FsVerity) { .enabled = true, .digest = "sha256:" HASH_A };
+        check_verity(&lo, NULL, NULL, digests, true, NULL);
+        lo.fsverity.digest[7] = 'f';
+        check_verity(&lo, NULL, NULL, digests, false, "loop0 is not a device-mapper device, and the file's fs-verity "
+                     "digest sha256:fb3c0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab is not allowed");
+        lo.fsverity = (FsVerity) { .error = -EOPNOTSUPP };
+        snprintf(lo.file.fstype, sizeof(lo.file.fstype), "squashfs");
+        check_verity(&lo, NULL, NULL, digests, false,
+                     "loop0 is not a device-mapper device, and the file has no fs-verity (squashfs has none)");
+        lo.fsverity = (FsVerity) { .error = -EIO };
+        check_verity(&lo, NULL, NULL, digests, false, "loop0 is not a device-mapper device, and the file's "
+                     "fs-verity cannot be measured: Input/output error");
+        lo.backing = BACKING_FILE;
+        lo.fsverity = (FsVerity) {};
+        check_verity(&lo, NULL, NULL, digests, false,
+                     "the squashfs file system is not on a block device, and the file has no fs-verity");
+}
+
+TEST(ima) {
+        static const uint8_t sig[] = { 0x03, 2, 4, 0xde, 0xad, 0xbe, 0xef, 0, 2, 0xaa, 0xbb };
+        static const uint8_t vsig[] = { 0x06, 3, 6, 0, 0, 0, 1, 0, 1, 0xaa };
+        static const uint8_t ng[] = { 0x04, 4, 1, 2, 3 };
+        static const uint8_t sha1[21] = { 0x01 };
+        uint8_t bad[sizeof(sig)];
+        TrustDecision d = {};
+        Origin o = block("vda1", true);
+        TrustInput in = { .origin = &o, .accepted = EVIDENCE_DEFAULT, .require_ima = true };
+        Ima ima;
+
+        ima_parse(sig, sizeof(sig), &ima);
+        check(ima.type == IMA_SIGNATURE && ima.key_id == 0xdeadbeef);
+        check_streq(ima.hash_algorithm, "sha256");
+        ima_parse(vsig, sizeof(vsig), &ima);
+        check(ima.type == IMA_VERITY_SIGNATURE && ima.key_id == 1);
+        check_streq(ima.hash_algorithm, "sha512");
+        ima_parse(ng, sizeof(ng), &ima);
+        check(ima.type == IMA_DIGEST);
+        check_streq(ima.hash_algorithm, "sha256");
+        ima_parse(sha1, sizeof(sha1), &ima);
+        check(ima.type == IMA_DIGEST);
+        check_streq(ima.hash_algorithm, "sha1");
+        ima_parse(sig, 0, &ima);
+        check(ima.type == IMA_NONE);
+        /* Truncated, a wrong size, a wrong version, an unknown type. */
+        ima_parse(sig, sizeof(sig) - 1, &ima);
+        check(ima.type == IMA_UNKNOWN);
+        memcpy(bad, sig, sizeof(sig));
+        bad[1] = 1;
+        ima_parse(bad, sizeof(bad), &ima);
+        check(ima.type == IMA_UNKNOWN);
+        bad[1] = 2;
+        bad[0] = 0x09;
+        ima_parse(bad, sizeof(bad), &ima);
+        check(ima.type == IMA_UNKNOWN);
+        ima_parse(sha1, 5, &ima);
+        check(ima.type == IMA_UNKNOWN);
+        for (ImaType t = 0; t < _IMA_TYPE_MAX; t++)
+                check(ima_type_to_string(t));
+
+        /* Required: a signature, on top of the evidence; a digest is not one. */
+        o.ima = (Ima) { .type = IMA_DIGEST };
+        check(trust_decide(&in, &d) == 0);
+        check(!d.trusted);
+        check_streq(d.reason, "RequireIMASignature=yes: the file has no IMA signature (security.ima: digest)");
+        trust_decision_done(&d);
+        o.ima = (Ima) { .type = IMA_SIGNATURE };
+        check(trust_decide(&in, &d) == 0);
+        check(d.trusted && d.evidence == EVIDENCE_READ_ONLY);
+        in.require_ima = false;
+        o.ima = (Ima) {};
+        check(trust_decide(&in, &d) == 0);
+        check(d.trusted);
 }
 
 TEST(evidence_names) {
@@ -229,6 +388,8 @@ int main(void) {
         RUN(check_file);
         RUN(read_only);
         RUN(decide);
+        RUN(verity);
+        RUN(ima);
         RUN(evidence_names);
         RUN(compression);
         return tests_done();
