@@ -45,6 +45,10 @@ def test_other_hash_refused(vm):
     assert "read-only:" not in reply["reason"] and "manifest:" not in reply["reason"], reply
     recs = guest.records(vm, MODULE, "denied", unit=UNIT + "-other.service")
     assert len(recs) == 1 and "root hash %s is not allowed" % roothash in recs[0]["MODGATE_REASON"], recs
+    # The record names what the kernel's table says, refused or not.
+    r = recs[0]
+    assert r["MODGATE_DM_TARGET"] == "verity" and r["MODGATE_VERITY_ROOT_HASH"] == roothash, r
+    assert r["MODGATE_DM_DEVICE"] == guest.dm_kernel_name(vm, guest.MODULES_DEVICE), r
     assert guest.initstate(vm, MODULE) == "absent"
 
 
@@ -57,8 +61,9 @@ def test_tree_hash_loads(vm):
     assert len(recs) == 1, recs
     r = recs[0]
     device = guest.dm_kernel_name(vm, guest.MODULES_DEVICE)
-    assert r["MODGATE_EVIDENCE"] == "verity", r
-    assert r["MODGATE_VERITY_ROOT_HASH"] == roothash and r["MODGATE_VERITY_DEVICE"] == device, r
+    assert r["MODGATE_EVIDENCE"] == "verity" and r["MODGATE_VERITY"] == "dm-verity", r
+    assert r["MODGATE_DM_TARGET"] == "verity", r
+    assert r["MODGATE_VERITY_ROOT_HASH"] == roothash and r["MODGATE_DM_DEVICE"] == device, r
     assert r["MODGATE_FSTYPE"] == "erofs" and r["MODGATE_BACKING"].startswith(device), r
     assert r["MODGATE_PATH"] == "/usr/lib/modules/%s/%s" % (
         guest.kernel_release(vm), guest.dependencies(vm, MODULE)[0]), r

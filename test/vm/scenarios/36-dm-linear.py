@@ -57,6 +57,7 @@ def test_linear_refused(vm):
     assert r["MODGATE_PATH"] == "%s/%s" % (MOUNT, guest.dependencies(vm, MODULE)[0]), r
     assert r["MODGATE_FSTYPE"] == "erofs" and r["MODGATE_BACKING"].startswith(device), r
     assert "linear, not verity" in r["MODGATE_REASON"] and "MODGATE_VERITY_ROOT_HASH" not in r, r
+    assert r["MODGATE_DM_DEVICE"] == device and r["MODGATE_DM_TARGET"] == "linear", r
     assert guest.initstate(vm, MODULE) == "absent"
     unmap(vm)
 
@@ -76,8 +77,8 @@ def test_verity_loads(vm):
     recs = guest.records(vm, MODULE, "loaded", unit=UNIT + "-verity.service")
     assert len(recs) == 1, recs
     r = recs[0]
-    assert r["MODGATE_EVIDENCE"] == "verity" and r["MODGATE_VERITY_DEVICE"] == device, r
-    assert r["MODGATE_VERITY_ROOT_HASH"] == roothash, r
+    assert r["MODGATE_EVIDENCE"] == "verity" and r["MODGATE_DM_DEVICE"] == device, r
+    assert r["MODGATE_VERITY_ROOT_HASH"] == roothash and r["MODGATE_DM_TARGET"] == "verity", r
     assert guest.initstate(vm, MODULE) == "live"
 
 

@@ -57,7 +57,8 @@ def test_pinned_at_first_load(vm):
     r = recs[0]
     device = guest.dm_kernel_name(vm, "/dev/mapper/" + DEVICE)
     assert r["MODGATE_PATH"] == file and r["MODGATE_FSTYPE"] == "erofs", r
-    assert r["MODGATE_EVIDENCE"] == "verity" and r["MODGATE_VERITY_DEVICE"] == device, r
+    assert r["MODGATE_EVIDENCE"] == "verity" and r["MODGATE_VERITY"] == "dm-verity", r
+    assert r["MODGATE_DM_DEVICE"] == device and r["MODGATE_DM_TARGET"] == "verity", r
     assert r["MODGATE_VERITY_ROOT_HASH"] == roothash, r
     assert guest.initstate(vm, MODULE) == "live"
 
