@@ -130,8 +130,10 @@ def load_with(vm, unit, address, config, name):
 
 
 def dm_kernel_name(vm, device):
-    """The kernel's name (dm-N) of a device-mapper device, from its /dev/mapper link."""
-    return vm.sh("basename $(readlink -f %s)" % quote(device)).out.strip()
+    """The kernel's name (dm-N) of the device-mapper device /dev/mapper/NAME. (Not from the
+    /dev/mapper entry: the initramfs's modgate-modules is a device node there, not udev's link.)"""
+    name = device.rsplit("/", 1)[-1]
+    return vm.sh("dmsetup info -c --noheadings -o blkdevname %s" % quote(name)).out.strip()
 
 
 def erofs_verity(vm, tree, image):

@@ -43,6 +43,9 @@ def test_pinned_at_first_load(vm):
     guest.start_modgated(vm, UNIT, ADDRESS, config(index, roothash))
     try:
         vm.sh("! test -e %s" % LATE)
+        log = vm.sh("journalctl -b -u %s.service -o cat --no-pager" % UNIT).out
+        assert "Trusted root %s is not there yet; it is pinned when a module beneath it is first loaded. " \
+            "It accepts: verity." % LATE in log, log
         vm.sh("""set -e
             veritysetup open --hash-offset=%(size)d %(img)s %(dev)s %(img)s %(hash)s
             mkdir -p %(late)s

@@ -63,11 +63,15 @@ def test_manifest_is_kernel_installs(vm):
     manifest = MANIFEST % release
     header = vm.sh("head -n1 " + manifest).out.strip()
     assert header == "# modgate manifest 1 kernel=%s origin=kernel-install" % release, header
-    # The plugin's command (kernel-install/50-modgate.install: modgate-manifest --origin=kernel-install
-    # KVER) run here on the tree as it is, written elsewhere; and sha256sum on its own.
+    # The installed kernel-install plugin run here on the tree as it is ("kernel-install add" runs
+    # it so), in a mount namespace of its own where it writes to a tmpfs instead of over the
+    # image's manifest; and sha256sum on its own.
     start = time.monotonic()
     vm.sh("""set -e
-        /usr/libexec/modgate/modgate-manifest --origin=kernel-install --output=/tmp/kernel-install.sha256 %(rel)s
+        unshare --mount --propagation private sh -ec '
+                mount -t tmpfs tmpfs /var/lib/modgate/manifests
+                KERNEL_INSTALL_VERBOSE=1 /usr/lib/kernel/install.d/50-modgate.install add %(rel)s
+                cp /var/lib/modgate/manifests/%(rel)s.sha256 /tmp/kernel-install.sha256'
         cmp %(manifest)s /tmp/kernel-install.sha256
         cd %(tree)s && sha256sum --quiet --strict -c %(manifest)s
         rm /tmp/kernel-install.sha256
