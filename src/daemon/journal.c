@@ -275,3 +275,21 @@ void journal_record_unload(const Requester *who, const char *module, int error, 
         }
         record_send(&rec);
 }
+
+void journal_record_root(const char *path, const char *identity, const char *recorded, bool changed) {
+        Record rec = {};
+
+        if (changed)
+                record_add(&rec, "MESSAGE=Trusted root %s is not what it was when first pinned this boot: recorded "
+                           "%s, now %s. Nothing beneath it is loaded.", path, recorded, identity);
+        else
+                record_add(&rec, "MESSAGE=Pinned trusted root %s (%s)%s.", path, identity,
+                           recorded ? ", as at its first pin this boot" : "");
+        record_add(&rec, "MESSAGE_ID=%s", changed ? MODGATE_MESSAGE_ROOT_CHANGED : MODGATE_MESSAGE_ROOT_PINNED);
+        record_add(&rec, "PRIORITY=%d", changed ? LOG_ERR : LOG_INFO);
+        record_add(&rec, "MODGATE_ROOT=%s", path);
+        record_add(&rec, "MODGATE_ROOT_IDENTITY=%s", identity);
+        if (recorded)
+                record_add(&rec, "MODGATE_ROOT_RECORDED=%s", recorded);
+        record_send(&rec);
+}

@@ -14,6 +14,8 @@
 #define MODGATE_MESSAGE_MODULE_FAILED "13e53cc4fa4c4374879d2a1775a89733"
 #define MODGATE_MESSAGE_MODULE_UNLOADED "fa479a41770b4c8c9ac677d2e9139751"
 #define MODGATE_MESSAGE_NOT_FOUND "e17a107dd17e44e68aa0f15806e59623"
+#define MODGATE_MESSAGE_ROOT_PINNED "283c442698e34f96a0fb27a1446e33af"
+#define MODGATE_MESSAGE_ROOT_CHANGED "6612a8c94965478dbfa239919e1ab334"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -44,3 +46,7 @@ void journal_record_not_found(const Requester *who, char *const *blacklisted);
 
 /* The outcome of an Unload request; error is 0 on success. */
 void journal_record_unload(const Requester *who, const char *module, int error, const char *reason);
+
+/* A trusted root pinned: its identity now, and what was recorded at its first pin this boot (NULL
+ * when this is the first); changed when the two differ. */
+void journal_record_root(const char *path, const char *identity, const char *recorded, bool changed);

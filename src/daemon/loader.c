@@ -15,6 +15,7 @@
 #include "modinfo.h"
 #include "module-name.h"
 #include "probe-client.h"
+#include "root-identity.h"
 
 static const char *const outcome_table[_OUTCOME_MAX] = {
         [OUTCOME_LOADED] = "loaded",
@@ -72,6 +73,12 @@ int module_result_set(ModuleResult *r, Outcome o, int error, const char *fmt, ..
         q = module_result_setv(r, o, error, fmt, ap);
         va_end(ap);
         return q;
+}
+
+int loader_verify_root(TrustedRoot *r, void *userdata) {
+        const LoadContext *ctx = userdata;
+
+        return root_identity_verify(r, ctx->runtime_dir, ctx->probe_address);
 }
 
 /* The part of path below root, or NULL. Trailing slashes of the root do not count, so "/" works. */
@@ -238,6 +245,14 @@ static int describe_backing(const Origin *o, char **ret) {
         return 0;
 }
 
+/* A mount that is unmounted lazily stays readable through the fds open on it, but is in no mount
+ * namespace any more: neither statmount() nor mountinfo knows it. */
+static bool root_detached(const TrustedRoot *root) {
+        FileOrigin o;
+
+        return file_origin_from_fd(root->fd, &o) == -ENOENT;
+}
+
 static int strdup_nonempty(const char *s, char **ret) {
         if (!s || !*s)
                 return 0;
@@ -279,6 +294,10 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
 
         /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
         q = origin_collect(fd, &o);
+        if (q == -ENOENT && root_detached(root))
+                return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s is a detached mount (unmounted "
+                                         "since it was pinned): its file system cannot be identified; restart "
+                                         "modgated to pin what is there now", root->path);
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, q, "cannot identify the file's origin: %s",
                                          strerrordesc_np(-q));
@@ -336,12 +355,15 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
         root = find_root(ctx, r->path, &rel);
         if (!root)
                 return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
-        q = trusted_root_pin(root);
+        q = trusted_root_pin(root, loader_verify_root, (void *) ctx);
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s cannot be pinned: %s", root->path,
                                          strerrordesc_np(-q) ?: "unknown error");
+        if (root->changed)
+                return module_result_set(r, OUTCOME_DENIED, ESTALE, "trusted root %s is not what it was when first "
+                                         "pinned this boot (%s)", root->path, root->changed);
 
         /* Leaving the root, and a socket (ENXIO), are verdicts on the file; anything else is not. */
         fd = trusted_root_open_file(root, rel);

@@ -344,6 +344,7 @@ static void rlimit_nofile_bump(void) {
 static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_free_ char *error = NULL;
+        const char *e;
         int r;
 
         log_open();
@@ -364,6 +365,13 @@ static int run(int argc, char *argv[]) {
 
         m->listen_address = TAKE_PTR(arg_listen);
         m->probe_address = TAKE_PTR(arg_prober);
+        /* RuntimeDirectory= of the unit, kept across restarts (RuntimeDirectoryPreserve=yes). */
+        e = getenv("RUNTIME_DIRECTORY");
+        if (e && e[0] == '/') {
+                m->runtime_dir = strndup(e, strcspn(e, ":"));
+                if (!m->runtime_dir)
+                        return log_oom();
+        }
         m->keep_load_alone = arg_load_alone;
         m->keep_idle_exit = arg_idle_exit_sec >= 0 || m->listen_address;
         r = apply_arguments(&m->config, !m->listen_address);

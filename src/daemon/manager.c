@@ -17,6 +17,7 @@
 #include "log.h"
 #include "manager.h"
 #include "probe-client.h"
+#include "root-identity.h"
 #include "strv.h"
 #include "udevd-check.h"
 #include "varlink.h"
@@ -61,6 +62,7 @@ Manager *manager_free(Manager *m) {
         free(m->roots);
         strv_free(m->cmdline_root_hashes);
         free(m->probe_address);
+        free(m->runtime_dir);
         sd_event_unref(m->event);
         config_done(&m->config);
         free(m->listen_address);
@@ -129,6 +131,12 @@ static int root_log(const TrustedRoot *t) {
         return 0;
 }
 
+static int root_verify(TrustedRoot *t, void *userdata) {
+        Manager *m = userdata;
+
+        return root_identity_verify(t, m->runtime_dir, m->probe_address ?: PROBE_ADDRESS);
+}
+
 /* Each trusted root with what it accepts. The first is pinned now or the start fails: its index is
  * read through it. The others are pinned now when they are there, else on first use. */
 static int manager_pin_roots(Manager *m) {
@@ -163,7 +171,11 @@ static int manager_pin_roots(Manager *m) {
                         goto finish;
                 }
 
-                r = trusted_root_pin(t);
+                r = trusted_root_pin(t, root_verify, m);
+                if (r == -ENOMEM) {
+                        r = log_oom();
+                        goto finish;
+                }
                 if (r < 0 && (i == 0 || r != -ENOENT)) {
                         r = log_error_errno(r, "Failed to pin trusted root %s: %m", t->path);
                         goto finish;
@@ -247,6 +259,7 @@ int manager_startup(Manager *m) {
                                   .kernel_compression = m->kernel_compression,
                                   .cmdline_root_hashes = m->cmdline_root_hashes,
                                   .probe_address = m->probe_address ?: PROBE_ADDRESS,
+                                  .runtime_dir = m->runtime_dir,
                           },
                           m->config.workers, &m->scheduler);
         if (r < 0)

@@ -396,11 +396,15 @@ static int pin_locked(TrustedRoot *r) {
         return 0;
 }
 
-int trusted_root_pin(TrustedRoot *r) {
+int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata) {
+        bool fresh;
         int q;
 
         pthread_mutex_lock(&r->lock);
+        fresh = r->fd < 0;
         q = pin_locked(r);
+        if (q >= 0 && fresh && verify)
+                q = verify(r, userdata);
         pthread_mutex_unlock(&r->lock);
         return q;
 }
@@ -412,6 +416,7 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
         pthread_mutex_destroy(&r->lock);
         free(r->path);
         free(r->real_path);
+        free(r->changed);
         strv_free(r->root_hashes);
         strv_free(r->fsverity_digests);
         manifest_free(r->manifest);

@@ -21,6 +21,7 @@ typedef struct TrustedRoot {
         char *real_path;        /* where the pinned directory is, as the kernel names it */
         int fd;                 /* -EBADF until pinned */
         uint64_t mount_id;
+        char *changed;          /* not what it was at its first pin this boot, and how: refused */
 
         unsigned evidence;      /* EVIDENCE_MASK()s */
         char **root_hashes;     /* dm-verity root hashes allowed */
@@ -120,9 +121,13 @@ int trusted_root_new(const char *path, TrustedRoot **ret);
 TrustedRoot *trusted_root_free(TrustedRoot *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TrustedRoot *, trusted_root_free);
 
-/* Pins the root's directory, unless it is pinned already. Safe from several threads. Returns 0, or
- * the negative errno of opening it (-ENOENT: not there yet). */
-int trusted_root_pin(TrustedRoot *r);
+/* Checks a root that was just pinned (root_identity_verify()); returns 0 or -ENOMEM. */
+typedef int (*TrustedRootVerify)(TrustedRoot *r, void *userdata);
+
+/* Pins the root's directory, unless it is pinned already, and has verify (when not NULL) check it,
+ * under the root's lock. Safe from several threads. Returns 0, or the negative errno of opening it
+ * (-ENOENT: not there yet). */
+int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata);
 
 /* Opens relpath beneath the root with openat2(), never leaving it: -EXDEV when the path or a symlink
  * in it leads outside or across a mount, -ELOOP for magic links and loops, -ENOENT when missing. */

@@ -94,10 +94,10 @@ def main():
     h.run("mkfs.erofs", "--quiet", "-T0", "--all-root", late_image, late_src)
     late_manifest = h.write_manifest(late_src, os.path.join(work, "late.sha256"), kernel=kver)
 
-    def start(name, conf, args=()):
+    def start(name, conf, args=(), env=None):
         write_conf(conf)
         try:
-            d = h.Daemon(work, name, None, args=("--prober=" + probe_addr, *args))
+            d = h.Daemon(work, name, None, args=("--prober=" + probe_addr, *args), extra_env=env)
             daemons.append(d)
             assert d.activate(), "daemon %s did not send READY=1:\n%s" % (name, d.stderr_text())
         finally:
@@ -149,6 +149,7 @@ def main():
         assert "MODGATE_DM_DEVICE" not in r[0] and "MODGATE_VERITY" not in r[0], r
         assert "MODGATE_DISKSEQ" in r[0] and int(r[0]["MODGATE_DISKSEQ"]) > 0, r
         assert d.shim_records() == []
+        d.stop()    # its pin would keep the mount busy
 
     # --- a [Root] of its own, mounted after the daemon started -------------------------------------
 
@@ -248,6 +249,85 @@ def main():
         os.removexattr(plain, "security.ima")
         h.reset_sys_module()
 
+    # --- the root's identity across restarts, and a detached pin -------------------------------------
+
+    ident_image = os.path.join(work, "erofs.erofs")     # made by mount_erofs_tree() above
+    runtime = os.path.join(work, "runtime")
+    os.makedirs(runtime, mode=0o700)
+    ident_conf = "[Trust]\nTrustedRoot=%s\nEvidence=ownership\n" % erofs_mnt
+    pinned_id, changed_id = "283c442698e34f96a0fb27a1446e33af", "6612a8c94965478dbfa239919e1ab334"
+
+    def ident_daemon(name):
+        h.reset_sys_module()
+        return start(name, ident_conf, env={"RUNTIME_DIRECTORY": runtime})
+
+    def root_records(d):
+        return [r for r in journal.records(MODGATE_ROOT=erofs_mnt, _PID=str(d.pid))]
+
+    def identity_now():
+        src = h.run("findmnt", "-n", "-o", "SOURCE", erofs_mnt, capture_output=True, text=True).stdout.strip()
+        st = os.stat(erofs_mnt)
+        with open("/sys/block/%s/diskseq" % os.path.basename(src)) as f:
+            seq = f.read().strip()
+        return "dev=%d:%d diskseq=%s fstype=erofs" % (os.major(st.st_dev), os.minor(st.st_dev), seq)
+
+    def case_identity():
+        first = identity_now()
+        d = ident_daemon("ident1")
+        r = root_records(d)
+        assert [(x["MESSAGE_ID"], x["MODGATE_ROOT_IDENTITY"], x.get("MODGATE_ROOT_RECORDED")) for x in r] == [
+            (pinned_id, first, None)], r
+        assert h.modules_of(d.load(PLAIN))[0]["outcome"] == "loaded"
+        d.stop()
+        with open(os.path.join(runtime, "trusted-roots")) as f:
+            assert f.read() == "%s\t%s\n" % (erofs_mnt, first)
+        assert oct(os.stat(os.path.join(runtime, "trusted-roots")).st_mode & 0o777) == "0o600"
+
+        # After a restart (or an idle exit): checked, as recorded.
+        d = ident_daemon("ident2")
+        r = root_records(d)
+        assert [(x["MESSAGE_ID"], x["MODGATE_ROOT_RECORDED"]) for x in r] == [(pinned_id, first)], r
+        assert h.modules_of(d.load(PLAIN))[0]["outcome"] == "loaded"
+        d.stop()
+
+        # The same image on another loop device, mounted at the path: another device instance.
+        h.run("umount", erofs_mnt)
+        h.run("mount", "-t", "erofs", "-o", "ro,loop", ident_image, erofs_mnt)
+        now = identity_now()
+        assert now != first
+        d = ident_daemon("ident3")
+        r = root_records(d)
+        assert [(x["MESSAGE_ID"], x["PRIORITY"], x["MODGATE_ROOT_RECORDED"], x["MODGATE_ROOT_IDENTITY"]) for x in r] \
+            == [(changed_id, "3", first, now)], r
+        p = h.error_of(d.load(PLAIN), "UntrustedOrigin")
+        assert p["reason"] == ("trusted root %s is not what it was when first pinned this boot (recorded %s, now %s)"
+                               % (erofs_mnt, first, now)), p
+        rec = journal.records(MODGATE_MODULE=PLAIN, _PID=str(d.pid))
+        assert [x["MODGATE_OUTCOME"] for x in rec] == ["denied"] and rec[0]["MODGATE_ERRNO_NAME"] == "ESTALE", rec
+        assert d.shim_records() == []
+        d.stop()
+
+        # Forgotten (systemctl clean --what=runtime): recorded anew.
+        os.unlink(os.path.join(runtime, "trusted-roots"))
+        d = ident_daemon("ident4")
+        r = root_records(d)
+        assert [(x["MESSAGE_ID"], x["MODGATE_ROOT_IDENTITY"], x.get("MODGATE_ROOT_RECORDED")) for x in r] == [
+            (pinned_id, now, None)], r
+        assert h.modules_of(d.load(PLAIN))[0]["outcome"] == "loaded"
+        d.stop()
+
+    def case_detached():
+        d = ident_daemon("detached")
+        h.run("umount", "--lazy", erofs_mnt)
+        p = h.error_of(d.load(PLAIN), "LoadFailed")
+        mods = {m["name"]: m for m in p["modules"]}
+        assert mods[PLAIN]["reason"] == (
+            "trusted root %s is a detached mount (unmounted since it was pinned): its file system cannot be "
+            "identified; restart modgated to pin what is there now" % erofs_mnt), p
+        assert d.shim_records() == []
+        d.stop()
+        h.run("mount", "-t", "erofs", "-o", "ro,loop", ident_image, erofs_mnt)
+
     t.case("modgate-probe: a loop device is not device-mapper, a missing device is named, bad parameters and "
            "other uids are refused", case_prober)
     t.case("verity evidence alone on an erofs on a loop device: refused, for the device and the file's fs-verity",
@@ -258,6 +338,9 @@ def main():
     t.case("modgated -n lists each root with its evidence, and a root not there yet as such", case_test_config_roots)
     t.case("security.ima is recorded (type, algorithm, key id); RequireIMASignature=yes refuses a file without a "
            "signature, a digest included", case_ima)
+    t.case("a root's identity is recorded at its first pin, checked after a restart, and a changed one refuses "
+           "everything beneath it, loudly, until forgotten", case_identity)
+    t.case("a pinned root unmounted lazily is named a detached mount", case_detached)
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
            lambda: h.assert_clean_exit(*daemons))
 

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "journal.h"
+#include "log.h"
+#include "macro.h"
+#include "origin.h"
+#include "parse-util.h"
+#include "probe-client.h"
+#include "root-identity.h"
+
+#define RECORD_FILE "trusted-roots"
+#define RECORD_MAX (256 * 1024)
+
+static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void root_identity_format(const RootIdentity *id, char *buf, size_t size) {
+        snprintf(buf, size, "dev=%u:%u diskseq=%llu fstype=%s%s%s", id->major, id->minor,
+                 (unsigned long long) id->diskseq, id->fstype[0] ? id->fstype : "-",
+                 id->root_hash[0] ? " roothash=" : "", id->root_hash);
+}
+
+int root_identity_parse(const char *s, RootIdentity *ret) {
+        RootIdentity id = {};
+        char fstype[32], hash[129];
+        unsigned long long seq;
+        int n = 0;
+
+        if (sscanf(s, "dev=%u:%u diskseq=%llu fstype=%31s%n", &id.major, &id.minor, &seq, fstype, &n) != 4)
+                return -EBADMSG;
+        id.diskseq = seq;
+        if (strcmp(fstype, "-") != 0)
+                memcpy(id.fstype, fstype, sizeof(id.fstype));
+        s += n;
+        if (*s != '\0') {
+                n = 0;
+                if (sscanf(s, " roothash=%128[0-9a-f]%n", hash, &n) != 1 || s[n] != '\0')
+                        return -EBADMSG;
+                memcpy(id.root_hash, hash, sizeof(id.root_hash));
+        }
+        *ret = id;
+        return 0;
+}
+
+bool root_identity_equal(const RootIdentity *a, const RootIdentity *b) {
+        return a->major == b->major && a->minor == b->minor && a->diskseq == b->diskseq &&
+                strcmp(a->fstype, b->fstype) == 0 &&
+                (!a->root_hash[0] || !b->root_hash[0] || strcmp(a->root_hash, b->root_hash) == 0);
+}
+
+int root_identity_of(int dirfd, const char *probe_address, RootIdentity *ret) {
+        _cleanup_(origin_freep) Origin *o = NULL;
+        int r;
+
+        r = origin_collect(dirfd, &o);
+        if (r < 0)
+                return r;
+        *ret = (RootIdentity) {
+                .major = major(o->file.dev),
+                .minor = minor(o->file.dev),
+                .diskseq = o->diskseq,
+        };
+        snprintf(ret->fstype, sizeof(ret->fstype), "%s", o->file.fstype);
+        if (o->device_mapper && probe_address) {
+                r = probe_dm_table(probe_address, o);
+                if (r < 0)
+                        return r;
+                if (o->dm.error == 0 && strcmp(o->dm.target, "verity") == 0)
+                        snprintf(ret->root_hash, sizeof(ret->root_hash), "%s", o->dm.root_hash);
+        }
+        return 0;
+}
+
+/* The record file's lines are "PATH\tIDENTITY". Paths come from the configuration, which has no
+ * control characters in it. */
+static int find_record(const char *text, const char *path, RootIdentity *ret) {
+        size_t n = strlen(path);
+
+        for (const char *p = text; *p; ) {
+                const char *nl = strchrnul(p, '\n');
+
+                if ((size_t) (nl - p) > n && strncmp(p, path, n) == 0 && p[n] == '\t') {
+                        _cleanup_free_ char *line = strndup(p + n + 1, (size_t) (nl - p) - n - 1);
+
+                        if (!line)
+                                return -ENOMEM;
+                        return root_identity_parse(line, ret) < 0 ? -EBADMSG : 1;
+                }
+                p = *nl ? nl + 1 : nl;
+        }
+        return 0;
+}
+
+static int read_records(int dfd, char **ret) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        size_t size;
+        int fd;
+
+        fd = openat(dfd, RECORD_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT)
+                return (*ret = strdup("")) ? 0 : -ENOMEM;
+        if (fd < 0)
+                return negative_errno();
+        f = fdopen(fd, "r");
+        if (!f) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        return read_full_stream(f, RECORD_MAX, ret, &size);
+}
+
+static int append_record(int dfd, const char *old, const char *path, const RootIdentity *id) {
+        _cleanup_close_ int fd = -EBADF;
+        char line[512];
+        int r = 0;
+
+        root_identity_format(id, line, sizeof(line));
+        fd = openat(dfd, RECORD_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (dprintf(fd, "%s%s\t%s\n", old, path, line) < 0 || fsync(fd) < 0)
+                r = negative_errno();
+        if (r == 0 && renameat(dfd, RECORD_FILE ".tmp", dfd, RECORD_FILE) < 0)
+                r = negative_errno();
+        if (r < 0)
+                (void) unlinkat(dfd, RECORD_FILE ".tmp", 0);
+        return r;
+}
+
+int root_identity_check(const char *dir, const char *path, const RootIdentity *id, RootIdentity *ret_recorded) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        RootIdentity recorded;
+        int r;
+
+        pthread_mutex_lock(&record_lock);
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = dfd < 0 ? negative_errno() : read_records(dfd, &text);
+        if (r >= 0)
+                r = find_record(text, path, &recorded);
+        if (r == 0)
+                r = append_record(dfd, text, path, id);
+        else if (r > 0 && root_identity_equal(&recorded, id))
+                r = 1;
+        else if (r > 0) {
+                *ret_recorded = recorded;
+                r = -ESTALE;
+        }
+        pthread_mutex_unlock(&record_lock);
+        return r;
+}
+
+int root_identity_verify(TrustedRoot *r, const char *dir, const char *probe_address) {
+        static bool said = false;
+        char now[512], was[512];
+        RootIdentity id, recorded;
+        int q;
+
+        q = root_identity_of(r->fd, probe_address, &id);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0) {
+                log_warning_errno(q, "Failed to identify trusted root %s, it is not checked against earlier pins: %m",
+                                  r->path);
+                return 0;
+        }
+        root_identity_format(&id, now, sizeof(now));
+        if (!dir) {
+                if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+                        log_notice("No runtime directory ($RUNTIME_DIRECTORY): the identity of trusted roots is "
+                                   "not kept across restarts.");
+                journal_record_root(r->path, now, NULL, false);
+                return 0;
+        }
+
+        q = root_identity_check(dir, r->path, &id, &recorded);
+        if (q == -ENOMEM)
+                return q;
+        if (q == -ESTALE) {
+                root_identity_format(&recorded, was, sizeof(was));
+                if (asprintf(&r->changed, "recorded %s, now %s", was, now) < 0) {
+                        r->changed = NULL;
+                        return -ENOMEM;
+                }
+                journal_record_root(r->path, now, was, true);
+                return 0;
+        }
+        if (q < 0) {
+                log_warning_errno(q, "Failed to check trusted root %s against %s/" RECORD_FILE ": %m", r->path, dir);
+                return 0;
+        }
+        journal_record_root(r->path, now, q == 0 ? NULL : now, false);
+        return 0;
+}
