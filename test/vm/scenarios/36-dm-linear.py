@@ -13,9 +13,9 @@ ADDRESS = "/run/modgate-dm-linear.sock"
 WORK = "/var/tmp/modgate-dm-linear"
 IMAGE = WORK + "/tree.img"
 MOUNT = "/run/modgate-dm-linear"
-# What systemd-veritysetup@usr.service makes: /dev/mapper/usr, uuid CRYPT-VERITY-<uuid>-usr.
+# What systemd-veritysetup@usr.service makes: /dev/mapper/usr, uuid CRYPT-VERITY-<32 hex digits>-usr.
 FAKE = "usr"
-FAKE_UUID = "CRYPT-VERITY-4d4f44474154452d564d2d4c494e454152-usr"
+FAKE_UUID = "CRYPT-VERITY-6d6f64676174652d766d2d6c696e6561-usr"
 REAL = "modgate-dm-linear"
 
 
