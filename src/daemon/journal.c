@@ -106,8 +106,9 @@ static void record_fallback(const Record *rec, int error) {
 
 int requester_copy(const Requester *from, Requester *to) {
         *to = *from;
-        to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = NULL;
+        to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = to->unit = NULL;
         if (strdup_or_null(from->name, &to->name) < 0 || strdup_or_null(from->modalias, &to->modalias) < 0 ||
+            strdup_or_null(from->unit, &to->unit) < 0 ||
             strdup_or_null(from->path, &to->path) < 0 || strdup_or_null(from->devpath, &to->devpath) < 0 ||
             strdup_or_null(from->subsystem, &to->subsystem) < 0 ||
             strdup_or_null(from->action, &to->action) < 0 || strdup_or_null(from->file, &to->file) < 0) {
@@ -125,6 +126,7 @@ void requester_done(Requester *r) {
         free(r->subsystem);
         free(r->action);
         free(r->file);
+        free(r->unit);
         *r = (Requester) {};
 }
 
@@ -149,6 +151,8 @@ static void record_requester(Record *rec, const Requester *who) {
         if (who->have_peer) {
                 record_add(rec, "MODGATE_PEER_PID=%d", (int) who->pid);
                 record_add(rec, "MODGATE_PEER_UID=%u", (unsigned) who->uid);
+                if (who->unit)
+                        record_add(rec, "MODGATE_PEER_UNIT=%s", who->unit);
         }
 }
 
@@ -291,5 +295,35 @@ void journal_record_root(const char *path, const char *identity, const char *rec
         record_add(&rec, "MODGATE_ROOT_IDENTITY=%s", identity);
         if (recorded)
                 record_add(&rec, "MODGATE_ROOT_RECORDED=%s", recorded);
+        record_send(&rec);
+}
+
+void journal_record_refused_caller(const Requester *who, const char *method, const char *reason) {
+        const char *key = who->name ?: who->modalias ?: who->path ?: "";
+        Record rec = {};
+
+        record_add(&rec, "MESSAGE=Refused %s%s%s from pid %d: %s.", method, *key ? " of " : "", key,
+                   who->have_peer ? (int) who->pid : -1, reason);
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_CALLER_REFUSED);
+        record_add(&rec, "PRIORITY=%d", LOG_WARNING);
+        record_add(&rec, "MODGATE_OUTCOME=refused_caller");
+        record_add(&rec, "MODGATE_METHOD=%s", method);
+        record_add(&rec, "MODGATE_REASON=%s", reason);
+        /* What the peer claimed, marked as a claim: it is not provenance. */
+        record_add(&rec, "MODGATE_CLAIMED_SOURCE=%s", request_source_to_string(who->source));
+        if (who->name)
+                record_add(&rec, "MODGATE_REQUEST_NAME=%s", who->name);
+        if (who->modalias)
+                record_add(&rec, "MODGATE_MODALIAS=%s", who->modalias);
+        if (who->path)
+                record_add(&rec, "MODGATE_REQUEST_PATH=%s", who->path);
+        if (who->devpath)
+                record_add(&rec, "MODGATE_CLAIMED_DEVPATH=%s", who->devpath);
+        if (who->have_peer) {
+                record_add(&rec, "MODGATE_PEER_PID=%d", (int) who->pid);
+                record_add(&rec, "MODGATE_PEER_UID=%u", (unsigned) who->uid);
+                if (who->unit)
+                        record_add(&rec, "MODGATE_PEER_UNIT=%s", who->unit);
+        }
         record_send(&rec);
 }

@@ -16,6 +16,7 @@
 #define MODGATE_MESSAGE_NOT_FOUND "e17a107dd17e44e68aa0f15806e59623"
 #define MODGATE_MESSAGE_ROOT_PINNED "283c442698e34f96a0fb27a1446e33af"
 #define MODGATE_MESSAGE_ROOT_CHANGED "6612a8c94965478dbfa239919e1ab334"
+#define MODGATE_MESSAGE_CALLER_REFUSED "f68712d0c1414e768ead0ce5ff450860"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -29,6 +30,7 @@ typedef struct Requester {
         char *file;
         int64_t seqnum;         /* -1 when not given */
         bool have_peer;
+        char *unit;             /* the peer's systemd unit, when it is in one */
         pid_t pid;
         uid_t uid;
 } Requester;
@@ -46,6 +48,10 @@ void journal_record_not_found(const Requester *who, char *const *blacklisted);
 
 /* The outcome of an Unload request; error is 0 on success. */
 void journal_record_unload(const Requester *who, const char *module, int error, const char *reason);
+
+/* A request refused because of who asked: the peer, what it asked (the claimed context, as
+ * claimed) and why. */
+void journal_record_refused_caller(const Requester *who, const char *method, const char *reason);
 
 /* A trusted root pinned: its identity now, and what was recorded at its first pin this boot (NULL
  * when this is the first); changed when the two differ. */

@@ -16,6 +16,7 @@
 #include "loader.h"
 #include "log.h"
 #include "manager.h"
+#include "peer.h"
 #include "probe-client.h"
 #include "root-identity.h"
 #include "strv.h"
@@ -61,6 +62,7 @@ Manager *manager_free(Manager *m) {
                 trusted_root_free(m->roots[i]);
         free(m->roots);
         strv_free(m->cmdline_root_hashes);
+        strv_free(m->udev_rule_names);
         free(m->probe_address);
         free(m->runtime_dir);
         sd_event_unref(m->event);
@@ -130,6 +132,14 @@ static int root_log(const TrustedRoot *t) {
                           "FsVerityDigest= of its own.", t->path);
         return 0;
 }
+
+/* Where udev finds modgate's rules: the first that exists hides the others. */
+static const char *const udev_rule_files[] = {
+        "/etc/udev/rules.d/80-modgate.rules",
+        "/run/udev/rules.d/80-modgate.rules",
+        UDEV_RULES_DIR "/80-modgate.rules",
+        NULL,
+};
 
 static int root_verify(TrustedRoot *t, void *userdata) {
         Manager *m = userdata;
@@ -251,6 +261,10 @@ int manager_startup(Manager *m) {
         r = manager_read_cmdline(m);
         if (r < 0)
                 return r;
+
+        r = peer_udev_rule_names(udev_rule_files, &m->udev_rule_names);
+        if (r < 0)
+                return log_oom();
 
         r = scheduler_new(m->event,
                           &(LoadContext) {

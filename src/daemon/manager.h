@@ -33,6 +33,7 @@ typedef struct Manager {
         Compression kernel_compression;
         char **cmdline_root_hashes;     /* roothash= and usrhash= on the kernel command line */
         char *probe_address;            /* --prober=; NULL: PROBE_ADDRESS */
+        char **udev_rule_names;         /* the modules udev's installed rules name to modgate-udev */
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
         Scheduler *scheduler;
 

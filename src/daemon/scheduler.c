@@ -503,10 +503,6 @@ static int job_link_all(Job *j, const ModuleSpec *spec, Job **jobs) {
         return 0;
 }
 
-static bool streq_ptr(const char *a, const char *b) {
-        return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 /* A request joins a load in flight only when it would have done the same: same file, same
  * parameters. Anything else would report a load it did not get. */
 static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters, const char **ret) {

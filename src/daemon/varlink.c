@@ -10,6 +10,7 @@
 #include "load-parameters.h"
 #include "log.h"
 #include "module-name.h"
+#include "peer.h"
 #include "request.h"
 #include "scheduler.h"
 #include "strv.h"
@@ -299,6 +300,21 @@ static int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t fl
         return 0;
 }
 
+/* Who asks decides what may be asked: refused, the peer gets PermissionDenied and the journal a
+ * record of who it was and what it claimed. Returns 1 when allowed, else the reply's result. */
+static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, const AuthRequest *req,
+                        const Requester *who, const char *method) {
+        char buf[512];
+        const char *why;
+
+        why = authorize(peer, req, buf, sizeof(buf));
+        if (!why)
+                return 1;
+        log_debug("Refused %s from pid %d: %s", method, (int) peer->pid, why);
+        journal_record_refused_caller(who, method, why);
+        return sd_varlink_errorbo(link, "io.modgate.Manager.PermissionDenied", SD_JSON_BUILD_PAIR_STRING("reason", why));
+}
+
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
         _cleanup_(plan_freep) Plan *owned = NULL;
@@ -306,6 +322,9 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         LoadParameters p = {};
         LoadRefusal refusal = {};
         const Plan *plan = NULL;
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
+        _cleanup_free_ char *device_modalias = NULL;
+        bool device_exists = false;
         Requester who;
         int r;
 
@@ -330,8 +349,37 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 .file = (char *) p.context.file,
                 .seqnum = p.context.seqnum,
         };
-        who.have_peer = sd_varlink_get_peer_pid(link, &who.pid) >= 0 &&
-                        sd_varlink_get_peer_uid(link, &who.uid) >= 0;
+        r = peer_identify(link, &peer);
+        if (r < 0)
+                return r;
+        who.have_peer = peer.known;
+        who.pid = peer.pid;
+        who.uid = peer.uid;
+        who.unit = peer.unit;
+
+        /* udevd without CAP_SYS_MODULE asks for a device: what that device is, sysfs says. */
+        if (peer.known && !peer.cap_sys_module && streq_ptr(peer.unit, UDEV_UNIT) && p.context.devpath) {
+                r = peer_read_device(p.context.devpath, &device_exists, &device_modalias);
+                if (r < 0)
+                        return r;
+        }
+        r = check_caller(m, link, &peer,
+                         &(AuthRequest) {
+                                 .method = AUTH_LOAD,
+                                 .name = p.name,
+                                 .modalias = p.modalias,
+                                 .path = p.path,
+                                 .parameters = p.parameters,
+                                 .source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source"),
+                                 .source = p.context.source,
+                                 .devpath = p.context.devpath,
+                                 .device_exists = device_exists,
+                                 .device_modalias = device_modalias,
+                                 .rule_names = m->udev_rule_names,
+                         },
+                         &who, "Load");
+        if (r <= 0)
+                return r;
 
         r = load_plan(m, link, &p, &who, &plan, &owned);
         if (r <= 0)
@@ -451,6 +499,7 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
                 { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, 0, SD_JSON_MANDATORY },
                 {}
         };
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
         _cleanup_free_ char *name = NULL;
         const char *n = NULL;
         Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
@@ -468,8 +517,17 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
                 return -ENOMEM;
         module_name_normalize(name);
         who.name = name;
-        who.have_peer = sd_varlink_get_peer_pid(link, &who.pid) >= 0 &&
-                        sd_varlink_get_peer_uid(link, &who.uid) >= 0;
+        r = peer_identify(link, &peer);
+        if (r < 0)
+                return r;
+        who.have_peer = peer.known;
+        who.pid = peer.pid;
+        who.uid = peer.uid;
+        who.unit = peer.unit;
+        r = check_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name }, &who,
+                         "Unload");
+        if (r <= 0)
+                return r;
 
         return unload(userdata, link, &who, name);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +62,11 @@ static inline int strdup_or_null(const char *s, char **ret) {
 }
 
 /* Turn a libc-style -1/errno result into -errno. */
+/* Two strings, either of which may be NULL, are equal. */
+static inline bool streq_ptr(const char *a, const char *b) {
+        return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
 }

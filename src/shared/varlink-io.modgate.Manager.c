@@ -100,6 +100,12 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_OUTPUT(name, SD_VARLINK_STRING, 0));
 
 static SD_VARLINK_DEFINE_ERROR(
+                PermissionDenied,
+                SD_VARLINK_FIELD_COMMENT("Why this caller may not ask this: the capability it lacks, the source it "
+                                         "claimed and is not, the device it named and that is not so"),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
                 InvalidName,
                 SD_VARLINK_DEFINE_FIELD(name, SD_VARLINK_STRING, 0));
 
@@ -226,6 +232,11 @@ SD_VARLINK_DEFINE_INTERFACE(
                 SD_VARLINK_SYMBOL_COMMENT("Too many requests are pending, or a load of the same module from "
                                           "another file or with other parameters is in flight; try again"),
                 &vl_error_Busy,
+                SD_VARLINK_SYMBOL_COMMENT("The caller may not make this request: Load and Unload need CAP_SYS_MODULE "
+                                          "in the initial user namespace, a claimed source must be the caller's own, "
+                                          "and udevd without the capability may ask only for what its device "
+                                          "announces"),
+                &vl_error_PermissionDenied,
                 SD_VARLINK_SYMBOL_COMMENT("The module is not loaded"),
                 &vl_error_NotLoaded,
                 SD_VARLINK_SYMBOL_COMMENT("delete_module(2) failed"),

@@ -610,6 +610,64 @@ class Result:
         return "exit %s after %.2fs, stderr %r" % (self.returncode, self.elapsed, self.stderr)
 
 
+def unit_cgroup_base():
+    """Where test cgroups named like systemd's go: the unified hierarchy, on a cgroup2 or a hybrid
+    host."""
+    for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if os.path.exists(os.path.join(base, "cgroup.procs")):
+            return os.path.join(base, "modgate-test.slice")
+    raise RuntimeError("no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified")
+
+
+def _remove_unit_cgroups():
+    base = unit_cgroup_base()
+    for d in sorted(glob.glob(os.path.join(base, "*")), reverse=True) + [base]:
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+
+
+def in_unit(unit):
+    """A command prefix that runs what follows in a cgroup named like systemd's for unit (as udev's
+    rules run inside systemd-udevd.service's): modgated reads a peer's unit from its cgroup, and
+    trusts a claimed source only from its own unit."""
+    import atexit
+    path = os.path.join(unit_cgroup_base(), unit)
+    os.makedirs(path, exist_ok=True)
+    atexit.register(_remove_unit_cgroups)
+    return ["/bin/sh", "-c", 'echo $$ > %s/cgroup.procs && exec "$@"' % path, "sh"]
+
+
+CLIENT = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(json.dumps({"method": sys.argv[2], "parameters": json.loads(sys.argv[3])}).encode() + b"\0")
+buf = b""
+while not buf.endswith(b"\0"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+print(buf.rstrip(b"\0").decode())
+"""
+
+
+def call_as(prefix, address, method, parameters=None, wait=True):
+    """One varlink call from a process started under prefix (setpriv ..., in_unit(...)): the reply,
+    or with wait=False the Popen, whose reply call_as_result() reads."""
+    proc = subprocess.Popen([*prefix, sys.executable, "-c", CLIENT, address, method, json.dumps(parameters or {})],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return call_as_result(proc) if wait else proc
+
+
+def call_as_result(proc, timeout=60):
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0 and out.strip(), (proc.returncode, out, err)
+    return json.loads(out)
+
+
 def run_program(args, env=None, timeout=60, close_stdio=False):
     """Runs a helper as udev or the kernel would: a clean environment, optionally without stdin,
     stdout and stderr (the kernel's usermode helpers have none). close_stdio is True for all three,

@@ -157,21 +157,28 @@ def main():
                 return alias, mod.replace("-", "_")
         raise AssertionError("no %s alias in this tree" % prefix)
 
+    # Only the kernel runs modgate-modprobe as a usermode helper (its parent a kernel thread, in the
+    # root cgroup), which this host cannot do: the helper's claim to be the kernel's request is
+    # refused here, and the VM tier shows the kernel's own request_module() loading through it.
     def case_real_alias():
         for prefix in ("fs-", "net-pf-"):
             alias, mod = kernel_alias(prefix)
+            n = len(daemon.shim_records())
             res = h.run_program([MODPROBE, "--address=" + daemon.address, "-q", "--", alias], env=KERNEL_ENV)
-            assert res.returncode == 0, (alias, res)
-            assert mod in [r["name"] for r in daemon.shim_records()], (alias, mod, daemon.shim_records())
-            # Again: loaded already, still 0.
-            res = h.run_program([MODPROBE, "--address=" + daemon.address, "-q", "--", alias], env=KERNEL_ENV)
-            assert res.returncode == 0, (alias, res)
+            assert res.returncode == 1 and "PermissionDenied" in res.stderr, (alias, res)
+            assert daemon.shim_records()[n:] == [], daemon.shim_records()[n:]
+            rec = journal.records(MODGATE_CLAIMED_SOURCE="kernel", MODGATE_MODALIAS=alias, _PID=str(daemon.pid))
+            assert len(rec) == 1 and "which is not a kernel usermode helper" in rec[0]["MODGATE_REASON"], rec
+            assert journal.records(MODGATE_SOURCE="kernel", _PID=str(daemon.pid)) == []
+            # The alias itself resolves to its module, asked for without the claim.
+            mods = h.modules_of(daemon.call("io.modgate.Manager.Load", {"modalias": alias}))
+            assert mod in [m["name"] for m in mods], (alias, mods)
 
     def case_real_not_found():
         n = len(daemon.shim_records())
         res = h.run_program([MODPROBE, "--address=" + daemon.address, "-q", "--", "fs-modgate-none"],
                             env=KERNEL_ENV)
-        assert res.returncode == 1 and res.stderr == "", res
+        assert res.returncode == 1 and "PermissionDenied" in res.stderr, res
         assert len(daemon.shim_records()) == n
 
     t.case("the kernel's form -q -- NAME sends NAME as a modalias with the kernel context", case_kernel_form)
@@ -183,8 +190,9 @@ def main():
     t.case("options modprobe has but the kernel does not pass are refused", case_bad_arguments)
     t.case("started without stdin, stdout and stderr, as the kernel does", case_no_stdio)
     t.case("no socket, no answer, or a hang-up give exit 1 quickly", case_transport)
-    t.case("end to end: fs- and net-pf- aliases load their modules through modgated", case_real_alias)
-    t.case("end to end: an alias nothing provides exits 1 quietly, without a syscall", case_real_not_found)
+    t.case("end to end: run by a process, not the kernel, its fs- and net-pf- requests are refused as a false "
+           "claim and journaled as such; the aliases load for an administrator", case_real_alias)
+    t.case("end to end: the claim is refused before anything is resolved, without a syscall", case_real_not_found)
 
     fake.stop()
     t.case("the daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",

@@ -12,6 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
 MODULES_LOAD = h.helper("modgate-modules-load")
+# modgated trusts the boot list's source claim from this unit only, which it reads off the cgroup.
+BOOT_UNIT = "modgate-modules-load.service"
 DIRS = ["/etc/modules-load.d", "/run/modules-load.d", "/usr/local/lib/modules-load.d", "/usr/lib/modules-load.d"]
 CMDLINE = "kernel command line"
 
@@ -157,7 +159,7 @@ def main():
     def case_real_boot_list():
         root = new_root()
         write(root, "/etc/modules-load.d/net.conf", "vxlan\nno_such_module_xyz\n")
-        res = h.run_program([MODULES_LOAD, "--address=" + daemon.address, "--root=" + root],
+        res = h.run_program([*h.in_unit(BOOT_UNIT), MODULES_LOAD, "--address=" + daemon.address, "--root=" + root],
                             env={"SYSTEMD_PROC_CMDLINE": "modules_load=tun"})
         assert res.returncode == 0, res
         names = {r["name"] for r in daemon.shim_records()}
@@ -169,7 +171,7 @@ def main():
     def case_real_failure():
         root = new_root()
         write(root, "/etc/modules-load.d/a.conf", "veth\nbonding\n")
-        res = h.run_program([MODULES_LOAD, "--address=" + daemon.address, "--root=" + root],
+        res = h.run_program([*h.in_unit(BOOT_UNIT), MODULES_LOAD, "--address=" + daemon.address, "--root=" + root],
                             env={"SYSTEMD_PROC_CMDLINE": ""})
         assert res.returncode == 1 and "ENOEXEC" in res.stderr, res
         assert "bonding" in {r["name"] for r in daemon.shim_records()}, "the other module must still load"

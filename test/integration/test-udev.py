@@ -53,8 +53,13 @@ def udev_env(**kw):
     return {k: v for k, v in env.items() if v is not None}
 
 
-def udev(*args, env=None, timeout=60):
-    return h.run_program([UDEV, *args], env=env if env is not None else udev_env(), timeout=timeout)
+def udev(*args, env=None, timeout=60, unit=None):
+    prefix = h.in_unit(unit) if unit else []
+    return h.run_program([*prefix, UDEV, *args], env=env if env is not None else udev_env(), timeout=timeout)
+
+
+# udev runs its rules' programs in its own unit's cgroup, where modgated looks for it.
+UDEVD = "systemd-udevd.service"
 
 
 def daemon_start_log(work, trusted, udevd):
@@ -241,7 +246,7 @@ def main():
     def case_real_modalias():
         modalias = alias_for(tree, "e1000e")
         assert modalias, "no PCI alias of e1000e in this tree"
-        res = udev("--address=" + daemon.address, env=udev_env(MODALIAS=modalias))
+        res = udev("--address=" + daemon.address, env=udev_env(MODALIAS=modalias), unit=UDEVD)
         assert res.returncode == 0, res
         names = [r["name"] for r in daemon.shim_records() if r["call"] == "finit_module"]
         assert "e1000e" in names, names
@@ -250,17 +255,17 @@ def main():
         assert "loaded" in res.stderr and "e1000e" in res.stderr, res
 
     def case_real_names_and_not_found():
-        res = udev("--address=" + daemon.address, "vxlan", "tun")
+        res = udev("--address=" + daemon.address, "vxlan", "tun", unit=UDEVD)
         assert res.returncode == 0, res
         names = {r["name"] for r in daemon.shim_records()}
         assert {"vxlan", "tun"} <= names and set(deps["vxlan"][1]) <= names, names
         n = len(daemon.shim_records())
-        res = udev("--address=" + daemon.address, env=udev_env(MODALIAS="modgate:no-such-device"))
+        res = udev("--address=" + daemon.address, env=udev_env(MODALIAS="modgate:no-such-device"), unit=UDEVD)
         assert res.returncode == 0, res
         assert len(daemon.shim_records()) == n, "a syscall for a modalias nothing matches"
 
     def case_real_timeout_load_goes_on():
-        res = udev("--address=" + slow.address, "--timeout=1", "dummy")
+        res = udev("--address=" + slow.address, "--timeout=1", "dummy", unit=UDEVD)
         assert res.returncode == 0, res
         assert res.elapsed < 2, res
         assert "still loading" in res.stderr, res

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "authorize.h"
+#include "macro.h"
+#include "module-name.h"
+#include "strv.h"
+
+void peer_identity_done(PeerIdentity *p) {
+        free(p->unit);
+        *p = (PeerIdentity) {};
+}
+
+static const char *unit_of(const PeerIdentity *p) {
+        return p->unit ?: "no unit";
+}
+
+static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
+        if (!req->source_given || req->source == SOURCE_ADMIN)
+                return NULL;
+        if (req->source == SOURCE_KERNEL && !peer->kernel_helper)
+                snprintf(buf, size, "source \"kernel\" is claimed by pid %d (%s), which is not a kernel usermode "
+                         "helper", (int) peer->pid, unit_of(peer));
+        else if (req->source == SOURCE_BOOT && !streq_ptr(peer->unit, BOOT_UNIT))
+                snprintf(buf, size, "source \"boot\" is claimed by pid %d (%s), not by " BOOT_UNIT, (int) peer->pid,
+                         unit_of(peer));
+        else if (req->source == SOURCE_UDEV && !streq_ptr(peer->unit, UDEV_UNIT))
+                snprintf(buf, size, "source \"udev\" is claimed by pid %d (%s), not by " UDEV_UNIT, (int) peer->pid,
+                         unit_of(peer));
+        else
+                return NULL;
+        return buf;
+}
+
+static bool name_in(char *const *l, const char *name) {
+        for (char *const *p = l; p && *p; p++)
+                if (module_name_equal(*p, name))
+                        return true;
+        return false;
+}
+
+/* udevd without CAP_SYS_MODULE: only what the device itself announces. */
+static const char *udev_device_request(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
+        if (req->method != AUTH_LOAD)
+                snprintf(buf, size, "udevd may load modules, not unload them, without CAP_SYS_MODULE");
+        else if (req->path || req->parameters)
+                snprintf(buf, size, "udevd may not give a path or parameters without CAP_SYS_MODULE");
+        else if (!req->source_given || req->source != SOURCE_UDEV || !req->devpath)
+                snprintf(buf, size, "udevd's requests must name their device (context.source \"udev\" and "
+                         "devpath)");
+        else if (!req->device_exists)
+                snprintf(buf, size, "device %s does not exist", req->devpath);
+        else if (req->modalias && !streq_ptr(req->modalias, req->device_modalias))
+                snprintf(buf, size, "modalias %s is not device %s's (%s)", req->modalias, req->devpath,
+                         req->device_modalias ?: "it has none");
+        else if (req->name && !name_in(req->rule_names, req->name))
+                snprintf(buf, size, "module %s is not one that udev's installed rules name", req->name);
+        else
+                return NULL;
+        return buf;
+}
+
+const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
+        const char *why;
+
+        if (!peer->known) {
+                snprintf(buf, size, "the caller's identity cannot be read (it has exited, or is not a process)");
+                return buf;
+        }
+        why = source_claim(peer, req, buf, size);
+        if (why)
+                return why;
+        if (peer->cap_sys_module)
+                return NULL;
+        if (streq_ptr(peer->unit, UDEV_UNIT) && !peer->other_userns)
+                return udev_device_request(peer, req, buf, size);
+        snprintf(buf, size, "pid %d (%s) lacks CAP_SYS_MODULE%s", (int) peer->pid, unit_of(peer),
+                 peer->other_userns ? " in the initial user namespace" : "");
+        return buf;
+}
+
+int cgroup_unit(const char *text, char **ret, bool *ret_root_cgroup) {
+        _cleanup_free_ char *path = NULL;
+        const char *unified = NULL, *named = NULL, *p, *best;
+        size_t best_len = 0;
+
+        for (p = text; *p; ) {
+                const char *nl = strchrnul(p, '\n');
+
+                if (strncmp(p, "0::", 3) == 0)
+                        unified = p + 3;
+                else if (strstr(p, ":name=systemd:") && strstr(p, ":name=systemd:") < nl)
+                        named = strstr(p, ":name=systemd:") + 14;
+                p = *nl ? nl + 1 : nl;
+        }
+        /* Hybrid: the unified hierarchy holds nothing ("/"); systemd's own one does. */
+        p = named && (!unified || strncmp(unified, "/\n", 2) == 0 || strcmp(unified, "/") == 0) ? named : unified;
+        if (!p || *p != '/')
+                return -EBADMSG;
+        path = strndup(p, strcspn(p, "\n"));
+        if (!path)
+                return -ENOMEM;
+
+        *ret_root_cgroup = strcmp(path, "/") == 0;
+        best = NULL;
+        for (const char *c = path; *c; ) {
+                size_t n;
+
+                c += strspn(c, "/");
+                n = strcspn(c, "/");
+                if ((n > 8 && strncmp(c + n - 8, ".service", 8) == 0) || (n > 6 && strncmp(c + n - 6, ".scope", 6) == 0)) {
+                        best = c;
+                        best_len = n;
+                }
+                c += n;
+        }
+        *ret = NULL;
+        if (best) {
+                *ret = strndup(best, best_len);
+                if (!*ret)
+                        return -ENOMEM;
+        }
+        return 0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "request.h"
+
+/* Who is on the other end of a connection, as the kernel says (the peer's pidfd), never as the
+ * client says. Read by peer_identify() (peer.c); judged by authorize(), which does no I/O. */
+typedef struct PeerIdentity {
+        bool known;             /* read, and the pidfd still named the same process afterwards */
+        pid_t pid;
+        uid_t uid;
+        bool cap_sys_module;    /* CAP_SYS_MODULE in its effective set, in the initial user namespace */
+        bool other_userns;      /* in a user namespace other than the daemon's (its capabilities count
+                                 * for nothing there) */
+        bool kernel_helper;     /* a kernel usermode helper: its parent is a kernel thread, and it is
+                                 * in the root cgroup */
+        char *unit;             /* the systemd unit its cgroup belongs to; NULL for none */
+} PeerIdentity;
+
+void peer_identity_done(PeerIdentity *p);
+
+/* The units whose peers may claim a request source: udev's rules run modgate-udev inside udevd's
+ * service, the boot list runs as its own service. */
+#define UDEV_UNIT "systemd-udevd.service"
+#define BOOT_UNIT "modgate-modules-load.service"
+
+typedef enum AuthMethod {
+        AUTH_LOAD,
+        AUTH_UNLOAD,
+} AuthMethod;
+
+/* What is asked, and for a udev request what the device says. */
+typedef struct AuthRequest {
+        AuthMethod method;
+        const char *name;
+        const char *modalias;
+        const char *path;
+        const char *parameters;
+        bool source_given;              /* context.source was sent */
+        RequestSource source;
+        const char *devpath;
+        bool device_exists;             /* /sys{devpath} is a device */
+        const char *device_modalias;    /* MODALIAS= of its uevent file, NULL when it has none */
+        char *const *rule_names;        /* the module names udev's installed rules pass to modgate-udev */
+} AuthRequest;
+
+/* Pure: NULL when the peer may make the request; else the reason, in buf. A peer with
+ * CAP_SYS_MODULE may ask for anything, a source it claims must be its own (kernel: a usermode
+ * helper; boot: the boot-list unit; udev: udevd's unit); a udev peer without CAP_SYS_MODULE (udevd
+ * under the takeover) may load only what the device announces: the modalias its sysfs directory
+ * has, or a name udev's rules name; no parameters, paths or unloads. */
+const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size);
+
+/* Pure: the unit of a /proc/PID/cgroup text: the unified hierarchy's path ("0::"), or the systemd
+ * hierarchy's on a hybrid system, its last component ending in .service or .scope. *ret NULL when
+ * none (a kernel thread's child, a process outside systemd). *ret_root_cgroup: the path is "/".
+ * Returns 0, -EBADMSG, -ENOMEM. */
+int cgroup_unit(const char *proc_cgroup, char **ret, bool *ret_root_cgroup);

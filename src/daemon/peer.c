@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "module-name.h"
+#include "parse-util.h"
+#include "peer.h"
+#include "strv.h"
+
+#define PF_KTHREAD 0x00200000
+
+/* "Pid:" of the pidfd's fdinfo: the process it names, or -1 when that has exited. */
+static int pidfd_pid(int pidfd, pid_t *ret) {
+        char path[64], buf[4096], *p;
+        int r;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+        r = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        p = strstr(buf, "\nPid:\t");
+        if (!p)
+                return -EOPNOTSUPP;
+        *ret = (pid_t) strtol(p + 6, NULL, 10);
+        return *ret > 0 ? 0 : -ESRCH;
+}
+
+static int status_field(const char *status, const char *key, char *buf, size_t size) {
+        const char *p = status;
+        size_t n = strlen(key);
+
+        for (;;) {
+                if (strncmp(p, key, n) == 0 && p[n] == ':') {
+                        p += n + 1;
+                        p += strspn(p, " \t");
+                        snprintf(buf, size, "%.*s", (int) strcspn(p, "\n"), p);
+                        return 0;
+                }
+                p = strchr(p, '\n');
+                if (!p)
+                        return -ENOENT;
+                p++;
+        }
+}
+
+/* Whether pid's parent is a kernel thread: field 9 of /proc/PPID/stat has PF_KTHREAD. */
+static bool parent_is_kthread(pid_t ppid) {
+        char path[64], buf[1024], *p;
+        unsigned long flags;
+
+        if (ppid <= 0)
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) ppid);
+        if (read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+                return false;
+        p = strrchr(buf, ')');          /* comm may hold anything but ')' is its end */
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+                return false;
+        return flags & PF_KTHREAD;
+}
+
+/* The peer's user namespace against ours. It can be read only where the daemon may ptrace-read the
+ * peer: a namespace that uid 0 owns (a child namespace of ours), or ours when the peer's permitted
+ * capabilities are among the daemon's. Not readable means the peer is in ours with capabilities
+ * the daemon lacks (an administrator), or in a namespace that another uid owns, which maps uid 0
+ * only with CAP_SETUID over it: a root-only way past this check. */
+static bool in_other_userns(pid_t pid) {
+        char path[64];
+        struct stat a, b;
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
+        if (stat(path, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
+                return false;
+        return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+}
+
+int peer_identify(sd_varlink *link, PeerIdentity *ret) {
+        char path[64], status[8192], field[64], cgroup[4096];
+        unsigned long long capeff;
+        PeerIdentity p = {};
+        pid_t ppid, again;
+        bool root_cgroup = false;
+        int pidfd, r;
+
+        *ret = (PeerIdentity) {};
+        pidfd = sd_varlink_get_peer_pidfd(link);
+        if (pidfd < 0 || pidfd_pid(pidfd, &p.pid) < 0 || sd_varlink_get_peer_uid(link, &p.uid) < 0)
+                return 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) p.pid);
+        if (read_small_file_at(AT_FDCWD, path, status, sizeof(status)) < 0 ||
+            status_field(status, "CapEff", field, sizeof(field)) < 0 ||
+            sscanf(field, "%llx", &capeff) != 1 ||
+            status_field(status, "PPid", field, sizeof(field)) < 0)
+                return 0;
+        ppid = (pid_t) strtol(field, NULL, 10);
+
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p.pid);
+        if (read_small_file_at(AT_FDCWD, path, cgroup, sizeof(cgroup)) < 0)
+                return 0;
+        r = cgroup_unit(cgroup, &p.unit, &root_cgroup);
+        if (r == -ENOMEM)
+                return r;
+
+        p.other_userns = in_other_userns(p.pid);
+        p.cap_sys_module = (capeff & (1ULL << CAP_SYS_MODULE)) && !p.other_userns;
+        p.kernel_helper = root_cgroup && parent_is_kthread(ppid);
+
+        /* Everything above was read by pid: it must still be the process the pidfd names, or a new
+         * process with a reused pid was read. */
+        if (pidfd_pid(pidfd, &again) < 0 || again != p.pid || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+                peer_identity_done(&p);
+                return 0;
+        }
+        p.known = true;
+        *ret = p;
+        return 0;
+}
+
+int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias) {
+        _cleanup_free_ char *path = NULL;
+        char buf[16384], *p;
+        size_t n;
+
+        *ret_exists = false;
+        *ret_modalias = NULL;
+        /* The request's checks refused '..' and the like. The device's uevent file is what the kernel
+         * sends in its uevents, made afresh when it is read: its MODALIAS= is what udev got. (Not
+         * every device has a modalias attribute: a CPU's is in its uevent only.) */
+        if (asprintf(&path, "/sys%s/uevent", devpath) < 0)
+                return -ENOMEM;
+        if (read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+                return 0;
+        *ret_exists = true;
+        for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (strncmp(p, "MODALIAS=", 9) == 0) {
+                        p += 9;
+                        n = strcspn(p, "\n");
+                        if (n == 0)
+                                return 0;
+                        *ret_modalias = strndup(p, n);
+                        return *ret_modalias ? 0 : -ENOMEM;
+                }
+        return 0;
+}
+
+int peer_udev_rule_names(const char *const *rule_files, char ***ret) {
+        _cleanup_strv_free_ char **names = NULL;
+
+        for (const char *const *f = rule_files; f && *f; f++) {
+                _cleanup_(fclosep) FILE *file = NULL;
+                _cleanup_free_ char *text = NULL;
+                size_t size;
+
+                file = fopen(*f, "re");
+                if (!file)
+                        continue;
+                if (read_full_stream(file, 1024 * 1024, &text, &size) < 0)
+                        continue;
+                char *lines = NULL;
+
+                for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
+                        char *p = strstr(line, "/modgate-udev ");
+                        char *end;
+
+                        if (line[strspn(line, " \t")] == '#' || !p)
+                                continue;
+                        p += strlen("/modgate-udev ");
+                        end = strchr(p, '"');
+                        if (!end)
+                                continue;
+                        *end = '\0';
+                        for (char *w = strtok_r(p, " \t", &end); w; w = strtok_r(NULL, " \t", &end)) {
+                                if (!module_name_is_valid(w) || strv_contains(names, w))
+                                        continue;
+                                if (strv_extend(&names, w) < 0)
+                                        return -ENOMEM;
+                        }
+                }
+                /* The first file found is the one udev reads: the administrator's hides the package's. */
+                break;
+        }
+        *ret = TAKE_PTR(names);
+        return 0;
+}

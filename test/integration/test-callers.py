@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Who may ask: the peer's identity from its pidfd, never the request's say-so. Root without
+CAP_SYS_MODULE is refused Load, Unload and parameters; a claimed source must be the caller's own;
+udevd without the capability (the takeover) may load only what a real device in sysfs announces.
+Each refusal is a PermissionDenied reply and a journal record of the caller and its claim."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+MODULE = "eql"          # no dependencies
+UNLOAD = "nlmon"
+REFUSED_ID = "f68712d0c1414e768ead0ce5ff450860"
+NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
+ONLY_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-all,+sys_module"]
+
+def call_as(prefix, address, method, parameters):
+    return h.call_as(prefix, address, method, parameters)
+
+
+def device_with_modalias(resolvable):
+    """A device of this machine whose uevent's MODALIAS the index resolves."""
+    for dirpath, _, filenames in sorted(os.walk("/sys/devices")):
+        if "uevent" not in filenames:
+            continue
+        try:
+            with open(os.path.join(dirpath, "uevent")) as f:
+                env = dict(x.split("=", 1) for x in f.read().splitlines() if "=" in x)
+        except OSError:
+            continue
+        alias = env.get("MODALIAS")
+        if alias and resolvable(alias):
+            return dirpath[len("/sys"):], alias
+    raise RuntimeError("no device of this machine has a modalias the module index resolves")
+
+
+def main():
+    h.require_root()
+    h.unshare_mounts()
+
+    tree = h.kernel_tree()
+    work = tempfile.mkdtemp(prefix="modgate-callers-")
+    h.run("mount", "-t", "tmpfs", "tmpfs", work)
+    h.mount_sys_module()
+    journal = h.Journal()
+    t = h.Tap()
+    root = h.mount_trusted_tree(tree, work)
+    d = h.Daemon(work, "callers", root)
+    assert d.activate(), d.stderr_text()
+
+    def refused_records(**match):
+        return journal.records(MESSAGE_ID=REFUSED_ID, _PID=str(d.pid), **match)
+
+    def denied(reply, part):
+        assert reply.get("error") == "io.modgate.Manager.PermissionDenied", reply
+        assert part in reply["parameters"]["reason"], reply
+        return reply["parameters"]["reason"]
+
+    def case_capability():
+        r = call_as(NO_SYS_MODULE, d.address, "io.modgate.Manager.Load", {"name": MODULE})
+        why = denied(r, "lacks CAP_SYS_MODULE")
+        rec = refused_records(MODGATE_METHOD="Load")
+        assert len(rec) == 1 and rec[0]["MODGATE_REQUEST_NAME"] == MODULE and rec[0]["MODGATE_PEER_UID"] == "0", rec
+        assert rec[0]["MODGATE_REASON"] == why and rec[0]["MODGATE_OUTCOME"] == "refused_caller", rec
+        r = call_as(NO_SYS_MODULE, d.address, "io.modgate.Manager.Load",
+                    {"name": "dummy", "parameters": "numdummies=2"})
+        denied(r, "lacks CAP_SYS_MODULE")
+        assert h.finit_records(d.shim_records()) == [], d.shim_records()
+        # With CAP_SYS_MODULE and nothing else, the same uid 0 may.
+        r = call_as(ONLY_SYS_MODULE, d.address, "io.modgate.Manager.Load", {"name": MODULE})
+        assert [(m["name"], m["outcome"]) for m in r["parameters"]["modules"]] == [(MODULE, "loaded")], r
+        print("# %s" % why, flush=True)
+
+    def case_unload():
+        h.ok(d.load(UNLOAD))
+        r = call_as(NO_SYS_MODULE, d.address, "io.modgate.Manager.Unload", {"name": UNLOAD})
+        denied(r, "lacks CAP_SYS_MODULE")
+        assert refused_records(MODGATE_METHOD="Unload"), "no record"
+        assert h.module_state(UNLOAD) == "live"
+        r = call_as(ONLY_SYS_MODULE, d.address, "io.modgate.Manager.Unload", {"name": UNLOAD})
+        assert r.get("parameters") == {"name": UNLOAD}, r
+
+    def case_claimed_source():
+        h.reset_sys_module()
+        n = len(d.shim_records())
+        for source in ("kernel", "boot", "udev"):
+            r = call_as([], d.address, "io.modgate.Manager.Load", {"name": MODULE, "context": {"source": source}})
+            why = denied(r, 'source "%s" is claimed by pid ' % source)
+            rec = refused_records(MODGATE_CLAIMED_SOURCE=source)
+            assert len(rec) == 1 and rec[0]["MODGATE_REASON"] == why, rec
+            # A refused claim is never provenance: no record names that source as who asked.
+            other = journal.records(MODGATE_SOURCE=source, _PID=str(d.pid))
+            assert other == [], other
+        assert d.shim_records()[n:] == [], d.shim_records()[n:]
+        r = call_as([], d.address, "io.modgate.Manager.Load", {"name": MODULE, "context": {"source": "admin"}})
+        assert r["parameters"]["modules"][0]["outcome"] == "loaded", r
+
+    # udevd under the takeover: its cgroup is systemd-udevd.service's, its bounding set lacks the
+    # capability. modgate-udev run there, with the environment udev gives it.
+    def resolvable(alias):
+        reply = d.call("io.modgate.Manager.Load", {"modalias": alias, "context": {"source": "admin"}})
+        return "error" not in reply
+
+    def run_udev(devpath, modalias, *names):
+        env = dict(os.environ, ACTION="add", DEVPATH=devpath, SUBSYSTEM="pci", SEQNUM="4711")
+        env.pop("MODALIAS", None)
+        if modalias:
+            env["MODALIAS"] = modalias
+        return subprocess.run([*h.in_unit("systemd-udevd.service"), *NO_SYS_MODULE, os.environ["MODGATE_UDEV"],
+                               "--address=" + d.address, *names], env=env, capture_output=True, text=True,
+                              timeout=60)
+
+    def case_udev():
+        h.reset_sys_module()
+        devpath, alias = device_with_modalias(resolvable)
+        h.reset_sys_module()
+        before = len(h.finit_records(d.shim_records()))
+        # The device's own modalias: loaded.
+        res = run_udev(devpath, alias)
+        assert res.returncode == 0, res
+        loaded = h.finit_records(d.shim_records())[before:]
+        assert loaded, (res, d.stderr_text()[-2000:])
+        rec = journal.records(MODGATE_SOURCE="udev", MODGATE_OUTCOME="loaded", _PID=str(d.pid))
+        assert rec and rec[0]["MODGATE_PEER_UNIT"] == "systemd-udevd.service" and rec[0]["MODGATE_DEVPATH"] == devpath, rec
+        # Another modalias than the device's: refused, nothing loads.
+        h.reset_sys_module()
+        n = len(d.shim_records())
+        res = run_udev(devpath, "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00")
+        assert d.shim_records()[n:] == [], d.shim_records()[n:]
+        rec = refused_records(MODGATE_CLAIMED_DEVPATH=devpath)
+        assert rec and "is not device %s's (%s)" % (devpath, alias) in rec[-1]["MODGATE_REASON"], rec
+        # A device that does not exist.
+        res = run_udev("/devices/pci0000:00/0000:00:1f.7", "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00")
+        rec = refused_records(MODGATE_CLAIMED_DEVPATH="/devices/pci0000:00/0000:00:1f.7")
+        assert rec and rec[-1]["MODGATE_REASON"] == "device /devices/pci0000:00/0000:00:1f.7 does not exist", rec
+        # A name: only those udev's installed rules name (none are installed here), then refused.
+        res = run_udev(devpath, None, MODULE)
+        rec = refused_records(MODGATE_REQUEST_NAME=MODULE, MODGATE_CLAIMED_SOURCE="udev")
+        assert rec and rec[-1]["MODGATE_REASON"] == "module %s is not one that udev's installed rules name" % MODULE, rec
+        assert d.shim_records()[n:] == []
+        print("# %s: %s" % (devpath, alias), flush=True)
+
+    t.case("root without CAP_SYS_MODULE is refused Load and parameters, recorded with its identity; with only "
+           "CAP_SYS_MODULE it loads", case_capability)
+    t.case("Unload needs CAP_SYS_MODULE too", case_unload)
+    t.case("a source claimed by a process that is not it (kernel, boot, udev) is refused and journaled as a "
+           "refused claim, never as provenance", case_claimed_source)
+    t.case("udevd without CAP_SYS_MODULE: its device's modalias loads; another modalias, a missing device or an "
+           "unlisted name is refused, nothing loads", case_udev)
+    t.case("the daemon exits cleanly on SIGTERM", lambda: h.assert_clean_exit(d))
+
+    journal.stop()
+    if t.failed:
+        h.dump_stderr([d], 20)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

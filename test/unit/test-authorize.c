@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "authorize.h"
+#include "macro.h"
+#include "tests.h"
+
+static const char *decide(const PeerIdentity *p, const AuthRequest *r) {
+        static char buf[512];
+
+        return authorize(p, r, buf, sizeof(buf));
+}
+
+static void check_allowed(const PeerIdentity *p, const AuthRequest *r) {
+        const char *why = decide(p, r);
+
+        if (why)
+                fprintf(stderr, "refused: %s\n", why);
+        check(!why);
+}
+
+static void check_refused(const PeerIdentity *p, const AuthRequest *r, const char *want) {
+        const char *why = decide(p, r);
+
+        check(why);
+        check_streq(why, want);
+}
+
+TEST(capability) {
+        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true, .unit = (char *) "session-1.scope" };
+        PeerIdentity sandboxed = { .known = true, .pid = 101, .unit = (char *) "foo.service" };
+        PeerIdentity nested = { .known = true, .pid = 102, .other_userns = true, .unit = (char *) "box.service" };
+        PeerIdentity gone = { .pid = 103 };
+        AuthRequest load = { .method = AUTH_LOAD, .name = "vxlan" };
+        AuthRequest unload = { .method = AUTH_UNLOAD, .name = "vxlan" };
+        AuthRequest params = { .method = AUTH_LOAD, .name = "dummy", .parameters = "numdummies=2" };
+
+        check_allowed(&admin, &load);
+        check_allowed(&admin, &unload);
+        check_allowed(&admin, &params);
+        check_refused(&sandboxed, &load, "pid 101 (foo.service) lacks CAP_SYS_MODULE");
+        check_refused(&sandboxed, &unload, "pid 101 (foo.service) lacks CAP_SYS_MODULE");
+        check_refused(&nested, &load, "pid 102 (box.service) lacks CAP_SYS_MODULE in the initial user namespace");
+        check_refused(&gone, &load, "the caller's identity cannot be read (it has exited, or is not a process)");
+        sandboxed.unit = NULL;
+        check_refused(&sandboxed, &params, "pid 101 (no unit) lacks CAP_SYS_MODULE");
+}
+
+TEST(source_claims) {
+        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true, .unit = (char *) "session-1.scope" };
+        PeerIdentity helper = { .known = true, .pid = 200, .cap_sys_module = true, .kernel_helper = true };
+        PeerIdentity boot = { .known = true, .pid = 300, .cap_sys_module = true, .unit = (char *) BOOT_UNIT };
+        PeerIdentity udevd = { .known = true, .pid = 400, .cap_sys_module = true, .unit = (char *) UDEV_UNIT };
+        AuthRequest r = { .method = AUTH_LOAD, .name = "vxlan", .source_given = true };
+
+        /* Even with CAP_SYS_MODULE a peer may not claim to be someone else. */
+        r.source = SOURCE_KERNEL;
+        check_allowed(&helper, &r);
+        check_refused(&admin, &r, "source \"kernel\" is claimed by pid 100 (session-1.scope), which is not a kernel "
+                      "usermode helper");
+        r.source = SOURCE_BOOT;
+        check_allowed(&boot, &r);
+        check_refused(&helper, &r, "source \"boot\" is claimed by pid 200 (no unit), not by modgate-modules-load.service");
+        r.source = SOURCE_UDEV;
+        check_allowed(&udevd, &r);
+        check_refused(&boot, &r, "source \"udev\" is claimed by pid 300 (modgate-modules-load.service), not by "
+                      "systemd-udevd.service");
+        r.source = SOURCE_ADMIN;
+        check_allowed(&helper, &r);
+        check_allowed(&udevd, &r);
+        r.source_given = false;
+        r.source = SOURCE_KERNEL;       /* not sent: nothing claimed */
+        check_allowed(&admin, &r);
+}
+
+TEST(udevd_without_capability) {
+        static char *names[] = { (char *) "tifm_sd", (char *) "ms_block", NULL };
+        PeerIdentity udevd = { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT };
+        AuthRequest r = {
+                .method = AUTH_LOAD,
+                .modalias = "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
+                .source_given = true,
+                .source = SOURCE_UDEV,
+                .devpath = "/devices/pci0000:00/0000:00:03.0",
+                .device_exists = true,
+                .device_modalias = "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
+                .rule_names = names,
+        };
+
+        check_allowed(&udevd, &r);
+        r.device_modalias = "pci:v00001AF4d00001000sv00001AF4sd00000001bc02sc00i00";
+        check_refused(&udevd, &r, "modalias pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00 is not device "
+                      "/devices/pci0000:00/0000:00:03.0's (pci:v00001AF4d00001000sv00001AF4sd00000001bc02sc00i00)");
+        r.device_modalias = NULL;
+        check_refused(&udevd, &r, "modalias pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00 is not device "
+                      "/devices/pci0000:00/0000:00:03.0's (it has none)");
+        r.device_exists = false;
+        check_refused(&udevd, &r, "device /devices/pci0000:00/0000:00:03.0 does not exist");
+
+        /* Names: only those udev's rules pass, and only with an existing device. */
+        r = (AuthRequest) { .method = AUTH_LOAD, .name = "tifm-sd", .source_given = true, .source = SOURCE_UDEV,
+                            .devpath = "/devices/x", .device_exists = true, .rule_names = names };
+        check_allowed(&udevd, &r);
+        r.name = "vxlan";
+        check_refused(&udevd, &r, "module vxlan is not one that udev's installed rules name");
+        r.name = "ms_block";
+        r.parameters = "x=1";
+        check_refused(&udevd, &r, "udevd may not give a path or parameters without CAP_SYS_MODULE");
+        r.parameters = NULL;
+        r.source = SOURCE_ADMIN;
+        check_refused(&udevd, &r, "udevd's requests must name their device (context.source \"udev\" and devpath)");
+        r.source = SOURCE_UDEV;
+        r.devpath = NULL;
+        check_refused(&udevd, &r, "udevd's requests must name their device (context.source \"udev\" and devpath)");
+        r = (AuthRequest) { .method = AUTH_UNLOAD, .name = "ms_block" };
+        check_refused(&udevd, &r, "udevd may load modules, not unload them, without CAP_SYS_MODULE");
+
+        /* In another user namespace, the unit's name is no credential. */
+        udevd.other_userns = true;
+        r = (AuthRequest) { .method = AUTH_LOAD, .name = "tifm_sd", .source_given = true, .source = SOURCE_UDEV,
+                            .devpath = "/devices/x", .device_exists = true, .rule_names = names };
+        check_refused(&udevd, &r, "pid 400 (systemd-udevd.service) lacks CAP_SYS_MODULE in the initial user namespace");
+}
+
+static void check_unit(const char *text, int want_r, const char *want_unit, bool want_root) {
+        char *unit = (char *) "unset";
+        bool root = !want_root;
+        int r;
+
+        r = cgroup_unit(text, &unit, &root);
+        check(r == want_r);
+        if (r < 0)
+                return;
+        check(streq_ptr(unit, want_unit));
+        check(root == want_root);
+        free(unit);
+}
+
+TEST(cgroup) {
+        check_unit("0::/system.slice/systemd-udevd.service/udev\n", 0, "systemd-udevd.service", false);
+        check_unit("0::/system.slice/modgate-modules-load.service\n", 0, "modgate-modules-load.service", false);
+        check_unit("0::/user.slice/user-0.slice/session-3.scope\n", 0, "session-3.scope", false);
+        check_unit("0::/\n", 0, NULL, true);
+        check_unit("0::/init.scope\n", 0, "init.scope", false);
+        check_unit("0::/machine.slice/x\n", 0, NULL, false);
+        /* Hybrid: systemd's own hierarchy says where; the unified one holds nothing. */
+        check_unit("9:name=systemd:/system.slice/systemd-udevd.service\n8:pids:/\n0::/\n", 0,
+                   "systemd-udevd.service", false);
+        check_unit("9:name=systemd:/\n0::/\n", 0, NULL, true);
+        check_unit("4:memory:/x\n", -EBADMSG, NULL, false);
+        check_unit("", -EBADMSG, NULL, false);
+        check_unit("0::relative\n", -EBADMSG, NULL, false);
+}
+
+int main(void) {
+        RUN(capability);
+        RUN(source_claims);
+        RUN(udevd_without_capability);
+        RUN(cgroup);
+        return tests_done();
+}
