@@ -19,16 +19,21 @@ static const char *unit_of(const PeerIdentity *p) {
         return p->unit ?: "no unit";
 }
 
+/* The system service of that name: a cgroup that is only called so, elsewhere, is not it. */
+static bool is_unit(const PeerIdentity *p, const char *unit) {
+        return p->system_unit && streq_ptr(p->unit, unit);
+}
+
 static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
         if (!req->source_given || req->source == SOURCE_ADMIN)
                 return NULL;
         if (req->source == SOURCE_KERNEL && !peer->kernel_helper)
                 snprintf(buf, size, "source \"kernel\" is claimed by pid %d (%s), which is not a kernel usermode "
                          "helper", (int) peer->pid, unit_of(peer));
-        else if (req->source == SOURCE_BOOT && !streq_ptr(peer->unit, BOOT_UNIT))
+        else if (req->source == SOURCE_BOOT && !is_unit(peer, BOOT_UNIT))
                 snprintf(buf, size, "source \"boot\" is claimed by pid %d (%s), not by " BOOT_UNIT, (int) peer->pid,
                          unit_of(peer));
-        else if (req->source == SOURCE_UDEV && !streq_ptr(peer->unit, UDEV_UNIT))
+        else if (req->source == SOURCE_UDEV && !is_unit(peer, UDEV_UNIT))
                 snprintf(buf, size, "source \"udev\" is claimed by pid %d (%s), not by " UDEV_UNIT, (int) peer->pid,
                          unit_of(peer));
         else
@@ -76,25 +81,26 @@ const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *bu
                 return why;
         if (peer->cap_sys_module)
                 return NULL;
-        if (streq_ptr(peer->unit, UDEV_UNIT) && !peer->other_userns)
+        if (is_unit(peer, UDEV_UNIT) && !peer->other_userns)
                 return udev_device_request(peer, req, buf, size);
         snprintf(buf, size, "pid %d (%s) lacks CAP_SYS_MODULE%s", (int) peer->pid, unit_of(peer),
                  peer->other_userns ? " in the initial user namespace" : "");
         return buf;
 }
 
-int cgroup_unit(const char *text, char **ret, bool *ret_root_cgroup) {
+int cgroup_unit(const char *text, char **ret, bool *ret_system, bool *ret_root_cgroup) {
         _cleanup_free_ char *path = NULL;
-        const char *unified = NULL, *named = NULL, *p, *best;
-        size_t best_len = 0;
+        const char *unified = NULL, *named = NULL, *p, *c;
+        bool all_system = true;
+        unsigned depth = 0;
 
         for (p = text; *p; ) {
-                const char *nl = strchrnul(p, '\n');
+                const char *nl = strchrnul(p, '\n'), *m = strstr(p, ":name=systemd:");
 
                 if (strncmp(p, "0::", 3) == 0)
                         unified = p + 3;
-                else if (strstr(p, ":name=systemd:") && strstr(p, ":name=systemd:") < nl)
-                        named = strstr(p, ":name=systemd:") + 14;
+                else if (m && m < nl)
+                        named = m + 14;
                 p = *nl ? nl + 1 : nl;
         }
         /* Hybrid: the unified hierarchy holds nothing ("/"); systemd's own one does. */
@@ -105,24 +111,31 @@ int cgroup_unit(const char *text, char **ret, bool *ret_root_cgroup) {
         if (!path)
                 return -ENOMEM;
 
+        *ret = NULL;
+        *ret_system = false;
         *ret_root_cgroup = strcmp(path, "/") == 0;
-        best = NULL;
-        for (const char *c = path; *c; ) {
+        for (c = path; *c; ) {
                 size_t n;
 
                 c += strspn(c, "/");
                 n = strcspn(c, "/");
-                if ((n > 8 && strncmp(c + n - 8, ".service", 8) == 0) || (n > 6 && strncmp(c + n - 6, ".scope", 6) == 0)) {
-                        best = c;
-                        best_len = n;
+                if (n == 0)
+                        break;
+                if (n > 6 && strncmp(c + n - 6, ".slice", 6) == 0) {
+                        /* Only -.slice and system.slice lead to system units. */
+                        if (!((n == 12 && strncmp(c, "system.slice", 12) == 0 && depth == 0)))
+                                all_system = false;
+                        depth++;
+                        c += n;
+                        continue;
                 }
-                c += n;
-        }
-        *ret = NULL;
-        if (best) {
-                *ret = strndup(best, best_len);
-                if (!*ret)
-                        return -ENOMEM;
+                if ((n > 8 && strncmp(c + n - 8, ".service", 8) == 0) || (n > 6 && strncmp(c + n - 6, ".scope", 6) == 0)) {
+                        *ret = strndup(c, n);
+                        if (!*ret)
+                                return -ENOMEM;
+                        *ret_system = all_system && depth == 1;
+                }
+                break;
         }
         return 0;
 }

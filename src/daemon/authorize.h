@@ -19,6 +19,7 @@ typedef struct PeerIdentity {
         bool kernel_helper;     /* a kernel usermode helper: its parent is a kernel thread, and it is
                                  * in the root cgroup */
         char *unit;             /* the systemd unit its cgroup belongs to; NULL for none */
+        bool system_unit;       /* that unit is directly in system.slice, where only PID 1 makes units */
 } PeerIdentity;
 
 void peer_identity_done(PeerIdentity *p);
@@ -55,8 +56,10 @@ typedef struct AuthRequest {
  * has, or a name udev's rules name; no parameters, paths or unloads. */
 const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size);
 
-/* Pure: the unit of a /proc/PID/cgroup text: the unified hierarchy's path ("0::"), or the systemd
- * hierarchy's on a hybrid system, its last component ending in .service or .scope. *ret NULL when
- * none (a kernel thread's child, a process outside systemd). *ret_root_cgroup: the path is "/".
- * Returns 0, -EBADMSG, -ENOMEM. */
-int cgroup_unit(const char *proc_cgroup, char **ret, bool *ret_root_cgroup);
+/* Pure: the unit of a /proc/PID/cgroup text, by systemd's rule: the first component of the path
+ * (the unified hierarchy's, or the systemd hierarchy's on a hybrid system) that is not a slice.
+ * Cgroups below a unit are the unit's (a delegated subtree may name its children anything: they
+ * do not count). *ret NULL when none (a kernel thread's child, a process outside systemd);
+ * *ret_system: the unit's slice is system.slice; *ret_root_cgroup: the path is "/". Returns 0,
+ * -EBADMSG, -ENOMEM. */
+int cgroup_unit(const char *proc_cgroup, char **ret, bool *ret_system, bool *ret_root_cgroup);

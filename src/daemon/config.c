@@ -142,11 +142,13 @@ static int root_config_apply(RootConfig *to, const RootConfig *from) {
         return 0;
 }
 
-static int root_config_init(RootConfig *r, const Config *c, const char *path) {
+/* A root with [Trust]'s settings; its Manifest= only for the first root, the kernel's tree, which is
+ * what a manifest lists. */
+static int root_config_init(RootConfig *r, const Config *c, const char *path, bool first) {
         RootConfig trust = c->trust;
 
-        trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST | ROOT_FIELD_MANIFEST |
-                    ROOT_FIELD_REQUIRE_IMA;
+        trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST | ROOT_FIELD_REQUIRE_IMA |
+                    (first ? ROOT_FIELD_MANIFEST : 0);
         *r = (RootConfig) {};
         r->path = strdup(path);
         if (!r->path || root_config_apply(r, &trust) < 0)
@@ -176,7 +178,7 @@ int config_trusted_roots(const Config *c, RootConfig **ret) {
         if (!a)
                 return -ENOMEM;
         for (; paths[n]; n++)
-                if (root_config_init(&a[n], c, paths[n]) < 0)
+                if (root_config_init(&a[n], c, paths[n], n == 0) < 0)
                         goto oom;
 
         for (size_t i = 0; i < c->n_roots; i++) {
@@ -186,14 +188,15 @@ int config_trusted_roots(const Config *c, RootConfig **ret) {
                 for (k = 0; k < n; k++)
                         if (strcmp(a[k].path, sec->path) == 0)
                                 break;
-                if (k == n && root_config_init(&a[n++], c, sec->path) < 0)
+                if (k == n && root_config_init(&a[n++], c, sec->path, false) < 0)
                         goto oom;
                 if (root_config_apply(&a[k], sec) < 0)
                         goto oom;
         }
 
         for (size_t k = 0; k < n; k++) {
-                if (!c->require_superblock_ro)
+                /* The old switch widens what [Trust] accepts, never what a [Root] states itself. */
+                if (!c->require_superblock_ro && !(a[k].set & ROOT_FIELD_EVIDENCE))
                         a[k].evidence |= EVIDENCE_MASK(EVIDENCE_OWNERSHIP);
                 if (k == 0 && !a[k].manifest && config_default_manifest_path(&a[k].manifest) < 0)
                         goto oom;

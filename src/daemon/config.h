@@ -53,9 +53,11 @@ int config_default_manifest_path(char **ret);
 
 /* The trusted roots, each with its settings in effect: TrustedRoot= in order (the default root when
  * it is empty), then the paths of [Root] sections that are not among them. A [Root] for a path
- * configures that root, a later section over an earlier one; what none sets is [Trust]'s. Evidence
- * includes "ownership" when RequireReadOnlySuperblock=no. The first root's manifest defaults to
- * config_default_manifest_path(). Returns the number of roots (at least 1), or a negative errno. */
+ * configures that root, a later section over an earlier one; what none sets is [Trust]'s, but
+ * [Trust] Manifest= is the first root's only (another root has a manifest when its [Root] names
+ * one). Evidence includes "ownership" when RequireReadOnlySuperblock=no, for roots whose [Root]
+ * does not set Evidence=. The first root's manifest defaults to config_default_manifest_path().
+ * Returns the number of roots (at least 1), or a negative errno. */
 int config_trusted_roots(const Config *c, RootConfig **ret);
 
 /* Parses a list of kinds of evidence (Evidence=, --evidence=) into EVIDENCE_MASK()s; -EINVAL. */

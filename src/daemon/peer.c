@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 
 #include "fileio.h"
 #include "macro.h"
@@ -70,14 +71,26 @@ static bool parent_is_kthread(pid_t ppid) {
         return flags & PF_KTHREAD;
 }
 
-/* The peer's user namespace against ours. It can be read only where the daemon may ptrace-read the
- * peer: a namespace that uid 0 owns (a child namespace of ours), or ours when the peer's permitted
- * capabilities are among the daemon's. Not readable means the peer is in ours with capabilities
- * the daemon lacks (an administrator), or in a namespace that another uid owns, which maps uid 0
- * only with CAP_SETUID over it: a root-only way past this check. */
+/* Whether the peer is in another user namespace than ours, where its capabilities mean nothing to
+ * the kernel. First its uid_map, which anyone may read: the initial namespace maps the whole range
+ * onto itself, a namespace made without CAP_SETUID over that range maps less. Then, for one that
+ * maps it all, the namespace itself: /proc/PID/ns/user can be read only where the daemon may
+ * ptrace-read the peer, which it may in a namespace uid 0 owns (then it compares), and in its own
+ * when the peer's permitted capabilities are among its own. Not readable means its own namespace
+ * with more capabilities (an administrator), or a full-range namespace that another uid owns and
+ * that a process holding CAP_SETUID over every uid mapped: a root-only way past this check. */
 static bool in_other_userns(pid_t pid) {
-        char path[64];
+        char path[64], map[256];
+        unsigned long inner, outer, count;
         struct stat a, b;
+
+        /* Anyone may read uid_map: the initial namespace maps all of 0..2^32-2 onto itself, a
+         * namespace made by anyone without CAP_SETUID over that range maps less. */
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
+        if (read_small_file_at(AT_FDCWD, path, map, sizeof(map)) < 0 ||
+            sscanf(map, "%lu %lu %lu", &inner, &outer, &count) != 3 || inner != 0 || outer != 0 ||
+            count != 4294967295UL || strchr(map, '\n') != map + strlen(map) - 1)
+                return true;
 
         snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
         if (stat(path, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
@@ -109,7 +122,7 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
         snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p.pid);
         if (read_small_file_at(AT_FDCWD, path, cgroup, sizeof(cgroup)) < 0)
                 return 0;
-        r = cgroup_unit(cgroup, &p.unit, &root_cgroup);
+        r = cgroup_unit(cgroup, &p.unit, &p.system_unit, &root_cgroup);
         if (r == -ENOMEM)
                 return r;
 
@@ -129,19 +142,34 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
 }
 
 int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias) {
+        struct open_how how = {
+                .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        _cleanup_close_ int sys = -EBADF, fd = -EBADF;
         _cleanup_free_ char *path = NULL;
         char buf[16384], *p;
+        ssize_t k;
         size_t n;
 
         *ret_exists = false;
         *ret_modalias = NULL;
-        /* The request's checks refused '..' and the like. The device's uevent file is what the kernel
-         * sends in its uevents, made afresh when it is read: its MODALIAS= is what udev got. (Not
-         * every device has a modalias attribute: a CPU's is in its uevent only.) */
-        if (asprintf(&path, "/sys%s/uevent", devpath) < 0)
-                return -ENOMEM;
-        if (read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+        /* The device's uevent file is what the kernel sends in its uevents, made afresh when it is
+         * read: its MODALIAS= is what udev got (not every device has a modalias attribute: a CPU's
+         * is in its uevent only). Opened beneath /sys without following a symlink, leaving sysfs
+         * or going up: "/../tmp/x" or a file system mounted below /sys (bpf) is no device. */
+        if (devpath[0] != '/' || asprintf(&path, "%s/uevent", devpath + 1) < 0)
+                return devpath[0] != '/' ? 0 : -ENOMEM;
+        sys = open("/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sys < 0)
                 return 0;
+        fd = (int) syscall(SYS_openat2, sys, path, &how, sizeof(how));
+        if (fd < 0)
+                return 0;
+        k = read(fd, buf, sizeof(buf) - 1);
+        if (k < 0)
+                return 0;
+        buf[k] = '\0';
         *ret_exists = true;
         for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
                 if (strncmp(p, "MODALIAS=", 9) == 0) {

@@ -73,6 +73,8 @@ static int parse_targets(sd_json_variant *targets, DmTable *t) {
         if (t->n_targets == 0)
                 return 0;
         r = sd_json_dispatch(sd_json_variant_by_index(targets, 0), target_table, SD_JSON_ALLOW_EXTENSIONS, &first);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0 || copy_string(t->target, sizeof(t->target), first.type) < 0)
                 return -EBADMSG;
         if (strcmp(first.type, "verity") != 0)
@@ -80,6 +82,8 @@ static int parse_targets(sd_json_variant *targets, DmTable *t) {
         if (!first.verity)
                 return -EBADMSG;
         r = sd_json_dispatch(first.verity, verity_table, SD_JSON_ALLOW_EXTENSIONS, &v);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0 || copy_string(t->root_hash, sizeof(t->root_hash), v.root_hash) < 0 ||
             copy_string(t->algorithm, sizeof(t->algorithm), v.algorithm) < 0)
                 return -EBADMSG;
@@ -117,7 +121,8 @@ int probe_dm_table(const char *address, Origin *o) {
                                     strerrordesc_np(-r) ?: "unknown error");
         if (error_id) {
                 if (strcmp(error_id, "io.modgate.Probe.DeviceChanged") == 0)
-                        return probe_failed(t, ESTALE, "it was removed and made again while it was looked at");
+                        return probe_failed(t, ESTALE, "it is another device than the one the file is on (its diskseq "
+                                            "changed: removed and made again)");
                 if (strcmp(error_id, "io.modgate.Probe.NoSuchDevice") == 0)
                         return probe_failed(t, ENODEV, "it is gone");
                 if (strcmp(error_id, "io.modgate.Probe.NotDeviceMapper") == 0)

@@ -54,8 +54,8 @@ int root_identity_parse(const char *s, RootIdentity *ret) {
 
 bool root_identity_equal(const RootIdentity *a, const RootIdentity *b) {
         return a->major == b->major && a->minor == b->minor && a->diskseq == b->diskseq &&
-                strcmp(a->fstype, b->fstype) == 0 &&
-                (!a->root_hash[0] || !b->root_hash[0] || strcmp(a->root_hash, b->root_hash) == 0);
+                strcmp(a->fstype, b->fstype) == 0 && !a->root_hash_unknown && !b->root_hash_unknown &&
+                strcmp(a->root_hash, b->root_hash) == 0;
 }
 
 int root_identity_of(int dirfd, const char *probe_address, RootIdentity *ret) {
@@ -71,11 +71,13 @@ int root_identity_of(int dirfd, const char *probe_address, RootIdentity *ret) {
                 .diskseq = o->diskseq,
         };
         snprintf(ret->fstype, sizeof(ret->fstype), "%s", o->file.fstype);
-        if (o->device_mapper && probe_address) {
+        if (o->device_mapper) {
                 r = probe_dm_table(probe_address, o);
                 if (r < 0)
                         return r;
-                if (o->dm.error == 0 && strcmp(o->dm.target, "verity") == 0)
+                if (o->dm.error < 0)
+                        ret->root_hash_unknown = true;
+                else if (strcmp(o->dm.target, "verity") == 0)
                         snprintf(ret->root_hash, sizeof(ret->root_hash), "%s", o->dm.root_hash);
         }
         return 0;
@@ -137,6 +139,21 @@ static int append_record(int dfd, const char *old, const char *path, const RootI
         return r;
 }
 
+/* What dir records for path: 1 (in *ret), 0 (nothing), or a negative errno. */
+static int root_identity_find(const char *dir, const char *path, RootIdentity *ret) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        int r;
+
+        pthread_mutex_lock(&record_lock);
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = dfd < 0 ? negative_errno() : read_records(dfd, &text);
+        if (r >= 0)
+                r = find_record(text, path, ret);
+        pthread_mutex_unlock(&record_lock);
+        return r;
+}
+
 int root_identity_check(const char *dir, const char *path, const RootIdentity *id, RootIdentity *ret_recorded) {
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int dfd = -EBADF;
@@ -175,6 +192,8 @@ int root_identity_verify(TrustedRoot *r, const char *dir, const char *probe_addr
                 return 0;
         }
         root_identity_format(&id, now, sizeof(now));
+        if (id.root_hash_unknown)
+                strncat(now, " roothash=unknown", sizeof(now) - strlen(now) - 1);
         if (!dir) {
                 if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
                         log_notice("No runtime directory ($RUNTIME_DIRECTORY): the identity of trusted roots is "
@@ -183,7 +202,25 @@ int root_identity_verify(TrustedRoot *r, const char *dir, const char *probe_addr
                 return 0;
         }
 
-        q = root_identity_check(dir, r->path, &id, &recorded);
+        /* Nothing is recorded that is not known: a later pin that can read the table records it. */
+        q = id.root_hash_unknown ? -ENODATA : root_identity_check(dir, r->path, &id, &recorded);
+        if (q == -ENODATA) {
+                q = root_identity_find(dir, r->path, &recorded);
+                if (q == 0) {
+                        log_warning("Trusted root %s is on a device-mapper device whose table cannot be read now: its "
+                                    "identity is not recorded until it can be.", r->path);
+                        journal_record_root(r->path, now, NULL, false);
+                        return 0;
+                }
+                if (q > 0)
+                        q = -ESTALE;
+        }
+        if (q == -EBADMSG) {
+                if (asprintf(&r->changed, "the record of its first pin in %s/" RECORD_FILE " cannot be read", dir) < 0)
+                        return (r->changed = NULL), -ENOMEM;
+                journal_record_root(r->path, now, "unreadable", true);
+                return 0;
+        }
         if (q == -ENOMEM)
                 return q;
         if (q == -ESTALE) {

@@ -16,14 +16,15 @@ typedef struct RootIdentity {
         unsigned major, minor;
         uint64_t diskseq;       /* 0: the device has none (tmpfs, an old kernel) */
         char fstype[32];
-        char root_hash[129];    /* "": not dm-verity, or the prober could not say */
+        char root_hash[129];    /* "": not dm-verity */
+        bool root_hash_unknown; /* a device-mapper device whose table the prober could not give */
 } RootIdentity;
 
 /* Pure. "dev=254:0 diskseq=5 fstype=erofs roothash=HEX", as recorded (roothash only when known). */
 void root_identity_format(const RootIdentity *id, char *buf, size_t size);
 /* Pure. Returns 0 or -EBADMSG. */
 int root_identity_parse(const char *s, RootIdentity *ret);
-/* Pure. The same root: device, instance and type equal, and the root hash when both know one. */
+/* Pure. The same root: device, instance, type and root hash equal, and both known. */
 bool root_identity_equal(const RootIdentity *a, const RootIdentity *b);
 
 /* The identity of the pinned directory dirfd (asking the prober at probe_address for a

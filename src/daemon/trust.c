@@ -152,6 +152,15 @@ int trust_read_only(const Origin *o, char **ret_reason) {
         return read_only_at(o, 0, ret_reason);
 }
 
+static bool has_word(const char *list, const char *word) {
+        size_t n = strlen(word);
+
+        for (const char *p = list; p && (p = strstr(p, word)); p += n)
+                if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+                        return true;
+        return false;
+}
+
 /* Why the file system's device is not dm-verity with an allowed root hash; NULL when it is. */
 const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size) {
         const Origin *o = in->origin;
@@ -174,6 +183,9 @@ const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size
                 snprintf(buf, size, "%s's verity target has found corrupted blocks", o->device);
         else if (t->ignore_corruption)
                 snprintf(buf, size, "%s's verity target ignores corrupted blocks (ignore_corruption)", o->device);
+        else if (has_word(t->options, "check_at_most_once"))
+                snprintf(buf, size, "%s's verity target checks each block once only (check_at_most_once): a block "
+                         "read again after the page cache dropped it is not verified", o->device);
         else if (!strv_contains(in->root_hashes, t->root_hash) && !strv_contains(in->cmdline_root_hashes, t->root_hash))
                 snprintf(buf, size, "%s's root hash %s is not allowed%s", o->device, t->root_hash,
                          strv_length(in->root_hashes) + strv_length(in->cmdline_root_hashes) == 0 ?
@@ -403,8 +415,11 @@ int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata) {
         pthread_mutex_lock(&r->lock);
         fresh = r->fd < 0;
         q = pin_locked(r);
-        if (q >= 0 && fresh && verify)
+        if (q >= 0 && fresh && verify) {
                 q = verify(r, userdata);
+                if (q < 0)      /* not checked: not pinned either, so the next load checks it */
+                        r->fd = safe_close(r->fd);
+        }
         pthread_mutex_unlock(&r->lock);
         return q;
 }

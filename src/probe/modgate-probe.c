@@ -63,7 +63,8 @@ static int dm_table_status(unsigned major, unsigned minor, bool table, struct dm
                 io->data_size = size;
                 io->data_start = sizeof(struct dm_ioctl);
                 io->dev = dm_encode_dev(major, minor);
-                io->flags = table ? DM_STATUS_TABLE_FLAG : 0;
+                /* The status of some targets would flush or commit metadata unless told not to. */
+                io->flags = table ? DM_STATUS_TABLE_FLAG : DM_NOFLUSH_FLAG;
                 if (ioctl(control, DM_TABLE_STATUS, io) < 0)
                         return negative_errno();
                 if (!(io->flags & DM_BUFFER_FULL_FLAG)) {
@@ -120,6 +121,8 @@ static int target_json(const struct dm_target_spec *spec, const char *line, cons
         r = dm_verity_table_parse(line, &t);
         if (r < 0)
                 return r;
+        if (!status)
+                return -EBADMSG;
         corrupted = dm_verity_status_corrupted(status);
         if (corrupted < 0)
                 return corrupted;
@@ -169,6 +172,7 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *targets = NULL;
         _cleanup_free_ struct dm_ioctl *lines = NULL, *status = NULL;
         DescribeParameters p = {};
+        bool any_verity = false;
         char sys[128], seqfile[160];
         uint64_t before, after;
         size_t lo = 0, so = 0;
@@ -201,21 +205,35 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
                 return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
         if (r < 0)
                 return reply_failed(link, "cannot read the device-mapper table", r);
-        r = dm_table_status(p.major, p.minor, false, &status);
-        if (r == -ENXIO)
-                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
-        if (r < 0)
-                return reply_failed(link, "cannot read the device-mapper status", r);
+        /* Verity's status says whether it has seen a corrupt block; no other target's is asked for. */
+        for (unsigned i = 0; i < lines->target_count && !any_verity; i++) {
+                const struct dm_target_spec *spec;
+                const char *line;
+
+                spec = dm_target(lines, &lo, &line);
+                if (!spec)
+                        return reply_failed(link, "the kernel's answer is malformed", 0);
+                any_verity = strcmp(spec->target_type, "verity") == 0;
+        }
+        lo = 0;
+        if (any_verity) {
+                r = dm_table_status(p.major, p.minor, false, &status);
+                if (r == -ENXIO)
+                        return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+                if (r < 0)
+                        return reply_failed(link, "cannot read the device-mapper status", r);
+        }
 
         r = read_diskseq(seqfile, &after);
-        if (r == -ENOENT || (r >= 0 && after != before))
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
-                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", after));
         if (r < 0)
                 return reply_failed(link, "cannot read the device's diskseq", r);
-        if (lines->target_count != status->target_count || lines->target_count > DM_TARGETS_MAX)
+        if (after != before)
                 return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
                                           SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", after));
+        if (lines->target_count > DM_TARGETS_MAX)
+                return reply_failed(link, "the table has too many targets", 0);
+        if (status && lines->target_count != status->target_count)
+                return reply_failed(link, "the table was replaced while it was read", 0);
 
         r = sd_json_variant_new_array(&targets, NULL, 0);
         if (r < 0)
@@ -226,12 +244,14 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
                 const char *line, *sline;
 
                 spec = dm_target(lines, &lo, &line);
-                sspec = dm_target(status, &so, &sline);
-                if (!spec || !sspec || strcmp(spec->target_type, sspec->target_type) != 0)
+                sspec = status ? dm_target(status, &so, &sline) : NULL;
+                if (!spec || (status && !sspec))
                         return reply_failed(link, "the kernel's answer is malformed", 0);
-                r = target_json(spec, line, sline, &t);
+                if (sspec && strcmp(spec->target_type, sspec->target_type) != 0)
+                        return reply_failed(link, "the table was replaced while it was read", 0);
+                r = target_json(spec, line, sspec ? sline : NULL, &t);
                 if (r == -EBADMSG)
-                        return reply_failed(link, "a verity target's table cannot be parsed", 0);
+                        return reply_failed(link, "a verity target's table or status cannot be parsed", 0);
                 if (r < 0)
                         return r;
                 r = sd_json_variant_append_array(&targets, t);

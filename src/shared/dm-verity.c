@@ -10,7 +10,7 @@
 #include "macro.h"
 #include "parse-util.h"
 
-#define WORD_MAX 256
+#define WORD_MAX 600            /* a salt has up to 512 hex digits */
 #define OPTIONAL_MAX 32
 
 void dm_verity_table_done(DmVerityTable *t) {

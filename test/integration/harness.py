@@ -611,31 +611,41 @@ class Result:
 
 
 def unit_cgroup_base():
-    """Where test cgroups named like systemd's go: the unified hierarchy, on a cgroup2 or a hybrid
-    host."""
+    """The unified hierarchy, on a cgroup2 or a hybrid host."""
     for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
         if os.path.exists(os.path.join(base, "cgroup.procs")):
-            return os.path.join(base, "modgate-test.slice")
+            return base
     raise RuntimeError("no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified")
 
 
+_MADE_CGROUPS = []
+
+
 def _remove_unit_cgroups():
-    base = unit_cgroup_base()
-    for d in sorted(glob.glob(os.path.join(base, "*")), reverse=True) + [base]:
+    """Only what in_unit() made, innermost first: never a cgroup that was there before."""
+    for d in reversed(_MADE_CGROUPS):
         try:
             os.rmdir(d)
         except OSError:
             pass
+    _MADE_CGROUPS.clear()
 
 
 def in_unit(unit):
-    """A command prefix that runs what follows in a cgroup named like systemd's for unit (as udev's
-    rules run inside systemd-udevd.service's): modgated reads a peer's unit from its cgroup, and
-    trusts a claimed source only from its own unit."""
+    """A command prefix that runs what follows in the cgroup systemd gives a system unit,
+    system.slice/UNIT (udev's rules run inside systemd-udevd.service's): modgated reads a peer's
+    unit from its cgroup, and trusts a claimed source only from its own system unit. The tier runs
+    where systemd is not PID 1, so these cgroups are the test's own."""
     import atexit
-    path = os.path.join(unit_cgroup_base(), unit)
-    os.makedirs(path, exist_ok=True)
-    atexit.register(_remove_unit_cgroups)
+    base = unit_cgroup_base()
+    path = base
+    for part in ["system.slice", *unit.split("/")]:
+        path = os.path.join(path, part)
+        if not os.path.isdir(path):
+            os.mkdir(path)
+            if not _MADE_CGROUPS:
+                atexit.register(_remove_unit_cgroups)
+            _MADE_CGROUPS.append(path)
     return ["/bin/sh", "-c", 'echo $$ > %s/cgroup.procs && exec "$@"' % path, "sh"]
 
 

@@ -138,6 +138,24 @@ def main():
         res = run_udev("/devices/pci0000:00/0000:00:1f.7", "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00")
         rec = refused_records(MODGATE_CLAIMED_DEVPATH="/devices/pci0000:00/0000:00:1f.7")
         assert rec and rec[-1]["MODGATE_REASON"] == "device /devices/pci0000:00/0000:00:1f.7 does not exist", rec
+        # A devpath that leads out of /sys to a uevent file anyone could write: no device.
+        fake = os.path.join(work, "fake")
+        os.makedirs(fake)
+        with open(os.path.join(fake, "uevent"), "w") as f:
+            f.write("MODALIAS=%s\n" % alias)
+        up = "/.." + fake
+        res = run_udev(up, alias)
+        rec = refused_records(MODGATE_CLAIMED_DEVPATH=up)
+        assert rec and rec[-1]["MODGATE_REASON"] == "device %s does not exist" % up, rec
+        assert d.shim_records()[n:] == []
+        # A cgroup only named like udevd's, below another unit (a delegated subtree): not udevd.
+        res = subprocess.run([*h.in_unit("delegate.service/systemd-udevd.service"), *NO_SYS_MODULE,
+                              os.environ["MODGATE_UDEV"], "--address=" + d.address],
+                             env=dict(os.environ, ACTION="add", DEVPATH=devpath, MODALIAS=alias, SUBSYSTEM="pci"),
+                             capture_output=True, text=True, timeout=60)
+        rec = refused_records(MODGATE_PEER_UNIT="delegate.service")
+        assert rec and 'source "udev" is claimed by pid' in rec[-1]["MODGATE_REASON"], rec
+        assert d.shim_records()[n:] == []
         # A name: only those udev's installed rules name (none are installed here), then refused.
         res = run_udev(devpath, None, MODULE)
         rec = refused_records(MODGATE_REQUEST_NAME=MODULE, MODGATE_CLAIMED_SOURCE="udev")

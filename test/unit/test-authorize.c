@@ -52,8 +52,8 @@ TEST(capability) {
 TEST(source_claims) {
         PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true, .unit = (char *) "session-1.scope" };
         PeerIdentity helper = { .known = true, .pid = 200, .cap_sys_module = true, .kernel_helper = true };
-        PeerIdentity boot = { .known = true, .pid = 300, .cap_sys_module = true, .unit = (char *) BOOT_UNIT };
-        PeerIdentity udevd = { .known = true, .pid = 400, .cap_sys_module = true, .unit = (char *) UDEV_UNIT };
+        PeerIdentity boot = { .known = true, .pid = 300, .cap_sys_module = true, .unit = (char *) BOOT_UNIT, .system_unit = true };
+        PeerIdentity udevd = { .known = true, .pid = 400, .cap_sys_module = true, .unit = (char *) UDEV_UNIT, .system_unit = true };
         AuthRequest r = { .method = AUTH_LOAD, .name = "vxlan", .source_given = true };
 
         /* Even with CAP_SYS_MODULE a peer may not claim to be someone else. */
@@ -78,7 +78,7 @@ TEST(source_claims) {
 
 TEST(udevd_without_capability) {
         static char *names[] = { (char *) "tifm_sd", (char *) "ms_block", NULL };
-        PeerIdentity udevd = { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT };
+        PeerIdentity udevd = { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT, .system_unit = true };
         AuthRequest r = {
                 .method = AUTH_LOAD,
                 .modalias = "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
@@ -125,34 +125,57 @@ TEST(udevd_without_capability) {
         check_refused(&udevd, &r, "pid 400 (systemd-udevd.service) lacks CAP_SYS_MODULE in the initial user namespace");
 }
 
-static void check_unit(const char *text, int want_r, const char *want_unit, bool want_root) {
+static void check_unit(const char *text, int want_r, const char *want_unit, bool want_system, bool want_root) {
         char *unit = (char *) "unset";
-        bool root = !want_root;
+        bool root = !want_root, system = !want_system;
         int r;
 
-        r = cgroup_unit(text, &unit, &root);
+        r = cgroup_unit(text, &unit, &system, &root);
         check(r == want_r);
         if (r < 0)
                 return;
+        if (!streq_ptr(unit, want_unit))
+                fprintf(stderr, "%s: got %s\n", text, unit);
         check(streq_ptr(unit, want_unit));
+        check(system == want_system);
         check(root == want_root);
         free(unit);
 }
 
 TEST(cgroup) {
-        check_unit("0::/system.slice/systemd-udevd.service/udev\n", 0, "systemd-udevd.service", false);
-        check_unit("0::/system.slice/modgate-modules-load.service\n", 0, "modgate-modules-load.service", false);
-        check_unit("0::/user.slice/user-0.slice/session-3.scope\n", 0, "session-3.scope", false);
-        check_unit("0::/\n", 0, NULL, true);
-        check_unit("0::/init.scope\n", 0, "init.scope", false);
-        check_unit("0::/machine.slice/x\n", 0, NULL, false);
+        check_unit("0::/system.slice/systemd-udevd.service/udev\n", 0, "systemd-udevd.service", true, false);
+        check_unit("0::/system.slice/modgate-modules-load.service\n", 0, "modgate-modules-load.service", true, false);
+        check_unit("0::/user.slice/user-0.slice/session-3.scope\n", 0, "session-3.scope", false, false);
+        check_unit("0::/\n", 0, NULL, false, true);
+        check_unit("0::/init.scope\n", 0, "init.scope", false, false);
+        check_unit("0::/machine.slice/x\n", 0, NULL, false, false);
+        /* A delegated subtree may name its cgroups anything: they are its unit's, not services. */
+        check_unit("0::/system.slice/foo.service/systemd-udevd.service\n", 0, "foo.service", true, false);
+        check_unit("0::/machine.slice/systemd-nspawn@c.service/payload/system.slice/systemd-udevd.service\n", 0,
+                   "systemd-nspawn@c.service", false, false);
+        /* Made at the top, or in another slice: called so, not a system service. */
+        check_unit("0::/systemd-udevd.service\n", 0, "systemd-udevd.service", false, false);
+        check_unit("0::/system.slice/x.slice/systemd-udevd.service\n", 0, "systemd-udevd.service", false, false);
+        check_unit("0::/user.slice/systemd-udevd.service\n", 0, "systemd-udevd.service", false, false);
         /* Hybrid: systemd's own hierarchy says where; the unified one holds nothing. */
         check_unit("9:name=systemd:/system.slice/systemd-udevd.service\n8:pids:/\n0::/\n", 0,
-                   "systemd-udevd.service", false);
-        check_unit("9:name=systemd:/\n0::/\n", 0, NULL, true);
-        check_unit("4:memory:/x\n", -EBADMSG, NULL, false);
-        check_unit("", -EBADMSG, NULL, false);
-        check_unit("0::relative\n", -EBADMSG, NULL, false);
+                   "systemd-udevd.service", true, false);
+        check_unit("9:name=systemd:/\n0::/\n", 0, NULL, false, true);
+        check_unit("4:memory:/x\n", -EBADMSG, NULL, false, false);
+        check_unit("", -EBADMSG, NULL, false, false);
+        check_unit("0::relative\n", -EBADMSG, NULL, false, false);
+}
+
+TEST(unit_names_are_not_credentials) {
+        /* A process in a cgroup merely named like udevd's, not system.slice's service, is not udevd. */
+        PeerIdentity fake = { .known = true, .pid = 500, .unit = (char *) UDEV_UNIT, .system_unit = false };
+        AuthRequest r = { .method = AUTH_LOAD, .name = "x", .source_given = true, .source = SOURCE_UDEV,
+                          .devpath = "/devices/x", .device_exists = true };
+
+        check_refused(&fake, &r, "source \"udev\" is claimed by pid 500 (systemd-udevd.service), not by "
+                      "systemd-udevd.service");
+        r.source = SOURCE_ADMIN;
+        check_refused(&fake, &r, "pid 500 (systemd-udevd.service) lacks CAP_SYS_MODULE");
 }
 
 int main(void) {
@@ -160,5 +183,6 @@ int main(void) {
         RUN(source_claims);
         RUN(udevd_without_capability);
         RUN(cgroup);
+        RUN(unit_names_are_not_credentials);
         return tests_done();
 }

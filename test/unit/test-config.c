@@ -355,7 +355,7 @@ TEST(roots) {
 
         /* A [Root] for a TrustedRoot= path configures that root, a later section over an earlier one;
          * an empty assignment gives the setting back to [Trust]. RequireReadOnlySuperblock=no adds
-         * ownership to every root. */
+         * ownership to the roots that take [Trust]'s Evidence=. */
         parse_ok(&c, "[Trust]\nTrustedRoot=/a /b\nManifest=/m/a\nRequireReadOnlySuperblock=no\n"
                      "[Root]\nPath=/b\nEvidence=manifest\nManifest=/m/b\n"
                      "[Root]\nManifest=/m/b2\nPath=/b\nRequireIMASignature=yes\n"
@@ -367,12 +367,14 @@ TEST(roots) {
         check(r[0].evidence == (EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
         check_streq(r[1].path, "/b");
         check_streq(r[1].manifest, "/m/b2");
-        check(r[1].evidence == (EVIDENCE_MASK(EVIDENCE_MANIFEST) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
+        /* Its own Evidence= is what it accepts: the old switch widens only [Trust]'s. */
+        check(r[1].evidence == EVIDENCE_MASK(EVIDENCE_MANIFEST));
         check(r[1].require_ima);
         check_streq(r[2].path, "/c");
         check(r[2].evidence == (EVIDENCE_DEFAULT | EVIDENCE_MASK(EVIDENCE_OWNERSHIP)));
         check(!r[2].require_ima);
-        check_streq(r[2].manifest, "/m/a");
+        /* [Trust] Manifest= is the first root's: another root has one only when its [Root] names it. */
+        check(!r[2].manifest);
         root_config_array_free(r, n);
 
         check_error("[Root]\nEvidence=verity\n[Load]\nWorkers=2\n", -EINVAL,
