@@ -24,7 +24,10 @@ REFUSED_ID = "f68712d0c1414e768ead0ce5ff450860"
 DENIED = "io.modgate.Manager.PermissionDenied"
 UNIT = "modgate-callers"
 OUT = "/run/modgate-vm-callers"
-UDEVD_CGROUP = "/sys/fs/cgroup/system.slice/systemd-udevd.service/udev"
+# A cgroup below udevd's own (DelegateSubgroup=udev): udevd kills what else it finds in its own
+# cgroup whenever it is idle (cg_kill() of that cgroup only, not of its children), which killed a
+# process moved there in the middle of its call.
+FORGED_CGROUP = "/sys/fs/cgroup/system.slice/systemd-udevd.service/udev/modgate-vm-forged"
 
 
 def call_in_unit(vm, name, properties, method, parameters):
@@ -215,12 +218,12 @@ def forge(vm, parameters):
     """varlinkctl Load from a process moved into udevd's cgroup, with udevd's capabilities (no
     CAP_SYS_MODULE): what a compromised udev rule or helper could ask. (its pid, reply or error
     parameters, error name or None)"""
-    r = vm.sh("""(
+    r = vm.sh("""mkdir -p %(cg)s; (
         echo $BASHPID >%(cg)s/cgroup.procs
         echo $BASHPID
         exec setpriv --bounding-set=-sys_module --inh-caps=-sys_module \\
                 varlinkctl call %(socket)s io.modgate.Manager.Load %(params)s
-        )""" % {"cg": UDEVD_CGROUP, "socket": guest.SOCKET, "params": guest.quote(json.dumps(parameters))},
+        )""" % {"cg": FORGED_CGROUP, "socket": guest.SOCKET, "params": guest.quote(json.dumps(parameters))},
               check=False)
     pid, _, out = r.out.partition("\n")
     params = json.loads(out) if out.strip() else {}
@@ -258,6 +261,7 @@ def test_udev_forged(vm):
     assert error is None and [m["outcome"] for m in reply["modules"]] == ["already_loaded"], (error, reply)
     assert not refusals(vm, MODGATE_PEER_PID=pid)
     assert guest.live_modules(vm)[FORGED_MODULE] == 0
+    vm.sh("rmdir %s" % FORGED_CGROUP)
 
 
 def test_boot_list(vm):
@@ -289,7 +293,8 @@ def test_no_other_refusals(vm):
 
 
 def cleanup(vm):
-    vm.sh("umount /tmp/modgate-minix 2>/dev/null; rm -f %s.out %s.err" % (OUT, OUT), check=False)
+    vm.sh("umount /tmp/modgate-minix 2>/dev/null; rm -f %s.out %s.err; rmdir %s 2>/dev/null" % (OUT, OUT, FORGED_CGROUP),
+          check=False)
     try:
         vm.qmp("device_del", id="modgate-balloon")
     except Exception:
