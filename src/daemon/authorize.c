@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,40 @@ static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req
         return buf;
 }
 
-static bool name_in(char *const *l, const char *name) {
-        for (char *const *p = l; p && *p; p++)
-                if (module_name_equal(*p, name))
-                        return true;
-        return false;
+void udev_rule_names_free(UdevRuleName *a, size_t n) {
+        for (size_t i = 0; a && i < n; i++) {
+                free(a[i].name);
+                free(a[i].subsystem);
+                free(a[i].kernel);
+        }
+        free(a);
+}
+
+/* A name the rules pass for this very device: a rule that names it and whose SUBSYSTEM== and
+ * KERNEL== (the rules' only conditions on the device itself) the device meets. */
+static const char *rule_name_failure(const AuthRequest *req, char *buf, size_t size) {
+        const char *kernel = strrchr(req->devpath, '/');
+        bool named = false;
+
+        kernel = kernel ? kernel + 1 : req->devpath;
+        for (size_t i = 0; i < req->n_rule_names; i++) {
+                const UdevRuleName *r = &req->rule_names[i];
+
+                if (!module_name_equal(r->name, req->name))
+                        continue;
+                named = true;
+                if (r->subsystem && !streq_ptr(r->subsystem, req->device_subsystem))
+                        continue;
+                if (r->kernel && fnmatch(r->kernel, kernel, 0) != 0)
+                        continue;
+                return NULL;
+        }
+        if (named)
+                snprintf(buf, size, "udev's rules pass module %s for other devices than %s (subsystem %s)", req->name,
+                         req->devpath, req->device_subsystem ?: "none");
+        else
+                snprintf(buf, size, "module %s is not one that udev's installed rules name", req->name);
+        return buf;
 }
 
 /* udevd without CAP_SYS_MODULE: only what the device itself announces. */
@@ -62,8 +92,8 @@ static const char *udev_device_request(const PeerIdentity *peer, const AuthReque
         else if (req->modalias && !streq_ptr(req->modalias, req->device_modalias))
                 snprintf(buf, size, "modalias %s is not device %s's (%s)", req->modalias, req->devpath,
                          req->device_modalias ?: "it has none");
-        else if (req->name && !name_in(req->rule_names, req->name))
-                snprintf(buf, size, "module %s is not one that udev's installed rules name", req->name);
+        else if (req->name)
+                return rule_name_failure(req, buf, size);
         else
                 return NULL;
         return buf;

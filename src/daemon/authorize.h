@@ -29,6 +29,16 @@ void peer_identity_done(PeerIdentity *p);
 #define UDEV_UNIT "systemd-udevd.service"
 #define BOOT_UNIT "modgate-modules-load.service"
 
+/* A module name that one of udev's installed rules passes to modgate-udev, with what that rule
+ * matches on: the device's subsystem and its kernel name (a glob). */
+typedef struct UdevRuleName {
+        char *name;
+        char *subsystem;        /* SUBSYSTEM=="..."; NULL when the rule has none */
+        char *kernel;           /* KERNEL=="..."; NULL when the rule has none */
+} UdevRuleName;
+
+void udev_rule_names_free(UdevRuleName *a, size_t n);
+
 typedef enum AuthMethod {
         AUTH_LOAD,
         AUTH_UNLOAD,
@@ -46,14 +56,17 @@ typedef struct AuthRequest {
         const char *devpath;
         bool device_exists;             /* /sys{devpath} is a device */
         const char *device_modalias;    /* MODALIAS= of its uevent file, NULL when it has none */
-        char *const *rule_names;        /* the module names udev's installed rules pass to modgate-udev */
+        const char *device_subsystem;   /* its subsystem (the name its subsystem link points to) */
+        const UdevRuleName *rule_names; /* the module names udev's installed rules pass to modgate-udev */
+        size_t n_rule_names;
 } AuthRequest;
 
 /* Pure: NULL when the peer may make the request; else the reason, in buf. A peer with
  * CAP_SYS_MODULE may ask for anything, a source it claims must be its own (kernel: a usermode
  * helper; boot: the boot-list unit; udev: udevd's unit); a udev peer without CAP_SYS_MODULE (udevd
  * under the takeover) may load only what the device announces: the modalias its sysfs directory
- * has, or a name udev's rules name; no parameters, paths or unloads. */
+ * has, or a name udev's rules pass for a device of its subsystem and kernel name; no parameters,
+ * paths or unloads. */
 const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size);
 
 /* Pure: the unit of a /proc/PID/cgroup text, by systemd's rule: the first component of the path

@@ -310,7 +310,8 @@ void journal_record_refused_caller(const Requester *who, const char *method, con
         record_add(&rec, "MODGATE_METHOD=%s", method);
         record_add(&rec, "MODGATE_REASON=%s", reason);
         /* What the peer claimed, marked as a claim: it is not provenance. */
-        record_add(&rec, "MODGATE_CLAIMED_SOURCE=%s", request_source_to_string(who->source));
+        if (who->source_given)
+                record_add(&rec, "MODGATE_CLAIMED_SOURCE=%s", request_source_to_string(who->source));
         if (who->name)
                 record_add(&rec, "MODGATE_REQUEST_NAME=%s", who->name);
         if (who->modalias)

@@ -31,6 +31,7 @@ typedef struct Requester {
         int64_t seqnum;         /* -1 when not given */
         bool have_peer;
         char *unit;             /* the peer's systemd unit, when it is in one */
+        bool source_given;      /* the request named its source (else "admin" is assumed, not claimed) */
         pid_t pid;
         uid_t uid;
 } Requester;

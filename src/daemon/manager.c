@@ -62,7 +62,7 @@ Manager *manager_free(Manager *m) {
                 trusted_root_free(m->roots[i]);
         free(m->roots);
         strv_free(m->cmdline_root_hashes);
-        strv_free(m->udev_rule_names);
+        udev_rule_names_free(m->udev_rule_names, m->n_udev_rule_names);
         free(m->probe_address);
         free(m->runtime_dir);
         sd_event_unref(m->event);
@@ -262,7 +262,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return r;
 
-        r = peer_udev_rule_names(udev_rule_files, &m->udev_rule_names);
+        r = peer_udev_rule_names(udev_rule_files, &m->udev_rule_names, &m->n_udev_rule_names);
         if (r < 0)
                 return log_oom();
 

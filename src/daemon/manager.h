@@ -4,6 +4,7 @@
 #include <systemd/sd-event.h>
 #include <systemd/sd-varlink.h>
 
+#include "authorize.h"
 #include "compression.h"
 #include "config.h"
 #include "manifest.h"
@@ -33,7 +34,8 @@ typedef struct Manager {
         Compression kernel_compression;
         char **cmdline_root_hashes;     /* roothash= and usrhash= on the kernel command line */
         char *probe_address;            /* --prober=; NULL: PROBE_ADDRESS */
-        char **udev_rule_names;         /* the modules udev's installed rules name to modgate-udev */
+        UdevRuleName *udev_rule_names;  /* the modules udev's installed rules name to modgate-udev */
+        size_t n_udev_rule_names;
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
         Scheduler *scheduler;
 

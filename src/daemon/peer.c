@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,19 +142,20 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
         return 0;
 }
 
-int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias) {
+int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias, char **ret_subsystem) {
         struct open_how how = {
                 .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
         };
-        _cleanup_close_ int sys = -EBADF, fd = -EBADF;
+        _cleanup_close_ int sys = -EBADF, fd = -EBADF, dir = -EBADF;
         _cleanup_free_ char *path = NULL;
-        char buf[16384], *p;
+        char buf[16384], link[PATH_MAX], *p;
         ssize_t k;
         size_t n;
 
         *ret_exists = false;
         *ret_modalias = NULL;
+        *ret_subsystem = NULL;
         /* The device's uevent file is what the kernel sends in its uevents, made afresh when it is
          * read: its MODALIAS= is what udev got (not every device has a modalias attribute: a CPU's
          * is in its uevent only). Opened beneath /sys without following a symlink, leaving sysfs
@@ -171,6 +173,18 @@ int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias)
                 return 0;
         buf[k] = '\0';
         *ret_exists = true;
+
+        /* Its subsystem: the link "subsystem" in the device's directory, read without following. */
+        path[strlen(path) - strlen("/uevent")] = '\0';
+        how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+        dir = (int) syscall(SYS_openat2, sys, path, &how, sizeof(how));
+        if (dir >= 0 && (k = readlinkat(dir, "subsystem", link, sizeof(link) - 1)) > 0) {
+                link[k] = '\0';
+                p = strrchr(link, '/');
+                *ret_subsystem = strdup(p ? p + 1 : link);
+                if (!*ret_subsystem)
+                        return -ENOMEM;
+        }
         for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
                 if (strncmp(p, "MODALIAS=", 9) == 0) {
                         p += 9;
@@ -183,12 +197,37 @@ int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias)
         return 0;
 }
 
-int peer_udev_rule_names(const char *const *rule_files, char ***ret) {
-        _cleanup_strv_free_ char **names = NULL;
+/* The value of KEY=="VALUE" in a rule line, when it has that match: a key at the start of the line
+ * or after a comma or a blank (so that SUBSYSTEM== is not SUBSYSTEMS==). */
+static int rule_match(const char *line, const char *key, char **ret) {
+        size_t n = strlen(key);
+
+        *ret = NULL;
+        for (const char *p = line; (p = strstr(p, key)); p += n) {
+                const char *v, *end;
+
+                if (p != line && !strchr(", \t", p[-1]))
+                        continue;
+                if (strncmp(p + n, "==\"", 3) != 0)
+                        continue;
+                v = p + n + 3;
+                end = strchr(v, '"');
+                if (!end)
+                        return 0;
+                *ret = strndup(v, (size_t) (end - v));
+                return *ret ? 1 : -ENOMEM;
+        }
+        return 0;
+}
+
+int peer_udev_rule_names(const char *const *rule_files, UdevRuleName **ret, size_t *ret_n) {
+        UdevRuleName *names = NULL;
+        size_t n = 0;
 
         for (const char *const *f = rule_files; f && *f; f++) {
                 _cleanup_(fclosep) FILE *file = NULL;
                 _cleanup_free_ char *text = NULL;
+                char *lines = NULL;
                 size_t size;
 
                 file = fopen(*f, "re");
@@ -196,29 +235,44 @@ int peer_udev_rule_names(const char *const *rule_files, char ***ret) {
                         continue;
                 if (read_full_stream(file, 1024 * 1024, &text, &size) < 0)
                         continue;
-                char *lines = NULL;
-
                 for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
-                        char *p = strstr(line, "/modgate-udev ");
-                        char *end;
+                        _cleanup_free_ char *subsystem = NULL, *kernel = NULL;
+                        char *p = strstr(line, "/modgate-udev "), *end, *w;
 
                         if (line[strspn(line, " \t")] == '#' || !p)
                                 continue;
+                        if (rule_match(line, "SUBSYSTEM", &subsystem) < 0 || rule_match(line, "KERNEL", &kernel) < 0)
+                                goto oom;
                         p += strlen("/modgate-udev ");
                         end = strchr(p, '"');
                         if (!end)
                                 continue;
                         *end = '\0';
-                        for (char *w = strtok_r(p, " \t", &end); w; w = strtok_r(NULL, " \t", &end)) {
-                                if (!module_name_is_valid(w) || strv_contains(names, w))
+                        for (w = strtok_r(p, " \t", &end); w; w = strtok_r(NULL, " \t", &end)) {
+                                UdevRuleName *a;
+
+                                if (!module_name_is_valid(w))
                                         continue;
-                                if (strv_extend(&names, w) < 0)
-                                        return -ENOMEM;
+                                a = reallocarray(names, n + 1, sizeof(*names));
+                                if (!a)
+                                        goto oom;
+                                names = a;
+                                names[n] = (UdevRuleName) { .name = strdup(w) };
+                                if (!names[n].name || strdup_or_null(subsystem, &names[n].subsystem) < 0 ||
+                                    strdup_or_null(kernel, &names[n].kernel) < 0) {
+                                        n++;
+                                        goto oom;
+                                }
+                                n++;
                         }
                 }
                 /* The first file found is the one udev reads: the administrator's hides the package's. */
                 break;
         }
-        *ret = TAKE_PTR(names);
+        *ret = names;
+        *ret_n = n;
         return 0;
+oom:
+        udev_rule_names_free(names, n);
+        return -ENOMEM;
 }

@@ -11,9 +11,11 @@
 int peer_identify(sd_varlink *link, PeerIdentity *ret);
 
 /* The device udev names, for a udev request: whether /sys{devpath} is a device (it has a uevent
- * file), and the MODALIAS= of its uevent (NULL when it has none). Returns 0 or -ENOMEM. */
-int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias);
+ * file), the MODALIAS= of its uevent and its subsystem (each NULL when it has none). Returns 0 or
+ * -ENOMEM. */
+int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias, char **ret_subsystem);
 
 /* The module names the installed udev rules pass to modgate-udev (RUN+=".../modgate-udev NAME..."),
- * from the administrator's rules directory, else the package's. Returns 0 or -ENOMEM. */
-int peer_udev_rule_names(const char *const *rule_files, char ***ret);
+ * each with its rule's SUBSYSTEM== and KERNEL== matches, from the first of rule_files that exists
+ * (the administrator's hides the package's). Returns 0 or -ENOMEM. */
+int peer_udev_rule_names(const char *const *rule_files, UdevRuleName **ret, size_t *ret_n);

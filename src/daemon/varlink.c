@@ -323,7 +323,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         LoadRefusal refusal = {};
         const Plan *plan = NULL;
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
-        _cleanup_free_ char *device_modalias = NULL;
+        _cleanup_free_ char *device_modalias = NULL, *device_subsystem = NULL;
         bool device_exists = false;
         Requester who;
         int r;
@@ -356,10 +356,11 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         who.pid = peer.pid;
         who.uid = peer.uid;
         who.unit = peer.unit;
+        who.source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source");
 
         /* udevd without CAP_SYS_MODULE asks for a device: what that device is, sysfs says. */
         if (peer.known && !peer.cap_sys_module && streq_ptr(peer.unit, UDEV_UNIT) && p.context.devpath) {
-                r = peer_read_device(p.context.devpath, &device_exists, &device_modalias);
+                r = peer_read_device(p.context.devpath, &device_exists, &device_modalias, &device_subsystem);
                 if (r < 0)
                         return r;
         }
@@ -370,12 +371,14 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                                  .modalias = p.modalias,
                                  .path = p.path,
                                  .parameters = p.parameters,
-                                 .source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source"),
+                                 .source_given = who.source_given,
                                  .source = p.context.source,
                                  .devpath = p.context.devpath,
                                  .device_exists = device_exists,
                                  .device_modalias = device_modalias,
+                                 .device_subsystem = device_subsystem,
                                  .rule_names = m->udev_rule_names,
+                                 .n_rule_names = m->n_udev_rule_names,
                          },
                          &who, "Load");
         if (r <= 0)

@@ -52,6 +52,7 @@ def main():
     root = h.mount_trusted_tree(tree, work)
     d = h.Daemon(work, "callers", root)
     assert d.activate(), d.stderr_text()
+    daemons = [d]
 
     def refused_records(**match):
         return journal.records(MESSAGE_ID=REFUSED_ID, _PID=str(d.pid), **match)
@@ -170,11 +171,45 @@ def main():
            "refused claim, never as provenance", case_claimed_source)
     t.case("udevd without CAP_SYS_MODULE: its device's modalias loads; another modalias, a missing device or an "
            "unlisted name is refused, nothing loads", case_udev)
-    t.case("the daemon exits cleanly on SIGTERM", lambda: h.assert_clean_exit(d))
+    def case_rule_names():
+        # udev's installed rules name modules for devices they match: the administrator's file,
+        # mounted here before a daemon starts (it reads them at start).
+        h.reset_sys_module()
+        devpath, alias = device_with_modalias(resolvable)
+        subsystem = os.path.basename(os.readlink("/sys%s/subsystem" % devpath))
+        os.makedirs("/etc/udev/rules.d", exist_ok=True)
+        h.run("mount", "-t", "tmpfs", "tmpfs", "/etc/udev/rules.d")
+        with open("/etc/udev/rules.d/80-modgate.rules", "w") as f:
+            f.write('SUBSYSTEM=="tifm", RUN+="/usr/libexec/modgate/modgate-udev %s"\n' % MODULE)
+            f.write('SUBSYSTEM=="%s", RUN+="/usr/libexec/modgate/modgate-udev %s"\n' % (subsystem, UNLOAD))
+        try:
+            d2 = h.Daemon(work, "rules", root)
+            assert d2.activate(), d2.stderr_text()
+        finally:
+            h.run("umount", "/etc/udev/rules.d")
+        daemons.append(d2)
+        udevd = [*h.in_unit("systemd-udevd.service/udev/x"), *NO_SYS_MODULE]
+        ctx = {"source": "udev", "devpath": devpath}
+        r = h.call_as(udevd, d2.address, "io.modgate.Manager.Load", {"name": MODULE, "context": ctx})
+        assert r.get("error") == "io.modgate.Manager.PermissionDenied", r
+        assert r["parameters"]["reason"] == ("udev's rules pass module %s for other devices than %s (subsystem %s)"
+                                             % (MODULE, devpath, subsystem)), r
+        r = h.call_as(udevd, d2.address, "io.modgate.Manager.Load", {"name": UNLOAD, "context": ctx})
+        assert [(m["name"], m["outcome"]) for m in r["parameters"]["modules"]] == [(UNLOAD, "loaded")], r
+        # No source given: recorded without a claim.
+        r = h.call_as(NO_SYS_MODULE, d2.address, "io.modgate.Manager.Load", {"name": MODULE})
+        assert r.get("error") == "io.modgate.Manager.PermissionDenied", r
+        rec = journal.records(MESSAGE_ID=REFUSED_ID, _PID=str(d2.pid), MODGATE_REQUEST_NAME=MODULE)
+        assert len(rec) == 2 and "MODGATE_CLAIMED_SOURCE" not in rec[-1], rec
+        print("# rules for %s pass %s, not %s" % (subsystem, UNLOAD, MODULE), flush=True)
+
+    t.case("a name udev's rules pass loads only for a device of the rule's subsystem; a request without a source "
+           "claims none", case_rule_names)
+    t.case("the daemon exits cleanly on SIGTERM", lambda: h.assert_clean_exit(*daemons))
 
     journal.stop()
     if t.failed:
-        h.dump_stderr([d], 20)
+        h.dump_stderr(daemons, 20)
     return t.done()
 
 

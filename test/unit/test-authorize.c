@@ -77,7 +77,12 @@ TEST(source_claims) {
 }
 
 TEST(udevd_without_capability) {
-        static char *names[] = { (char *) "tifm_sd", (char *) "ms_block", NULL };
+        static const UdevRuleName names[] = {
+                { .name = (char *) "tifm_sd", .subsystem = (char *) "tifm" },
+                { .name = (char *) "ms_block", .subsystem = (char *) "memstick" },
+                { .name = (char *) "sm_ftl", .kernel = (char *) "mtd*ro" },
+                { .name = (char *) "ppdev", .subsystem = (char *) "module", .kernel = (char *) "parport_pc" },
+        };
         PeerIdentity udevd = { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT, .system_unit = true };
         AuthRequest r = {
                 .method = AUTH_LOAD,
@@ -88,6 +93,7 @@ TEST(udevd_without_capability) {
                 .device_exists = true,
                 .device_modalias = "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
                 .rule_names = names,
+                .n_rule_names = ELEMENTSOF(names),
         };
 
         check_allowed(&udevd, &r);
@@ -100,11 +106,33 @@ TEST(udevd_without_capability) {
         r.device_exists = false;
         check_refused(&udevd, &r, "device /devices/pci0000:00/0000:00:03.0 does not exist");
 
-        /* Names: only those udev's rules pass, and only with an existing device. */
+        /* Names: only those udev's rules pass, for a device that rule matches. */
         r = (AuthRequest) { .method = AUTH_LOAD, .name = "tifm-sd", .source_given = true, .source = SOURCE_UDEV,
-                            .devpath = "/devices/x", .device_exists = true, .rule_names = names };
+                            .devpath = "/devices/x/tifm0", .device_exists = true, .device_subsystem = "tifm",
+                            .rule_names = names, .n_rule_names = ELEMENTSOF(names) };
         check_allowed(&udevd, &r);
-        r.name = "vxlan";
+        r.device_subsystem = "virtio";
+        check_refused(&udevd, &r, "udev's rules pass module tifm-sd for other devices than /devices/x/tifm0 "
+                      "(subsystem virtio)");
+        r.device_subsystem = NULL;
+        check_refused(&udevd, &r, "udev's rules pass module tifm-sd for other devices than /devices/x/tifm0 "
+                      "(subsystem none)");
+        r = (AuthRequest) { .method = AUTH_LOAD, .name = "sm_ftl", .source_given = true, .source = SOURCE_UDEV,
+                            .devpath = "/devices/virtual/mtd/mtd0ro", .device_exists = true, .device_subsystem = "mtd",
+                            .rule_names = names, .n_rule_names = ELEMENTSOF(names) };
+        check_allowed(&udevd, &r);
+        r.devpath = "/devices/virtual/mtd/mtd0";
+        check_refused(&udevd, &r, "udev's rules pass module sm_ftl for other devices than /devices/virtual/mtd/mtd0 "
+                      "(subsystem mtd)");
+        r.name = "ppdev";
+        r.devpath = "/module/parport_pc";
+        r.device_subsystem = "module";
+        check_allowed(&udevd, &r);
+        r.devpath = "/module/lp";
+        check_refused(&udevd, &r, "udev's rules pass module ppdev for other devices than /module/lp (subsystem module)");
+        r = (AuthRequest) { .method = AUTH_LOAD, .name = "vxlan", .source_given = true, .source = SOURCE_UDEV,
+                            .devpath = "/devices/x", .device_exists = true, .rule_names = names,
+                            .n_rule_names = ELEMENTSOF(names) };
         check_refused(&udevd, &r, "module vxlan is not one that udev's installed rules name");
         r.name = "ms_block";
         r.parameters = "x=1";
@@ -121,7 +149,8 @@ TEST(udevd_without_capability) {
         /* In another user namespace, the unit's name is no credential. */
         udevd.other_userns = true;
         r = (AuthRequest) { .method = AUTH_LOAD, .name = "tifm_sd", .source_given = true, .source = SOURCE_UDEV,
-                            .devpath = "/devices/x", .device_exists = true, .rule_names = names };
+                            .devpath = "/devices/x", .device_exists = true, .device_subsystem = "tifm",
+                            .rule_names = names, .n_rule_names = ELEMENTSOF(names) };
         check_refused(&udevd, &r, "pid 400 (systemd-udevd.service) lacks CAP_SYS_MODULE in the initial user namespace");
 }
 
