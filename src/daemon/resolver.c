@@ -414,7 +414,10 @@ static int plan_build(Resolver *r, const char *key, Plan **ret) {
                 _cleanup_(kmod_module_unrefp) struct kmod_module *m = kmod_module_get_module(i);
                 const char *name = kmod_module_get_name(m);
 
-                /* Blacklisting hides alias matches, never a module asked for by name. */
+                /* Blacklisting hides alias matches, never a module asked for by name (whose caller may
+                 * still honour it: key_blacklisted). */
+                if (module_name_equal(name, key) && !list_contains(allowed, name))
+                        p->key_blacklisted = true;
                 if (!module_name_equal(name, key) && !list_contains(allowed, name)) {
                         q = plan_add_blacklisted(p, name);
                         if (q < 0)

@@ -41,6 +41,7 @@ typedef struct Plan {
         size_t n_specs;
         char **blacklisted;     /* alias matches that modprobe.d blacklists, NULL-terminated */
         size_t n_blacklisted;
+        bool key_blacklisted;   /* the key is a module's own name, and modprobe.d blacklists it */
 } Plan;
 
 Plan *plan_free(Plan *p);

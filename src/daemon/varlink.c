@@ -221,6 +221,19 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
         if (r < 0)
                 return log_error_errno(r, "Failed to resolve %s: %m", p->name ?: p->modalias);
 
+        /* The loaders modgate stands in for honour a blacklist for modules named by the boot list
+         * (systemd-modules-load) and by udev's rules (udev's kmod builtin), though modprobe does not
+         * for a name: so do those requests here, answered as those loaders would, "not loaded". The
+         * source is the caller's own, checked before. */
+        if (p->name && plan->key_blacklisted && (p->context.source == SOURCE_BOOT || p->context.source == SOURCE_UDEV)) {
+                char *one[2] = { (char *) p->name, NULL };
+
+                journal_record_not_found(who, one);
+                return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleNotFound",
+                                          SD_JSON_BUILD_PAIR_STRING("name", p->name),
+                                          SD_JSON_BUILD_PAIR_STRV("blacklisted", one));
+        }
+
         *ret_plan = plan;
         return 1;
 }

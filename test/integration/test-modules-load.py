@@ -168,6 +168,29 @@ def main():
         recs = journal.records(MODGATE_MODULE="vxlan")
         assert recs, "no journal record for vxlan"
 
+    def case_real_blacklisted():
+        # modprobe.d stays mounted while the daemon runs: it notices a change of it at the next request.
+        h.mount_modprobe_d("blacklist nlmon\n")
+        bl = h.Daemon(work, "blacklist", trusted)
+        try:
+            assert bl.activate(), bl.stderr_text()
+            root = new_root()
+            write(root, "/etc/modules-load.d/b.conf", "nlmon\ndummy\n")
+            res = h.run_program([*h.in_unit(BOOT_UNIT), MODULES_LOAD, "--address=" + bl.address, "--root=" + root],
+                                env={"SYSTEMD_PROC_CMDLINE": ""})
+            assert res.returncode == 0, res
+            assert "Module 'nlmon' (/etc/modules-load.d/b.conf) is blacklisted." in res.stderr, res
+            names = [r["name"] for r in bl.shim_records() if r["call"] == "finit_module"]
+            assert names == ["dummy"], names
+            rec = journal.records(MODGATE_OUTCOME="not_found", MODGATE_REQUEST_NAME="nlmon", _PID=str(bl.pid))
+            assert len(rec) == 1 and rec[0]["MODGATE_BLACKLISTED"] == "nlmon" and rec[0]["MODGATE_SOURCE"] == "boot", rec
+            # modprobe's rule for everyone else: a blacklist hides aliases, not a module asked for by name.
+            mods = h.modules_of(bl.load("nlmon"))
+            assert [(m["name"], m["outcome"]) for m in mods] == [("nlmon", "loaded")], mods
+        finally:
+            bl.stop()
+            h.run("umount", "/etc/modprobe.d")
+
     def case_real_failure():
         root = new_root()
         write(root, "/etc/modules-load.d/a.conf", "veth\nbonding\n")
@@ -185,6 +208,9 @@ def main():
     t.case("an empty boot list exits 0 without a connection", case_nothing)
     t.case("end to end: the boot list loads through modgated, a missing module does not fail it", case_real_boot_list)
     t.case("end to end: a module the kernel refuses fails the run after the others loaded", case_real_failure)
+    t.case("end to end: a module modprobe.d blacklists, named in modules-load.d, is not loaded (as "
+           "systemd-modules-load would not), and the run passes; an administrator's Load by name still loads it",
+           case_real_blacklisted)
 
     fake.stop()
     t.case("the daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
