@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -478,6 +479,16 @@ int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
         }
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+int config_read_cmdline_root_hashes(char ***ret) {
+        char cmdline[8192];
+        int r;
+
+        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
+        if (r < 0)
+                return r;
+        return config_cmdline_root_hashes(cmdline, ret);
 }
 
 int config_normalize_fsverity_digest(char *s) {

@@ -75,6 +75,8 @@ int config_normalize_root_hash(char *s);
 /* The dm-verity root hashes a kernel command line names (systemd's roothash= and usrhash=), each
  * once, normalized; malformed ones are left out. Returns 0 or -ENOMEM. */
 int config_cmdline_root_hashes(const char *cmdline, char ***ret);
+/* The same for the running kernel's /proc/cmdline. Returns 0, or the error reading it, or -ENOMEM. */
+int config_read_cmdline_root_hashes(char ***ret);
 
 /* The same for an fs-verity digest as `fsverity measure` prints it: "sha256:" and 64 hex digits, or
  * "sha512:" and 128. */

@@ -14,7 +14,6 @@
 #include "capability.h"
 #include "config.h"
 #include "enforcement.h"
-#include "fileio.h"
 #include "log.h"
 #include "manager.h"
 #include "manifest.h"
@@ -287,11 +286,9 @@ static void print_verity(const RootConfig *c, Origin *o, char **cmdline_hashes) 
 static void print_roots(const Config *c) {
         _cleanup_strv_free_ char **cmdline_hashes = NULL;
         RootConfig *roots = NULL;
-        char cmdline[8192];
         int n;
 
-        if (read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline)) >= 0 &&
-            config_cmdline_root_hashes(cmdline, &cmdline_hashes) < 0)
+        if (config_read_cmdline_root_hashes(&cmdline_hashes) == -ENOMEM)
                 return (void) log_oom();
 
         n = config_trusted_roots(c, &roots);

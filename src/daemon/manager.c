@@ -11,7 +11,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "enforcement.h"
-#include "fileio.h"
 #include "kernel.h"
 #include "loader.h"
 #include "log.h"
@@ -205,17 +204,15 @@ finish:
 /* roothash= and usrhash= name the images the boot loader and the initrd verified: allowed for every
  * root. */
 static int manager_read_cmdline(Manager *m) {
-        char cmdline[8192];
         int r;
 
-        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
+        r = config_read_cmdline_root_hashes(&m->cmdline_root_hashes);
+        if (r == -ENOMEM)
+                return log_oom();
         if (r < 0) {
                 log_warning_errno(r, "Failed to read /proc/cmdline, no roothash= or usrhash= is allowed: %m");
                 return 0;
         }
-        r = config_cmdline_root_hashes(cmdline, &m->cmdline_root_hashes);
-        if (r < 0)
-                return log_oom();
         for (char **h = m->cmdline_root_hashes; h && *h; h++)
                 log_info("The kernel command line allows dm-verity root hash %s.", *h);
         return 0;

@@ -139,17 +139,25 @@ static int append_record(int dfd, const char *old, const char *path, const RootI
         return r;
 }
 
-/* What dir records for path: 1 (in *ret), 0 (nothing), or a negative errno. */
+/* What dir records for path, with record_lock held: 1 (in *ret), 0 (nothing), or a negative errno;
+ * the directory and the file's text for a record to be added. */
+static int lookup_locked(const char *dir, const char *path, int *ret_dfd, char **ret_text, RootIdentity *ret) {
+        int r;
+
+        *ret_dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (*ret_dfd < 0)
+                return negative_errno();
+        r = read_records(*ret_dfd, ret_text);
+        return r < 0 ? r : find_record(*ret_text, path, ret);
+}
+
 static int root_identity_find(const char *dir, const char *path, RootIdentity *ret) {
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int dfd = -EBADF;
         int r;
 
         pthread_mutex_lock(&record_lock);
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        r = dfd < 0 ? negative_errno() : read_records(dfd, &text);
-        if (r >= 0)
-                r = find_record(text, path, ret);
+        r = lookup_locked(dir, path, &dfd, &text, ret);
         pthread_mutex_unlock(&record_lock);
         return r;
 }
@@ -161,10 +169,7 @@ int root_identity_check(const char *dir, const char *path, const RootIdentity *i
         int r;
 
         pthread_mutex_lock(&record_lock);
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        r = dfd < 0 ? negative_errno() : read_records(dfd, &text);
-        if (r >= 0)
-                r = find_record(text, path, &recorded);
+        r = lookup_locked(dir, path, &dfd, &text, &recorded);
         if (r == 0)
                 r = append_record(dfd, text, path, id);
         else if (r > 0 && root_identity_equal(&recorded, id))

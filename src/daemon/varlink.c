@@ -313,6 +313,14 @@ static int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t fl
         return 0;
 }
 
+/* The record's "who asked", from the peer's verified identity. who borrows peer's strings. */
+static void requester_set_peer(Requester *who, const PeerIdentity *peer) {
+        who->have_peer = peer->known;
+        who->pid = peer->pid;
+        who->uid = peer->uid;
+        who->unit = peer->unit;
+}
+
 /* Who asks decides what may be asked: refused, the peer gets PermissionDenied and the journal a
  * record of who it was and what it claimed. Returns 1 when allowed, else the reply's result. */
 static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, const AuthRequest *req,
@@ -365,10 +373,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         r = peer_identify(link, &peer);
         if (r < 0)
                 return r;
-        who.have_peer = peer.known;
-        who.pid = peer.pid;
-        who.uid = peer.uid;
-        who.unit = peer.unit;
+        requester_set_peer(&who, &peer);
         who.source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source");
 
         /* udevd without CAP_SYS_MODULE asks for a device: what that device is, sysfs says. */
@@ -536,10 +541,7 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         r = peer_identify(link, &peer);
         if (r < 0)
                 return r;
-        who.have_peer = peer.known;
-        who.pid = peer.pid;
-        who.uid = peer.uid;
-        who.unit = peer.unit;
+        requester_set_peer(&who, &peer);
         r = check_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name }, &who,
                          "Unload");
         if (r <= 0)
