@@ -6,6 +6,7 @@
 
 #include "macro.h"
 #include "request.h"
+#include "resolver.h"
 
 /* The module policy: which modules may load, for whom, with which parameters. Pure: the rules come in
  * as plain data (config.c fills them from modgate.conf, policy_add_cmdline() from the kernel command
@@ -105,6 +106,7 @@ typedef enum VerdictKind {
 typedef struct PolicyVerdict {
         VerdictKind verdict;
         const PolicyRule *rule; /* the rule that decided; NULL for an allow by default */
+        bool admin_option;      /* parameters: denied because an administrator's option sets the key */
 } PolicyVerdict;
 
 /* The verdict on a request key (before resolution). */
@@ -113,13 +115,32 @@ PolicyVerdict policy_check_request(const Policy *p, RequestSource source, const 
 /* The verdict on one module, however it is reached. */
 PolicyVerdict policy_check_module(const Policy *p, RequestSource source, const char *module);
 
-/* The verdict on the parameters a request gives module (NULL or "" for none), against its
- * [Parameters] section or RequestParameters=. admin_options are modprobe.d's and the kernel command
- * line's for the module: a request may not set a key they set (it would silently override the
- * administrator), which denies with the module's parameter rule. On deny, *ret_key is the first
- * offending "key=value" (pointing into a static buffer of the caller: buf of size). */
+/* The verdict on the parameters a request gives module (NULL or "" for none), against the last
+ * [Parameters] section whose Module= matches, or RequestParameters= when none does. admin_options are
+ * modprobe.d's and the kernel command line's for the module: a request may not set a key they set,
+ * since it would silently override the administrator (admin_option is then set, and rule NULL).
+ * Parameter names compare with '-' and '_' alike, as the kernel's do. On deny, *ret_word is the
+ * offending "key=value", normalized, in buf (size bytes), or NULL when it did not fit. */
 PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const char *admin_options,
-                                      const char *parameters, char *buf, size_t size, const char **ret_key);
+                                      const char *parameters, char *buf, size_t size, const char **ret_word);
+
+/* The verdict on one module of a plan. */
+typedef struct ModuleVerdict {
+        PolicyVerdict self;     /* on the module itself */
+        bool denied;            /* itself, or through a hard dependency */
+        size_t via;             /* that dependency's plan index; SIZE_MAX when denied itself or allowed */
+} ModuleVerdict;
+
+/* Judges each module of a plan for source: one whose hard dependency is denied is denied through
+ * it (the kernel cannot load it without). ret gets plan->n_specs entries, the caller's. Returns the
+ * plan index of the first requested module that is denied, SIZE_MAX when none is (a denied softdep
+ * alone does not deny the request: it is left out), via *ret_first; 0 or -ENOMEM. */
+int policy_judge_plan(const Policy *p, RequestSource source, const Plan *plan, ModuleVerdict **ret,
+                      size_t *ret_first);
+
+/* Why plan module i is denied, from it to the rule: "vxlan needs udp_tunnel, denied by
+ * /etc/modgate/modgate.conf.d/50-cve.conf:3 (Deny=udp_tunnel)". */
+int policy_chain(const Plan *plan, const ModuleVerdict *v, size_t i, char **ret);
 
 /* "file:line (Deny=udp_tunnel)", or "the kernel command line (module_blacklist=udp_tunnel)". */
 int policy_rule_describe(const PolicyRule *r, char **ret);

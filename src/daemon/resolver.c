@@ -4,6 +4,7 @@
 #include <libkmod.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "log.h"
 #include "module-name.h"
 #include "resolver.h"
+#include "strv.h"
 
 /* modules.dep already lists every transitive dependency, so real chains are shallow; these only stop
  * a corrupt index or a softdep loop from growing without end. */
@@ -533,4 +535,68 @@ int resolver_remove_command(Resolver *r, const char *name, char **ret) {
         if (q < 0)
                 return q;
         return strdup_or_null(kmod_module_get_remove_commands(mod), ret);
+}
+
+static int spec_copy(const ModuleSpec *from, const size_t *map, ModuleSpec *to) {
+        *to = (ModuleSpec) { .role = from->role };
+        if (strdup_or_null(from->name, &to->name) < 0 || strdup_or_null(from->path, &to->path) < 0 ||
+            strdup_or_null(from->options, &to->options) < 0 ||
+            strdup_or_null(from->install_command, &to->install_command) < 0)
+                return -ENOMEM;
+        to->requires = calloc(from->n_requires ?: 1, sizeof(size_t));
+        to->after = calloc(from->n_after ?: 1, sizeof(size_t));
+        if (!to->requires || !to->after)
+                return -ENOMEM;
+        /* What a kept module needs is kept; a softdep may have been dropped. */
+        for (size_t k = 0; k < from->n_requires; k++) {
+                if (map[from->requires[k]] == SIZE_MAX)
+                        return -EINVAL;
+                to->requires[to->n_requires++] = map[from->requires[k]];
+        }
+        for (size_t k = 0; k < from->n_after; k++)
+                if (map[from->after[k]] != SIZE_MAX)
+                        to->after[to->n_after++] = map[from->after[k]];
+        return 0;
+}
+
+int plan_filter(const Plan *p, const bool *drop, Plan **ret) {
+        _cleanup_(plan_freep) Plan *q = NULL;
+        _cleanup_free_ bool *keep = calloc(p->n_specs ?: 1, sizeof(bool));
+        _cleanup_free_ size_t *map = calloc(p->n_specs ?: 1, sizeof(size_t));
+
+        q = calloc(1, sizeof(Plan));
+        if (!q || !keep || !map)
+                return -ENOMEM;
+        q->specs = calloc(p->n_specs ?: 1, sizeof(ModuleSpec));
+        q->blacklisted = strv_copy_n(p->blacklisted, p->n_blacklisted);
+        if (!q->specs || !q->blacklisted)
+                return -ENOMEM;
+        q->n_blacklisted = p->n_blacklisted;
+        q->key_blacklisted = p->key_blacklisted;
+
+        /* Specs refer only to earlier ones: one pass from the end finds what the kept ones pull in. */
+        for (size_t i = p->n_specs; i > 0; i--) {
+                const ModuleSpec *s = p->specs + i - 1;
+
+                if (drop[i - 1] || (s->role != ROLE_REQUESTED && !keep[i - 1]))
+                        continue;
+                keep[i - 1] = true;
+                for (size_t k = 0; k < s->n_requires; k++)
+                        keep[s->requires[k]] = !drop[s->requires[k]];
+                for (size_t k = 0; k < s->n_after; k++)
+                        keep[s->after[k]] = !drop[s->after[k]];
+        }
+        for (size_t i = 0; i < p->n_specs; i++) {
+                int r;
+
+                map[i] = keep[i] ? q->n_specs : SIZE_MAX;
+                if (!keep[i])
+                        continue;
+                q->n_specs++;
+                r = spec_copy(p->specs + i, map, q->specs + q->n_specs - 1);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(q);
+        return 0;
 }

@@ -47,6 +47,11 @@ typedef struct Plan {
 Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
 
+/* A copy of p without the specs drop[] marks, nor what only they pulled in: for softdeps that the
+ * policy denies. A hard dependency of a kept spec must not be dropped (-EINVAL). The copy is the
+ * caller's. */
+int plan_filter(const Plan *p, const bool *drop, Plan **ret);
+
 /* dirname is the trusted root as paths in plans name it; the index is read beneath index_dir (the
  * pinned root's fd as /proc/self/fd/N, so that a mount over the path later changes nothing), or
  * beneath dirname when it is NULL. */
