@@ -81,7 +81,7 @@ static const char *rule_name_failure(const AuthRequest *req, char *buf, size_t s
 /* udevd without CAP_SYS_MODULE: only what the device itself announces. */
 static const char *udev_device_request(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
         if (req->method != AUTH_LOAD)
-                snprintf(buf, size, "udevd may load modules, not unload them, without CAP_SYS_MODULE");
+                snprintf(buf, size, "udevd may only load modules without CAP_SYS_MODULE");
         else if (req->path || req->parameters)
                 snprintf(buf, size, "udevd may not give a path or parameters without CAP_SYS_MODULE");
         else if (!req->source_given || req->source != SOURCE_UDEV || !req->devpath)
@@ -99,6 +99,27 @@ static const char *udev_device_request(const PeerIdentity *peer, const AuthReque
         return buf;
 }
 
+static bool in_group(const PeerIdentity *peer, gid_t g) {
+        if (peer->gid == g)
+                return true;
+        for (size_t i = 0; i < peer->n_groups; i++)
+                if (peer->groups[i] == g)
+                        return true;
+        return false;
+}
+
+/* Reporting needs no capability: root, or the group the administrator opened the socket to. */
+static const char *read_request(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
+        if (peer->uid == 0 || (req->have_read_group && in_group(peer, req->read_group)))
+                return NULL;
+        if (req->have_read_group)
+                snprintf(buf, size, "uid %u is neither root nor in group %u (ReadGroup=)", (unsigned) peer->uid,
+                         (unsigned) req->read_group);
+        else
+                snprintf(buf, size, "uid %u is not root, and no ReadGroup= is configured", (unsigned) peer->uid);
+        return buf;
+}
+
 const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
         const char *why;
 
@@ -106,6 +127,8 @@ const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *bu
                 snprintf(buf, size, "the caller's identity cannot be read (it has exited, or is not a process)");
                 return buf;
         }
+        if (req->method == AUTH_READ)
+                return read_request(peer, req, buf, size);
         why = source_claim(peer, req, buf, size);
         if (why)
                 return why;

@@ -7,12 +7,17 @@
 
 #include "request.h"
 
+#define PEER_GROUPS_MAX 64
+
 /* Who is on the other end of a connection, as the kernel says (the peer's pidfd), never as the
  * client says. Read by peer_identify() (peer.c); judged by authorize(), which does no I/O. */
 typedef struct PeerIdentity {
         bool known;             /* read, and the pidfd still named the same process afterwards */
         pid_t pid;
         uid_t uid;
+        gid_t gid;
+        gid_t groups[PEER_GROUPS_MAX]; /* supplementary groups, the first PEER_GROUPS_MAX */
+        size_t n_groups;
         bool cap_sys_module;    /* CAP_SYS_MODULE in its effective set, in the initial user namespace */
         bool other_userns;      /* in a user namespace other than the daemon's (its capabilities count
                                  * for nothing there) */
@@ -42,6 +47,8 @@ void udev_rule_names_free(UdevRuleName *a, size_t n);
 typedef enum AuthMethod {
         AUTH_LOAD,
         AUTH_UNLOAD,
+        AUTH_RELOAD,
+        AUTH_READ,              /* Explain, and what only reports: root or the read group */
 } AuthMethod;
 
 /* What is asked, and for a udev request what the device says. */
@@ -59,10 +66,13 @@ typedef struct AuthRequest {
         const char *device_subsystem;   /* its subsystem (the name its subsystem link points to) */
         const UdevRuleName *rule_names; /* the module names udev's installed rules pass to modgate-udev */
         size_t n_rule_names;
+        bool have_read_group;           /* [Manager] ReadGroup= is set: its members may use AUTH_READ */
+        gid_t read_group;
 } AuthRequest;
 
-/* Pure: NULL when the peer may make the request; else the reason, in buf. A peer with
- * CAP_SYS_MODULE may ask for anything, a source it claims must be its own (kernel: a usermode
+/* Pure: NULL when the peer may make the request; else the reason, in buf. What only reports
+ * (AUTH_READ) is for root and members of the read group. A peer with CAP_SYS_MODULE may ask for
+ * anything, a source it claims must be its own (kernel: a usermode
  * helper; boot: the boot-list unit; udev: udevd's unit); a udev peer without CAP_SYS_MODULE (udevd
  * under the takeover) may load only what the device announces: the modalias its sysfs directory
  * has, or a name udev's rules pass for a device of its subsystem and kernel name; no parameters,

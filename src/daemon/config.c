@@ -55,6 +55,7 @@ void config_init_defaults(Config *c) {
                 .require_superblock_ro = true,
                 .trust.evidence = EVIDENCE_DEFAULT,
         };
+        policy_init(&c->policy);
 }
 
 int config_default_trusted_root(char **ret) {
@@ -112,6 +113,7 @@ void config_done(Config *c) {
         strv_free(c->trusted_roots);
         root_config_done(&c->trust);
         root_config_array_free(c->roots, c->n_roots);
+        policy_done(&c->policy);
         *c = (Config) {};
 }
 

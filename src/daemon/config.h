@@ -4,8 +4,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "parse-util.h"
+#include "policy.h"
 
 /* The settings of a trusted root: which kinds of evidence vouch for its module files, and what that
  * evidence is checked against. [Trust] holds every root's; a [Root] section those of one root, and
@@ -38,11 +40,14 @@ typedef struct Config {
         unsigned workers;               /* [Load] Workers=, 1..CONFIG_WORKERS_MAX */
         char **load_alone;              /* [Load] LoadAlone=, canonical module names (with '_') */
         uint64_t idle_exit_usec;        /* [Manager] IdleExitSec=, 0 means never */
+        bool have_read_group;           /* [Manager] ReadGroup=: its members may use Explain */
+        gid_t read_group;
         char **trusted_roots;           /* [Trust] TrustedRoot=, absolute paths; NULL: the default */
         bool require_superblock_ro;     /* [Trust] RequireReadOnlySuperblock=; no adds "ownership" */
         RootConfig trust;               /* [Trust] Evidence=, RootHash=, ...: every root's settings */
         RootConfig *roots;              /* [Root] sections, as written */
         size_t n_roots;
+        Policy policy;                  /* [Policy], [Source] and [Parameters] */
 } Config;
 
 /* /usr/lib/modules/$(uname -r), the trusted root when TrustedRoot= is empty. */

@@ -231,6 +231,8 @@ void journal_record_module(const Requester *who, unsigned n_requesters, const Mo
         }
         if (r->reason)
                 record_add(&rec, "MODGATE_REASON=%s", r->reason);
+        if (r->outcome == OUTCOME_DENIED)
+                record_add(&rec, "MODGATE_VERDICT=origin");
         if (r->command)
                 record_add(&rec, "MODGATE_REFUSED_COMMAND=%s", r->command);
         if (r->cached)
@@ -256,6 +258,34 @@ void journal_record_not_found(const Requester *who, char *const *blacklisted) {
         /* A field per module, a few at most: a modalias that matches more is listed in the reply. */
         for (size_t i = 0; blacklisted && blacklisted[i] && i < BLACKLISTED_FIELDS_MAX; i++)
                 record_add(&rec, "MODGATE_BLACKLISTED=%s", blacklisted[i]);
+        record_send(&rec);
+}
+
+void journal_record_policy(const Requester *who, const PolicyRecord *pr) {
+        const char *what = pr->module ? "module" : "request";
+        const char *key = pr->module ?: who->name ?: who->modalias ?: "";
+        Record rec = {};
+
+        if (pr->would)
+                record_add(&rec, "MESSAGE=Policy would deny %s %s, loading it as the mode is permissive: %s.", what,
+                           key, pr->reason);
+        else
+                record_add(&rec, "MESSAGE=Policy denied %s %s: %s.", what, key, pr->reason);
+        record_add(&rec, "MESSAGE_ID=%s", pr->would ? MODGATE_MESSAGE_WOULD_DENY : MODGATE_MESSAGE_MODULE_DENIED);
+        record_add(&rec, "PRIORITY=%d", LOG_WARNING);
+        record_add(&rec, "MODGATE_OUTCOME=%s", pr->would ? "would_deny" : "denied");
+        record_add(&rec, "MODGATE_VERDICT=policy");
+        if (pr->module) {
+                record_add(&rec, "MODGATE_MODULE=%s", pr->module);
+                record_add(&rec, "MODGATE_ROLE=%s", role_to_string(pr->role));
+        }
+        record_requester(&rec, who);
+        record_add(&rec, "MODGATE_REASON=%s", pr->reason);
+        if (pr->rule)
+                record_add(&rec, "MODGATE_RULE=%s", pr->rule);
+        if (pr->parameter)
+                record_add(&rec, "MODGATE_PARAMETER=%s", pr->parameter);
+        record_add(&rec, "MODGATE_MODE=%s", pr->would ? "permissive" : "enforce");
         record_send(&rec);
 }
 

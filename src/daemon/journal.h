@@ -17,6 +17,7 @@
 #define MODGATE_MESSAGE_ROOT_PINNED "283c442698e34f96a0fb27a1446e33af"
 #define MODGATE_MESSAGE_ROOT_CHANGED "6612a8c94965478dbfa239919e1ab334"
 #define MODGATE_MESSAGE_CALLER_REFUSED "f68712d0c1414e768ead0ce5ff450860"
+#define MODGATE_MESSAGE_WOULD_DENY "ac5ab2e33ad24e5fb0c5cc6c3c2f8e4b"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -53,6 +54,19 @@ void journal_record_unload(const Requester *who, const char *module, int error, 
 /* A request refused because of who asked: the peer, what it asked (the claimed context, as
  * claimed) and why. */
 void journal_record_refused_caller(const Requester *who, const char *method, const char *reason);
+
+/* A decision of the module policy: a module, or a request key when module is NULL. */
+typedef struct PolicyRecord {
+        const char *module;
+        Role role;
+        const char *parameter;  /* a parameter the rule refused, when that was the reason */
+        const char *rule;       /* "FILE:LINE (Deny=...)", or NULL when no rule but the administrator's
+                                 * options refused a parameter */
+        const char *reason;     /* the whole sentence, with the chain through dependencies */
+        bool would;             /* permissive mode: recorded as would-deny, and the load goes on */
+} PolicyRecord;
+
+void journal_record_policy(const Requester *who, const PolicyRecord *pr);
 
 /* A trusted root pinned: its identity now, and what was recorded at its first pin this boot (NULL
  * when this is the first); changed when the two differ. */

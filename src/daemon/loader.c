@@ -344,9 +344,9 @@ static int check_name(int fd, ModuleResult *r) {
         return 0;
 }
 
-int loader_load(const LoadContext *ctx, ModuleResult *r) {
+/* Every check of loader_load(); *ret_fd the checked file when r has no reason after. */
+static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
         _cleanup_close_ int fd = -EBADF;
-        uint64_t start = now_usec();
         TrustedRoot *root;
         const char *rel = NULL;
         int q;
@@ -380,6 +380,25 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
                 return q;
 
         q = check_name(fd, r);
+        if (q < 0 || r->reason)
+                return q;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int loader_check(const LoadContext *ctx, ModuleResult *r) {
+        _cleanup_close_ int fd = -EBADF;
+
+        return open_checked(ctx, r, &fd);
+}
+
+int loader_load(const LoadContext *ctx, ModuleResult *r) {
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t start = now_usec();
+        int q;
+
+        q = open_checked(ctx, r, &fd);
+        r->duration_usec = now_usec() - start;
         if (q < 0 || r->reason)
                 return q;
 

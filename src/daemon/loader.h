@@ -79,4 +79,8 @@ int loader_verify_root(TrustedRoot *r, void *userdata);
  * Runs on a worker thread: touches nothing but r and read-only ctx. Returns 0, or -ENOMEM. */
 int loader_load(const LoadContext *ctx, ModuleResult *r);
 
+/* The same checks on the file as loader_load(), without loading it: for Explain. r has a reason when
+ * one failed. Runs on any thread. Returns 0, or -ENOMEM. */
+int loader_check(const LoadContext *ctx, ModuleResult *r);
+
 uint64_t now_usec(void);

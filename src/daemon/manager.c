@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "enforcement.h"
+#include "fileio.h"
 #include "kernel.h"
 #include "loader.h"
 #include "log.h"
@@ -201,6 +202,52 @@ finish:
         return r;
 }
 
+/* The kernel command line's module_blacklist=, modprobe.blacklist= and modgate.mode= join the
+ * configuration's policy, and over the result goes the digest that names it. */
+static int policy_complete(Policy *p, char ret_digest[SHA256_HEX_SIZE]) {
+        _cleanup_strv_free_ char **ignored = NULL;
+        _cleanup_free_ char *text = NULL;
+        uint8_t digest[SHA256_DIGEST_SIZE];
+        char cmdline[8192];
+        int r;
+
+        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
+        if (r < 0)
+                log_warning_errno(r, "Failed to read /proc/cmdline, its module_blacklist= and modgate.mode= are "
+                                  "not applied: %m");
+        else {
+                r = policy_add_cmdline(p, cmdline, &ignored);
+                if (r < 0)
+                        return r;
+        }
+        for (char **i = ignored; i && *i; i++)
+                log_warning("Ignoring %s on the kernel command line: not a module name or mode.", *i);
+
+        r = policy_serialize(p, &text);
+        if (r < 0)
+                return r;
+        r = sha256_buffer(text, strlen(text), digest);
+        if (r < 0)
+                return r;
+        sha256_to_hex(digest, ret_digest);
+        return 0;
+}
+
+static size_t policy_n_rules(const Policy *p) {
+        size_t n = p->global.n_rules + p->n_parameters;
+
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                n += p->sources[i].n_rules;
+        return n;
+}
+
+static void manager_log_policy(Manager *m, const char *verb) {
+        const Policy *p = &m->config.policy;
+
+        log_info("%s policy %.12s: %s, %s by default, %zu rules.", verb, m->policy_digest,
+                 policy_mode_to_string(p->mode), p->global.default_deny ? "deny" : "allow", policy_n_rules(p));
+}
+
 /* roothash= and usrhash= name the images the boot loader and the initrd verified: allowed for every
  * root. */
 static int manager_read_cmdline(Manager *m) {
@@ -259,20 +306,24 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return r;
 
+        r = policy_complete(&m->config.policy, m->policy_digest);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the module policy: %m");
+        manager_log_policy(m, "Loaded");
+
         r = peer_udev_rule_names(udev_rule_files, &m->udev_rule_names, &m->n_udev_rule_names);
         if (r < 0)
                 return log_oom();
 
-        r = scheduler_new(m->event,
-                          &(LoadContext) {
-                                  .roots = m->roots,
-                                  .n_roots = m->n_roots,
-                                  .kernel_compression = m->kernel_compression,
-                                  .cmdline_root_hashes = m->cmdline_root_hashes,
-                                  .probe_address = m->probe_address ?: PROBE_ADDRESS,
-                                  .runtime_dir = m->runtime_dir,
-                          },
-                          m->config.workers, &m->scheduler);
+        m->load_context = (LoadContext) {
+                .roots = m->roots,
+                .n_roots = m->n_roots,
+                .kernel_compression = m->kernel_compression,
+                .cmdline_root_hashes = m->cmdline_root_hashes,
+                .probe_address = m->probe_address ?: PROBE_ADDRESS,
+                .runtime_dir = m->runtime_dir,
+        };
+        r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
@@ -333,21 +384,36 @@ static int manager_arm_idle_timer(Manager *m) {
 }
 
 /* Settings that workers or pinned roots depend on wait for a restart; the rest apply now. */
-static void manager_reload_config(Manager *m) {
+int manager_reload(Manager *m, char **ret_error) {
         _cleanup_(config_done) Config c = {};
         _cleanup_free_ char *error = NULL;
+        char digest[SHA256_HEX_SIZE];
         int r;
+
+        (void) sd_notifyf(false, "RELOADING=1\nSTATUS=Reloading...\nMONOTONIC_USEC=%llu",
+                          (unsigned long long) now_usec());
 
         config_init_defaults(&c);
         r = config_load(&c, NULL, &error);
+        if (r >= 0)
+                r = policy_complete(&c.policy, digest);
         if (r < 0) {
-                log_error_errno(r, "Invalid configuration, keeping the running one: %s",
-                                error ?: "out of memory");
-                return;
+                log_error_errno(r, "Invalid configuration, keeping the running one: %s", error ?: "out of memory");
+                (void) sd_notify(false, "READY=1\nSTATUS=Processing requests (configuration not reloaded)...");
+                if (ret_error)
+                        *ret_error = TAKE_PTR(error);
+                return r;
         }
 
         if (c.workers != m->config.workers || !config_trust_equal(&c, &m->config))
                 log_notice("Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
+
+        /* Decisions are made on this thread only, so the swap is whole for every request. */
+        policy_done(&m->config.policy);
+        m->config.policy = c.policy;
+        policy_init(&c.policy);
+        memcpy(m->policy_digest, digest, sizeof(digest));
+        manager_log_policy(m, "Reloaded");
 
         if (!m->keep_load_alone) {
                 /* Jobs read the list only on this thread, when they are made. */
@@ -361,15 +427,6 @@ static void manager_reload_config(Manager *m) {
                 if (r < 0)
                         log_warning_errno(r, "Failed to arm the idle timer: %m");
         }
-}
-
-static int manager_reload(Manager *m) {
-        int r;
-
-        (void) sd_notifyf(false, "RELOADING=1\nSTATUS=Reloading...\nMONOTONIC_USEC=%llu",
-                          (unsigned long long) now_usec());
-
-        manager_reload_config(m);
 
         r = resolver_reload(m->resolver);
         if (r < 0)
@@ -383,7 +440,8 @@ static int manager_reload(Manager *m) {
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        return manager_reload(userdata);
+        (void) manager_reload(userdata, NULL);
+        return 0;
 }
 
 int manager_run(Manager *m) {

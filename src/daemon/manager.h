@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "resolver.h"
 #include "scheduler.h"
+#include "sha256.h"
 #include "trust.h"
 
 typedef struct LoadRequest LoadRequest;
@@ -21,7 +22,9 @@ typedef struct Manager {
         sd_varlink_server *varlink_server;
 
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
-        Config config;                  /* modgate.conf, with command-line options applied */
+        Config config;                  /* modgate.conf, with command-line options applied; its policy
+                                         * with the kernel command line's rules added */
+        char policy_digest[SHA256_HEX_SIZE]; /* of policy_serialize(): which policy is in force */
         bool keep_load_alone;           /* set on the command line: a reload leaves it */
         bool keep_idle_exit;
 
@@ -37,6 +40,7 @@ typedef struct Manager {
         UdevRuleName *udev_rule_names;  /* the modules udev's installed rules name to modgate-udev */
         size_t n_udev_rule_names;
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
+        LoadContext load_context;       /* what the workers check files with; Explain checks the same */
         Scheduler *scheduler;
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */
@@ -50,6 +54,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 /* Pins the trusted root, opens the module index and starts listening. Logs its errors. */
 int manager_startup(Manager *m);
 int manager_run(Manager *m);
+
+/* Reads the configuration again and puts its policy in force; the other settings as they allow
+ * (Workers= and the trust settings wait for the next start). On an invalid configuration nothing
+ * changes, and *ret_error (when not NULL) says which file and line. Returns 0 or -errno. */
+int manager_reload(Manager *m, char **ret_error);
 
 /* Notes that a client or a job did something, which postpones the idle exit. */
 void manager_touch(Manager *m);

@@ -99,8 +99,26 @@ static bool in_other_userns(pid_t pid) {
         return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
 }
 
+/* The "Groups:" of /proc/PID/status: decimal gids separated by blanks. */
+static size_t parse_groups(const char *s, gid_t *a, size_t max) {
+        size_t n = 0;
+
+        while (n < max) {
+                char *end;
+                unsigned long g;
+
+                s += strspn(s, " \t");
+                if (*s < '0' || *s > '9')
+                        break;
+                g = strtoul(s, &end, 10);
+                a[n++] = (gid_t) g;
+                s = end;
+        }
+        return n;
+}
+
 int peer_identify(sd_varlink *link, PeerIdentity *ret) {
-        char path[64], status[8192], field[64], cgroup[4096];
+        char path[64], status[8192], field[1024], cgroup[4096];
         unsigned long long capeff;
         PeerIdentity p = {};
         pid_t ppid, again;
@@ -119,6 +137,9 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
             status_field(status, "PPid", field, sizeof(field)) < 0)
                 return 0;
         ppid = (pid_t) strtol(field, NULL, 10);
+        (void) sd_varlink_get_peer_gid(link, &p.gid);
+        if (status_field(status, "Groups", field, sizeof(field)) >= 0)
+                p.n_groups = parse_groups(field, p.groups, ELEMENTSOF(p.groups));
 
         snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p.pid);
         if (read_small_file_at(AT_FDCWD, path, cgroup, sizeof(cgroup)) < 0)

@@ -459,6 +459,12 @@ int policy_judge_plan(const Policy *p, RequestSource source, const Plan *plan, M
         return 0;
 }
 
+const PolicyRule *policy_chain_rule(const ModuleVerdict *v, size_t i) {
+        while (v[i].via != SIZE_MAX)
+                i = v[i].via;
+        return v[i].self.rule;
+}
+
 int policy_chain(const Plan *plan, const ModuleVerdict *v, size_t i, char **ret) {
         _cleanup_free_ char *buf = NULL, *rule = NULL;
         size_t size = 0;

@@ -142,5 +142,8 @@ int policy_judge_plan(const Policy *p, RequestSource source, const Plan *plan, M
  * /etc/modgate/modgate.conf.d/50-cve.conf:3 (Deny=udp_tunnel)". */
 int policy_chain(const Plan *plan, const ModuleVerdict *v, size_t i, char **ret);
 
+/* The rule at the end of module i's chain: its own, or that of the dependency it is denied through. */
+const PolicyRule *policy_chain_rule(const ModuleVerdict *v, size_t i);
+
 /* "file:line (Deny=udp_tunnel)", or "the kernel command line (module_blacklist=udp_tunnel)". */
 int policy_rule_describe(const PolicyRule *r, char **ret);

@@ -5,12 +5,14 @@
 #include <sys/resource.h>
 #include <systemd/sd-json.h>
 
+#include "explain.h"
 #include "journal.h"
 #include "kernel.h"
 #include "load-parameters.h"
 #include "log.h"
 #include "module-name.h"
 #include "peer.h"
+#include "policy.h"
 #include "request.h"
 #include "scheduler.h"
 #include "strv.h"
@@ -25,6 +27,7 @@ typedef struct LoadRequest {
         size_t n_jobs;
         size_t n_pending;
         char **blacklisted;
+        sd_json_variant *denied;        /* softdeps the policy left out: {name, rule, reason} */
         sd_event_source *timeout;
         struct LoadRequest *prev, *next;
 } LoadRequest;
@@ -45,6 +48,7 @@ static void load_request_free(LoadRequest *req) {
         sd_varlink_unref(req->link);
         jobs_unref(req->jobs, req->n_jobs);
         strv_free(req->blacklisted);
+        sd_json_variant_unref(req->denied);
         free(req);
 }
 
@@ -98,7 +102,9 @@ static int load_request_reply(LoadRequest *req) {
                                 req->link,
                                 SD_JSON_BUILD_PAIR_VARIANT("modules", array),
                                 SD_JSON_BUILD_PAIR_CONDITION(!!req->blacklisted && !!req->blacklisted[0],
-                                                             "blacklisted", SD_JSON_BUILD_STRV(req->blacklisted)));
+                                                             "blacklisted", SD_JSON_BUILD_STRV(req->blacklisted)),
+                                SD_JSON_BUILD_PAIR_CONDITION(!!req->denied, "denied",
+                                                             SD_JSON_BUILD_VARIANT(req->denied)));
         if (f->command)
                 return sd_varlink_errorbo(req->link, "io.modgate.Manager.InstallCommandRefused",
                                           SD_JSON_BUILD_PAIR_STRING("module", f->name),
@@ -238,6 +244,166 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
         return 1;
 }
 
+static bool policy_permissive(Manager *m) {
+        return m->config.policy.mode == POLICY_PERMISSIVE;
+}
+
+/* A DenyRequest= refuses the key itself, whatever it would resolve to. Returns 1 to go on. */
+static int load_judge_key(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who) {
+        _cleanup_free_ char *rule = NULL, *reason = NULL;
+        const char *key = p->name ?: p->modalias;
+        PolicyVerdict v;
+
+        if (!key)
+                return 1;
+        v = policy_check_request(&m->config.policy, who->source, key);
+        if (v.verdict == VERDICT_ALLOW)
+                return 1;
+        if (policy_rule_describe(v.rule, &rule) < 0 || asprintf(&reason, "request %s denied by %s", key, rule) < 0)
+                return log_oom();
+        journal_record_policy(who, &(PolicyRecord) { .rule = rule, .reason = reason, .would = policy_permissive(m) });
+        if (policy_permissive(m))
+                return 1;
+        return sd_varlink_errorbo(link, "io.modgate.Manager.PolicyDenied", SD_JSON_BUILD_PAIR_STRING("request", key),
+                                  SD_JSON_BUILD_PAIR_STRING("rule", rule), SD_JSON_BUILD_PAIR_STRING("reason", reason));
+}
+
+/* Records plan module i as denied by the policy (or would be), and gives the rule and reason. */
+static int record_module_denial(Manager *m, const Requester *who, const Plan *plan, const ModuleVerdict *v,
+                                size_t i, char **ret_rule, char **ret_reason) {
+        _cleanup_free_ char *rule = NULL, *reason = NULL;
+
+        if (policy_rule_describe(policy_chain_rule(v, i), &rule) < 0 || policy_chain(plan, v, i, &reason) < 0)
+                return -ENOMEM;
+        journal_record_policy(who, &(PolicyRecord) {
+                                      .module = plan->specs[i].name,
+                                      .role = plan->specs[i].role,
+                                      .rule = rule,
+                                      .reason = reason,
+                                      .would = policy_permissive(m),
+                              });
+        *ret_rule = TAKE_PTR(rule);
+        *ret_reason = TAKE_PTR(reason);
+        return 0;
+}
+
+/* Parameters go to the one module a request names, within its [Parameters] rule, and never over an
+ * option the administrator set. Returns 1 to go on. */
+static int load_judge_parameters(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
+                                 const Plan *plan) {
+        _cleanup_free_ char *rule = NULL, *reason = NULL;
+        const ModuleSpec *spec = NULL;
+        const char *word;
+        PolicyVerdict v;
+        char buf[256];
+        int k;
+
+        if (!p->parameters || !p->parameters[0])
+                return 1;
+        for (size_t i = 0; i < plan->n_specs; i++) {
+                if (plan->specs[i].role != ROLE_REQUESTED)
+                        continue;
+                if (spec)
+                        return sd_varlink_errorbo(
+                                        link, "io.modgate.Manager.ParameterDenied",
+                                        SD_JSON_BUILD_PAIR_STRING("module", spec->name),
+                                        SD_JSON_BUILD_PAIR_STRING("parameter", p->parameters),
+                                        SD_JSON_BUILD_PAIR_STRING("reason", "parameters are for one module, and this "
+                                                                  "request matches several: ask for the module by "
+                                                                  "name"));
+                spec = plan->specs + i;
+        }
+        if (!spec)
+                return 1;
+
+        v = policy_check_parameters(&m->config.policy, spec->name, spec->options, p->parameters, buf, sizeof(buf),
+                                    &word);
+        if (v.verdict == VERDICT_ALLOW)
+                return 1;
+        if (v.admin_option)
+                k = asprintf(&reason, "%s would override the administrator's option for %s (\"%s\", from "
+                             "modprobe.d or the kernel command line)", word, spec->name, spec->options);
+        else if (policy_rule_describe(v.rule, &rule) >= 0)
+                k = asprintf(&reason, "%s is not allowed for %s by %s", word ?: p->parameters, spec->name, rule);
+        else
+                k = -1;
+        if (k < 0)
+                return log_oom();
+        journal_record_policy(who, &(PolicyRecord) {
+                                      .module = spec->name,
+                                      .role = spec->role,
+                                      .parameter = word ?: p->parameters,
+                                      .rule = rule,
+                                      .reason = reason,
+                                      .would = policy_permissive(m),
+                              });
+        if (policy_permissive(m))
+                return 1;
+        return sd_varlink_errorbo(link, "io.modgate.Manager.ParameterDenied",
+                                  SD_JSON_BUILD_PAIR_STRING("module", spec->name),
+                                  SD_JSON_BUILD_PAIR_STRING("parameter", word ?: p->parameters),
+                                  SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
+                                  SD_JSON_BUILD_PAIR_STRING("reason", reason));
+}
+
+/* The policy's word on every module of the plan, before anything loads. A denied requested module
+ * (itself or through a hard dependency) denies the request; a denied softdep is left out, and
+ * listed in ret_denied for the reply. In permissive mode each is a would-deny and nothing changes.
+ * Returns 1 to go on, with *plan maybe replaced by the filtered *owned. */
+static int load_judge_plan(Manager *m, sd_varlink *link, const Requester *who, const Plan **plan, Plan **owned,
+                           sd_json_variant **ret_denied) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
+        _cleanup_free_ ModuleVerdict *v = NULL;
+        _cleanup_free_ bool *drop = NULL;
+        Plan *filtered = NULL;
+        size_t first;
+        int r;
+
+        r = policy_judge_plan(&m->config.policy, who->source, *plan, &v, &first);
+        if (r < 0)
+                return log_oom();
+        if (first != SIZE_MAX && !policy_permissive(m)) {
+                _cleanup_free_ char *rule = NULL, *reason = NULL;
+
+                if (record_module_denial(m, who, *plan, v, first, &rule, &reason) < 0)
+                        return log_oom();
+                return sd_varlink_errorbo(link, "io.modgate.Manager.PolicyDenied",
+                                          SD_JSON_BUILD_PAIR_STRING("module", (*plan)->specs[first].name),
+                                          SD_JSON_BUILD_PAIR_STRING("rule", rule),
+                                          SD_JSON_BUILD_PAIR_STRING("reason", reason));
+        }
+
+        drop = calloc((*plan)->n_specs ?: 1, sizeof(bool));
+        if (!drop)
+                return log_oom();
+        for (size_t i = 0; i < (*plan)->n_specs; i++) {
+                _cleanup_free_ char *rule = NULL, *reason = NULL;
+
+                if (!v[i].denied)
+                        continue;
+                if (record_module_denial(m, who, *plan, v, i, &rule, &reason) < 0)
+                        return log_oom();
+                drop[i] = !policy_permissive(m);
+                r = sd_json_variant_append_arraybo(&denied, SD_JSON_BUILD_PAIR_STRING("name", (*plan)->specs[i].name),
+                                                   SD_JSON_BUILD_PAIR_STRING("rule", rule),
+                                                   SD_JSON_BUILD_PAIR_STRING("reason", reason));
+                if (r < 0)
+                        return log_oom();
+        }
+        if (!denied || policy_permissive(m)) {
+                *ret_denied = NULL;
+                return 1;
+        }
+
+        r = plan_filter(*plan, drop, &filtered);
+        if (r < 0)
+                return log_error_errno(r, "Failed to leave denied softdeps out of the plan: %m");
+        plan_free(*owned);
+        *plan = *owned = filtered;
+        *ret_denied = TAKE_PTR(denied);
+        return 1;
+}
+
 static LoadRequest *load_request_new(Manager *m) {
         LoadRequest *req = calloc(1, sizeof(*req));
 
@@ -253,7 +419,7 @@ static LoadRequest *load_request_new(Manager *m) {
 }
 
 static int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,
-                      const Requester *who, const Plan *plan) {
+                      const Requester *who, const Plan *plan, sd_json_variant *denied) {
         const char *conflict = NULL;
         LoadRequest *req;
         int r = 0;
@@ -261,6 +427,7 @@ static int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t fl
         req = load_request_new(m);
         if (!req)
                 return -ENOMEM;
+        req->denied = sd_json_variant_ref(denied);
         req->blacklisted = strv_copy_n(plan->blacklisted, plan->n_blacklisted);
         if (!req->blacklisted) {
                 load_request_free(req);
@@ -339,6 +506,7 @@ static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, 
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
         _cleanup_(plan_freep) Plan *owned = NULL;
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
         Manager *m = userdata;
         LoadParameters p = {};
         LoadRefusal refusal = {};
@@ -402,11 +570,23 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (r <= 0)
                 return r;
 
+        r = load_judge_key(m, link, &p, &who);
+        if (r <= 0)
+                return r;
+
         r = load_plan(m, link, &p, &who, &plan, &owned);
         if (r <= 0)
                 return r;
 
-        return load_start(m, link, flags, &p, &who, plan);
+        r = load_judge_parameters(m, link, &p, &who, plan);
+        if (r <= 0)
+                return r;
+
+        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
+        if (r <= 0)
+                return r;
+
+        return load_start(m, link, flags, &p, &who, plan, denied);
 }
 
 static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error, const char *reason) {
@@ -550,6 +730,75 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         return unload(userdata, link, &who, name);
 }
 
+static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                             void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
+        Manager *m = userdata;
+        LoadParameters p = {};
+        LoadRefusal refusal = {};
+        Requester who;
+        int r;
+
+        manager_touch(m);
+        r = load_parameters_parse(parameters, &p, &refusal);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return reply_refusal(link, &p, &refusal);
+
+        who = (Requester) { .name = (char *) p.name, .modalias = (char *) p.modalias, .path = (char *) p.path,
+                            .source = p.context.source, .seqnum = -1 };
+        r = peer_identify(link, &peer);
+        if (r < 0)
+                return r;
+        requester_set_peer(&who, &peer);
+        r = check_caller(m, link, &peer,
+                         &(AuthRequest) {
+                                 .method = AUTH_READ,
+                                 .have_read_group = m->config.have_read_group,
+                                 .read_group = m->config.read_group,
+                         },
+                         &who, "Explain");
+        if (r <= 0)
+                return r;
+
+        r = explain_request(m, &p, &reply);
+        if (r < 0)
+                return log_error_errno(r, "Failed to explain the request: %m");
+        return sd_varlink_reply(link, reply);
+}
+
+static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                            void *userdata) {
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
+        _cleanup_free_ char *error = NULL;
+        Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
+        Manager *m = userdata;
+        int r;
+
+        manager_touch(m);
+        r = sd_varlink_dispatch(link, parameters, NULL, NULL);
+        if (r != 0)
+                return r;
+        r = peer_identify(link, &peer);
+        if (r < 0)
+                return r;
+        requester_set_peer(&who, &peer);
+        r = check_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_RELOAD }, &who, "Reload");
+        if (r <= 0)
+                return r;
+
+        r = manager_reload(m, &error);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_varlink_errorbo(link, "io.modgate.Manager.ConfigurationInvalid",
+                                          SD_JSON_BUILD_PAIR_STRING("reason", error ?: strerror(-r)));
+        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
+                                  SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)));
+}
+
 /* Every connection is an fd, and so is every module file a worker opens: stay below the fd limit,
  * or accepting fails and sd-varlink stops listening. */
 static unsigned connections_max(Manager *m) {
@@ -565,8 +814,9 @@ int manager_varlink_init(Manager *m) {
         _cleanup_(sd_varlink_server_unrefp) sd_varlink_server *s = NULL;
         int r;
 
-        r = sd_varlink_server_new(&s, SD_VARLINK_SERVER_ROOT_ONLY | SD_VARLINK_SERVER_ACCOUNT_UID |
-                                              SD_VARLINK_SERVER_INHERIT_USERDATA);
+        /* Not SD_VARLINK_SERVER_ROOT_ONLY: ReadGroup= may let others in, when the socket's mode does.
+         * Each method checks its caller (authorize()). */
+        r = sd_varlink_server_new(&s, SD_VARLINK_SERVER_ACCOUNT_UID | SD_VARLINK_SERVER_INHERIT_USERDATA);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate varlink server: %m");
 
@@ -583,7 +833,9 @@ int manager_varlink_init(Manager *m) {
         r = sd_varlink_server_bind_method_many(
                         s,
                         "io.modgate.Manager.Load", vl_method_load,
-                        "io.modgate.Manager.Unload", vl_method_unload);
+                        "io.modgate.Manager.Unload", vl_method_unload,
+                        "io.modgate.Manager.Explain", vl_method_explain,
+                        "io.modgate.Manager.Reload", vl_method_reload);
         if (r < 0)
                 return log_error_errno(r, "Failed to bind varlink methods: %m");
 

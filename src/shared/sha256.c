@@ -52,6 +52,17 @@ int sha256_fd(int fd, uint8_t ret[SHA256_DIGEST_SIZE]) {
         return 0;
 }
 
+int sha256_buffer(const void *p, size_t size, uint8_t ret[SHA256_DIGEST_SIZE]) {
+        uint8_t digest[EVP_MAX_MD_SIZE];
+        unsigned digest_size = 0;
+
+        if (EVP_Digest(p, size, digest, &digest_size, EVP_sha256(), NULL) != 1 ||
+            digest_size != SHA256_DIGEST_SIZE)
+                return -EIO;
+        memcpy(ret, digest, SHA256_DIGEST_SIZE);
+        return 0;
+}
+
 void sha256_to_hex(const uint8_t d[SHA256_DIGEST_SIZE], char ret[SHA256_HEX_SIZE]) {
         static const char digits[] = "0123456789abcdef";
 

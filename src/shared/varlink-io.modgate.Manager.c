@@ -73,6 +73,91 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_FIELD_COMMENT("The symbolic errno name, for example ENOEXEC"),
                 SD_VARLINK_DEFINE_FIELD(errnoName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
 
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                DeniedModule,
+                SD_VARLINK_DEFINE_FIELD(name, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The rule and where it is written: FILE:LINE (Deny=...), or the kernel "
+                                         "command line"),
+                SD_VARLINK_DEFINE_FIELD(rule, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The chain from the module to the rule, in words"),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                ExplainOrigin,
+                SD_VARLINK_FIELD_COMMENT("The origin check passed: the kernel would be handed this file"),
+                SD_VARLINK_DEFINE_FIELD(trusted, SD_VARLINK_BOOL, 0),
+                SD_VARLINK_FIELD_COMMENT("The evidence that holds: verity, read-only, manifest or ownership"),
+                SD_VARLINK_DEFINE_FIELD(evidence, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Why the file would not be handed to the kernel"),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(fstype, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("major:minor of the file system the file is on"),
+                SD_VARLINK_DEFINE_FIELD(device, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(inode, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(superblockReadOnly, SD_VARLINK_BOOL, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("What the file system is stored on, for example loop0 <- /srv/tree.erofs"),
+                SD_VARLINK_DEFINE_FIELD(backing, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(dmTarget, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(verityRootHash, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(fsverityDigest, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The SHA-256 of the file, when the manifest was consulted"),
+                SD_VARLINK_DEFINE_FIELD(sha256, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                ExplainModule,
+                SD_VARLINK_DEFINE_FIELD(name, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(role, Role, 0),
+                SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("modprobe.d's and the kernel command line's options for it"),
+                SD_VARLINK_DEFINE_FIELD(options, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Hard dependencies, live before it starts"),
+                SD_VARLINK_DEFINE_FIELD(requires, SD_VARLINK_STRING, SD_VARLINK_ARRAY),
+                SD_VARLINK_FIELD_COMMENT("Softdeps loaded before it"),
+                SD_VARLINK_DEFINE_FIELD(after, SD_VARLINK_STRING, SD_VARLINK_ARRAY),
+                SD_VARLINK_FIELD_COMMENT("In the kernel now: live, coming, going, builtin or absent"),
+                SD_VARLINK_DEFINE_FIELD(state, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The policy's verdict on it: allow or deny (itself or through a dependency)"),
+                SD_VARLINK_DEFINE_FIELD(policy, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The rule that allowed or denied it; null for an allow by default"),
+                SD_VARLINK_DEFINE_FIELD(rule, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The checks on its file, as a load would make them now; null when the "
+                                         "file would not be opened (builtin, live, or denied by the policy)"),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(origin, ExplainOrigin, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_METHOD(
+                Explain,
+                SD_VARLINK_FIELD_COMMENT("As for Load; nothing is loaded, and nothing is recorded"),
+                SD_VARLINK_DEFINE_INPUT(name, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_INPUT(modalias, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_INPUT(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_INPUT(parameters, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_INPUT_BY_TYPE(context, Context, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_INPUT(timeoutUSec, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("What a Load would do: load, already_loaded, denied, would_deny (permissive "
+                                         "mode: loads and records), untrusted, not_found"),
+                SD_VARLINK_DEFINE_OUTPUT(verdict, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The rule that decided, when the policy did"),
+                SD_VARLINK_DEFINE_OUTPUT(rule, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_OUTPUT(reason, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_OUTPUT(mode, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_OUTPUT(policyDigest, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The source the policy judged the request for"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(source, Source, 0),
+                SD_VARLINK_FIELD_COMMENT("The key asked for, before resolution; null for a path"),
+                SD_VARLINK_DEFINE_OUTPUT(key, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The verdict on the key itself (DenyRequest=): allow or deny"),
+                SD_VARLINK_DEFINE_OUTPUT(keyPolicy, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Every module the request resolves to, in load order"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(modules, ExplainModule, SD_VARLINK_ARRAY),
+                SD_VARLINK_DEFINE_OUTPUT(blacklisted, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_METHOD(
+                Reload,
+                SD_VARLINK_FIELD_COMMENT("The digest of the policy now in force (SHA-256 of its rules)"),
+                SD_VARLINK_DEFINE_OUTPUT(policyDigest, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_OUTPUT(mode, SD_VARLINK_STRING, 0));
+
 static SD_VARLINK_DEFINE_METHOD(
                 Load,
                 SD_VARLINK_FIELD_COMMENT("Module name or alias: letters, digits, '_' and '-', at most 55 "
@@ -92,7 +177,9 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_FIELD_COMMENT("Every module touched, in load order"),
                 SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(modules, ModuleResult, SD_VARLINK_ARRAY),
                 SD_VARLINK_FIELD_COMMENT("Modules the modalias matched that modprobe.d blacklists; not loaded"),
-                SD_VARLINK_DEFINE_OUTPUT(blacklisted, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE));
+                SD_VARLINK_DEFINE_OUTPUT(blacklisted, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Softdeps the policy denies, left out"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(denied, DeniedModule, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_METHOD(
                 Unload,
@@ -103,6 +190,31 @@ static SD_VARLINK_DEFINE_ERROR(
                 PermissionDenied,
                 SD_VARLINK_FIELD_COMMENT("Why this caller may not ask this: the capability it lacks, the source it "
                                          "claimed and is not, the device it named and that is not so"),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                PolicyDenied,
+                SD_VARLINK_FIELD_COMMENT("The requested module that is denied, itself or through a dependency"),
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The request key, when DenyRequest= denied the key itself"),
+                SD_VARLINK_DEFINE_FIELD(request, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(rule, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("For example: vxlan needs udp_tunnel, denied by FILE:3 (Deny=udp_tunnel)"),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                ParameterDenied,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The parameter that was refused, key=value"),
+                SD_VARLINK_DEFINE_FIELD(parameter, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The [Parameters] section or RequestParameters= that refused it; null when "
+                                         "it would override an option the administrator set"),
+                SD_VARLINK_DEFINE_FIELD(rule, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                ConfigurationInvalid,
+                SD_VARLINK_FIELD_COMMENT("The first error, with its file and line; the running policy stays"),
                 SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, 0));
 
 static SD_VARLINK_DEFINE_ERROR(
@@ -198,6 +310,12 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_type_Context,
                 SD_VARLINK_SYMBOL_COMMENT("One module touched by a request"),
                 &vl_type_ModuleResult,
+                SD_VARLINK_SYMBOL_COMMENT("A softdep the policy left out of a load"),
+                &vl_type_DeniedModule,
+                SD_VARLINK_SYMBOL_COMMENT("The checks on a module's file, as Explain sees them"),
+                &vl_type_ExplainOrigin,
+                SD_VARLINK_SYMBOL_COMMENT("One module of an explained request"),
+                &vl_type_ExplainModule,
                 SD_VARLINK_SYMBOL_COMMENT("Load a module with its dependencies and softdeps. Each file is opened "
                                           "beneath a trusted root, checked on the open descriptor and handed "
                                           "to finit_module(2). Requests for a module already loading join "
@@ -205,6 +323,23 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_method_Load,
                 SD_VARLINK_SYMBOL_COMMENT("Unload a module that nothing uses: delete_module(2), never forced"),
                 &vl_method_Unload,
+                SD_VARLINK_SYMBOL_COMMENT("What a Load of the same request would do, step by step: resolution, "
+                                          "the policy on the key and on each module, each module's state and the "
+                                          "origin checks on its file. Nothing is loaded. For root and ReadGroup="),
+                &vl_method_Explain,
+                SD_VARLINK_SYMBOL_COMMENT("Read modgate.conf again and put its policy in force, as SIGHUP does. An "
+                                          "invalid configuration changes nothing. Needs CAP_SYS_MODULE"),
+                &vl_method_Reload,
+                SD_VARLINK_SYMBOL_COMMENT("The module policy denies the request: a Deny=, an allowlist without an "
+                                          "Allow= for it, a DenyRequest= on the key, or the kernel command line's "
+                                          "module_blacklist="),
+                &vl_error_PolicyDenied,
+                SD_VARLINK_SYMBOL_COMMENT("A request parameter the module's [Parameters] rule does not allow, one "
+                                          "that would override the administrator's options, or parameters for a "
+                                          "request that matches more than one module"),
+                &vl_error_ParameterDenied,
+                SD_VARLINK_SYMBOL_COMMENT("Reload found an error in the configuration"),
+                &vl_error_ConfigurationInvalid,
                 SD_VARLINK_SYMBOL_COMMENT("The name has characters, a length or a form that no module has"),
                 &vl_error_InvalidName,
                 SD_VARLINK_SYMBOL_COMMENT("The modalias is empty, too long, or has control or space characters"),

@@ -144,7 +144,9 @@ TEST(udevd_without_capability) {
         r.devpath = NULL;
         check_refused(&udevd, &r, "udevd's requests must name their device (context.source \"udev\" and devpath)");
         r = (AuthRequest) { .method = AUTH_UNLOAD, .name = "ms_block" };
-        check_refused(&udevd, &r, "udevd may load modules, not unload them, without CAP_SYS_MODULE");
+        check_refused(&udevd, &r, "udevd may only load modules without CAP_SYS_MODULE");
+        r = (AuthRequest) { .method = AUTH_RELOAD };
+        check_refused(&udevd, &r, "udevd may only load modules without CAP_SYS_MODULE");
 
         /* In another user namespace, the unit's name is no credential. */
         udevd.other_userns = true;
@@ -152,6 +154,36 @@ TEST(udevd_without_capability) {
                             .devpath = "/devices/x", .device_exists = true, .device_subsystem = "tifm",
                             .rule_names = names, .n_rule_names = ELEMENTSOF(names) };
         check_refused(&udevd, &r, "pid 400 (systemd-udevd.service) lacks CAP_SYS_MODULE in the initial user namespace");
+}
+
+/* Reload changes the policy: the capability, as for Load. */
+TEST(reload) {
+        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true };
+        PeerIdentity root = { .known = true, .pid = 101, .unit = (char *) "foo.service" };
+        AuthRequest r = { .method = AUTH_RELOAD };
+
+        check_allowed(&admin, &r);
+        check_refused(&root, &r, "pid 101 (foo.service) lacks CAP_SYS_MODULE");
+}
+
+/* Reporting needs no capability: root, or a member of ReadGroup=, by primary or supplementary group. */
+TEST(read) {
+        PeerIdentity root = { .known = true, .pid = 100, .uid = 0 };
+        PeerIdentity user = { .known = true, .pid = 101, .uid = 1000, .gid = 1000, .groups = { 24, 27 }, .n_groups = 2 };
+        PeerIdentity member = { .known = true, .pid = 102, .uid = 1001, .gid = 990 };
+        PeerIdentity gone = { .pid = 103, .uid = 0 };
+        AuthRequest r = { .method = AUTH_READ };
+
+        check_allowed(&root, &r);
+        check_refused(&user, &r, "uid 1000 is not root, and no ReadGroup= is configured");
+        check_refused(&gone, &r, "the caller's identity cannot be read (it has exited, or is not a process)");
+        r.have_read_group = true;
+        r.read_group = 990;
+        check_allowed(&member, &r);
+        check_refused(&user, &r, "uid 1000 is neither root nor in group 990 (ReadGroup=)");
+        r.read_group = 27;
+        check_allowed(&user, &r);
+        check_allowed(&root, &r);
 }
 
 static void check_unit(const char *text, int want_r, const char *want_unit, bool want_system, bool want_root) {
@@ -211,6 +243,8 @@ int main(void) {
         RUN(capability);
         RUN(source_claims);
         RUN(udevd_without_capability);
+        RUN(reload);
+        RUN(read);
         RUN(cgroup);
         RUN(unit_names_are_not_credentials);
         return tests_done();

@@ -83,6 +83,21 @@ TEST(known_inputs) {
         check_fd_digest(abc, "88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589");
 }
 
+static void check_buffer_digest(const void *p, size_t size, const char *want) {
+        uint8_t d[SHA256_DIGEST_SIZE];
+        char hex[SHA256_HEX_SIZE];
+
+        check(sha256_buffer(p, size, d) == 0);
+        sha256_to_hex(d, hex);
+        check_streq(hex, want);
+}
+
+TEST(buffer) {
+        check_buffer_digest("", 0, SHA256_EMPTY);
+        check_buffer_digest("abc", 3, SHA256_ABC);
+        check_buffer_digest("abcd", 4, "88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589");
+}
+
 TEST(offset_does_not_move) {
         _cleanup_tmp_root_ char *root = tmp_root_new();
         _cleanup_close_ int fd = -EBADF;
@@ -187,6 +202,7 @@ TEST(bad_hex) {
 
 int main(void) {
         RUN(known_inputs);
+        RUN(buffer);
         RUN(offset_does_not_move);
         RUN(read_errors);
         RUN(hex_round_trip);
