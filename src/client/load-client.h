@@ -19,7 +19,7 @@ typedef enum LoadVerdict {
         LOAD_VERDICT_LOADED,            /* every module loaded, already loaded or builtin */
         LOAD_VERDICT_NOT_FOUND,         /* ModuleNotFound */
         LOAD_VERDICT_BLACKLISTED,       /* ModuleNotFound, and modprobe.d blacklists every match */
-        LOAD_VERDICT_DENIED,            /* UntrustedOrigin: a file failed the origin check */
+        LOAD_VERDICT_DENIED,            /* UntrustedOrigin, PolicyDenied, ParameterDenied */
         LOAD_VERDICT_INSTALL_REFUSED,   /* InstallCommandRefused */
         LOAD_VERDICT_TIMEOUT,           /* io.modgate.Manager.Timeout: the load goes on in the daemon */
         LOAD_VERDICT_FAILED,            /* LoadFailed, or an error this client does not know */

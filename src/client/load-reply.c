@@ -58,7 +58,8 @@ LoadVerdict load_verdict_from_reply(const char *error_id, sd_json_variant *param
         if (error_is(error_id, "ModuleNotFound"))
                 return field_elements(parameters, "blacklisted") > 0 ? LOAD_VERDICT_BLACKLISTED
                                                                       : LOAD_VERDICT_NOT_FOUND;
-        if (error_is(error_id, "UntrustedOrigin"))
+        if (error_is(error_id, "UntrustedOrigin") || error_is(error_id, "PolicyDenied") ||
+            error_is(error_id, "ParameterDenied"))
                 return LOAD_VERDICT_DENIED;
         if (error_is(error_id, "InstallCommandRefused"))
                 return LOAD_VERDICT_INSTALL_REFUSED;
@@ -153,6 +154,11 @@ static void describe_error(FILE *f, const char *error_id, sd_json_variant *param
                 (void) put_names(f, parameters, "blacklisted", NULL);
                 break;
         case LOAD_VERDICT_DENIED:
+                /* The policy's reason names its rule already: "vxlan needs udp_tunnel, denied by F:3 ...". */
+                if (!error_is(error_id, "UntrustedOrigin")) {
+                        fprintf(f, "the module policy denies it: %s", reason ?: "no reason given");
+                        break;
+                }
                 fprintf(f, "modgate refused %s: %s", module ?: "a module", reason ?: "untrusted origin");
                 if (path)
                         fprintf(f, " (%s)", path);

@@ -578,11 +578,11 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (r <= 0)
                 return r;
 
-        r = load_judge_parameters(m, link, &p, &who, plan);
+        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
         if (r <= 0)
                 return r;
 
-        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
+        r = load_judge_parameters(m, link, &p, &who, plan);
         if (r <= 0)
                 return r;
 

@@ -35,6 +35,8 @@ TEST(verdicts) {
         check(verdict("io.modgate.Manager.ModuleNotFound", "{\"blacklisted\":[\"nouveau\"]}") ==
               LOAD_VERDICT_BLACKLISTED);
         check(verdict("io.modgate.Manager.UntrustedOrigin", "{}") == LOAD_VERDICT_DENIED);
+        check(verdict("io.modgate.Manager.PolicyDenied", "{}") == LOAD_VERDICT_DENIED);
+        check(verdict("io.modgate.Manager.ParameterDenied", "{}") == LOAD_VERDICT_DENIED);
         check(verdict("io.modgate.Manager.InstallCommandRefused", "{}") == LOAD_VERDICT_INSTALL_REFUSED);
         check(verdict("io.modgate.Manager.Timeout", "{\"pending\":[\"a\"]}") == LOAD_VERDICT_TIMEOUT);
         check(verdict("io.modgate.Manager.LoadFailed", "{}") == LOAD_VERDICT_FAILED);
@@ -77,7 +79,7 @@ TEST(describe_success) {
 }
 
 TEST(describe_errors) {
-        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *f = NULL;
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *f = NULL, *g = NULL;
 
         a = describe("io.modgate.Manager.ModuleNotFound", "{\"blacklisted\":[\"nouveau\"]}", NULL);
         check_streq(a, "every match is blacklisted in modprobe.d: nouveau");
@@ -95,6 +97,12 @@ TEST(describe_errors) {
         f = describe("io.modgate.Manager.InstallCommandRefused",
                      "{\"module\":\"m\",\"command\":\"/bin/true\",\"modules\":[]}", NULL);
         check_streq(f, "modprobe.d has an install command for m, which modgate does not run: /bin/true");
+        g = describe("io.modgate.Manager.PolicyDenied",
+                     "{\"module\":\"vxlan\",\"rule\":\"/etc/modgate/modgate.conf:3 (Deny=udp_tunnel)\","
+                     "\"reason\":\"vxlan needs udp_tunnel, denied by /etc/modgate/modgate.conf:3 (Deny=udp_tunnel)\"}",
+                     NULL);
+        check_streq(g, "the module policy denies it: vxlan needs udp_tunnel, denied by /etc/modgate/modgate.conf:3 "
+                    "(Deny=udp_tunnel)");
 }
 
 TEST(daemon_timeout) {
