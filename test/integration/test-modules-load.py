@@ -112,6 +112,11 @@ def main():
                                ("from_direct", os.path.join(work, "direct.conf"))]), sent
         res, sent = modules_load("--root=" + root, "nonexistent.conf")
         assert res.returncode == 1 and sent == [], res
+        # A name is looked up as the directories are listed: a mask hides it, quietly.
+        write(root, "/usr/lib/modules-load.d/m.conf", "masked_m\n")
+        os.symlink("/dev/null", root + "/etc/modules-load.d/m.conf")
+        res, sent = modules_load("--root=" + root, "m.conf")
+        assert res.returncode == 0 and sent == [], res
 
     def case_semantics():
         root = new_root()
