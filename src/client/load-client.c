@@ -8,6 +8,7 @@
 #include <systemd/sd-varlink.h>
 
 #include "load-client.h"
+#include "load-parameters.h"
 #include "macro.h"
 
 /* At most this much of the time left is kept back to receive the daemon's Timeout answer. */
@@ -89,6 +90,25 @@ static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *e
         return 0;
 }
 
+/* The daemon's own checks, on what is about to be sent: a request it would refuse as invalid is
+ * refused here with its error and its words, and no connection is made for it. Returns 1 when
+ * refused. */
+static int request_check(LoadRequest *req, sd_json_variant *params) {
+        _cleanup_free_ char *detail = NULL;
+        LoadParameters p;
+        LoadRefusal f = {};
+        int r;
+
+        r = load_parameters_parse(params, &p, &f);
+        if (r <= 0)
+                return r;
+        r = load_refusal_describe(&f, &detail);
+        if (r < 0)
+                return r;
+        request_set(req, LOAD_VERDICT_INVALID, 0, f.error, detail);
+        return 1;
+}
+
 /* Connects and sends one request. A request that cannot be sent gets its verdict here. */
 static int slot_start(Slot *s) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
@@ -118,6 +138,9 @@ static int slot_start(Slot *s) {
                                                         SD_JSON_BUILD_UNSIGNED(daemon_timeout)));
         if (r < 0)
                 return r;
+        r = request_check(req, params);
+        if (r != 0)
+                return r < 0 ? r : 0;
 
         r = sd_varlink_connect_address(&s->link, o->address ?: MODGATE_VARLINK_ADDRESS);
         if (r < 0) {

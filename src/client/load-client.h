@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <systemd/sd-json.h>
 
+#include "load-parameters.h"
 #include "parse-util.h"
 
 /* The client side of io.modgate.Manager.Load, shared by the small programs that forward requests to
@@ -23,7 +24,8 @@ typedef enum LoadVerdict {
         LOAD_VERDICT_INSTALL_REFUSED,   /* InstallCommandRefused */
         LOAD_VERDICT_TIMEOUT,           /* io.modgate.Manager.Timeout: the load goes on in the daemon */
         LOAD_VERDICT_FAILED,            /* LoadFailed, or an error this client does not know */
-        LOAD_VERDICT_INVALID,           /* the daemon refused the request itself (name, modalias, ...) */
+        LOAD_VERDICT_INVALID,           /* the request itself is invalid (name, modalias, ...): refused
+                                         * by the daemon, or unsent by its checks run here */
         LOAD_VERDICT_NO_REPLY,          /* no answer before this client's own deadline */
         LOAD_VERDICT_UNREACHABLE,       /* no connection, or the connection broke */
         _LOAD_VERDICT_MAX,
@@ -51,10 +53,12 @@ typedef struct LoadOptions {
         unsigned max_parallel;          /* connections at once; 0 for 1 */
 } LoadOptions;
 
-/* Sends every request and waits for the answers or the deadline. With a finite timeout, each request
- * carries a timeoutUSec a little shorter than the time left, so that the daemon answers Timeout
- * before this client gives up. Returns 0 (each outcome is in its request) or -errno when the event
- * loop itself failed. Does not log. */
+/* Sends every request and waits for the answers or the deadline. A request that the daemon would
+ * refuse as invalid (load_parameters_parse()) is not sent: it gets LOAD_VERDICT_INVALID and the
+ * daemon's error and reason at once. With a finite timeout, each request carries a timeoutUSec a
+ * little shorter than the time left, so that the daemon answers Timeout before this client gives
+ * up. Returns 0 (each outcome is in its request) or -errno when the event loop itself failed.
+ * Does not log. */
 int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n);
 void load_requests_done(LoadRequest *reqs, size_t n);
 
@@ -65,6 +69,8 @@ uint64_t load_daemon_timeout(uint64_t left_usec);
 LoadVerdict load_verdict_from_reply(const char *error_id, sd_json_variant *parameters);
 int load_reply_describe(const char *error_id, sd_json_variant *parameters, char **ret_detail,
                         size_t *ret_n_loaded);
+/* The words for a request refused before it was sent: the daemon's error and reason. */
+int load_refusal_describe(const LoadRefusal *f, char **ret_detail);
 
 /* "60", "1.5", "60s", "500ms": a timeout for --timeout=, more than 0 and at most an hour. */
 int parse_timeout(const char *s, uint64_t *ret_usec);

@@ -219,6 +219,18 @@ int load_reply_describe(const char *error_id, sd_json_variant *parameters, char 
         return 0;
 }
 
+int load_refusal_describe(const LoadRefusal *f, char **ret_detail) {
+        const char *why = f->reason ?: f->field;
+        char *s;
+
+        /* As describe_error() words the daemon's refusal, but saying that it was not sent. */
+        if (asprintf(&s, "refused before asking modgated: %s%s%s%s", f->error, why ? " (" : "", why ?: "",
+                     why ? ")" : "") < 0)
+                return -ENOMEM;
+        *ret_detail = s;
+        return 0;
+}
+
 int parse_timeout(const char *s, uint64_t *ret_usec) {
         uint64_t whole = 0, frac = 0, scale = USEC_PER_SEC, unit = USEC_PER_SEC, usec;
         const char *p = s;

@@ -9,8 +9,10 @@
 #include <systemd/sd-json.h>
 #include <systemd/sd-varlink.h>
 
+#include "load-parameters.h"
 #include "log.h"
 #include "macro.h"
+#include "module-name.h"
 
 #define DEFAULT_ADDRESS "/run/modgate/io.modgate"
 
@@ -51,6 +53,11 @@ static void print_modules(sd_json_variant *modules) {
         }
 }
 
+/* The daemon's refusals and the ones made here before asking it read alike. */
+static int log_refusal(int error, const char *what, const char *error_id, const char *reason) {
+        return log_error_errno(error, "%s: %s%s%s", what, error_id, reason ? ": " : "", reason ?: "");
+}
+
 static int print_reply(const char *what, sd_json_variant *reply, const char *error) {
         if (arg_json) {
                 sd_json_variant_dump(reply, SD_JSON_FORMAT_NEWLINE, stdout, NULL);
@@ -65,8 +72,7 @@ static int print_reply(const char *what, sd_json_variant *reply, const char *err
                 return log_error_errno(ENOENT, "%s: no such module.", what);
         if (strcmp(error, "io.modgate.Manager.ModuleInUse") == 0)
                 return log_error_errno(EBUSY, "%s: in use.", what);
-        return log_error_errno(EIO, "%s: %s%s%s", what, error, str(reply, "reason") ? ": " : "",
-                               str(reply, "reason") ?: "");
+        return log_refusal(EIO, what, error, str(reply, "reason"));
 }
 
 static int call(sd_varlink *vl, const char *method, const char *what, sd_json_variant *params) {
@@ -80,9 +86,13 @@ static int call(sd_varlink *vl, const char *method, const char *what, sd_json_va
         return print_reply(what, reply, error);
 }
 
-static int do_load(sd_varlink *vl, const char *arg) {
+/* Each verb builds its parameters and checks them as the daemon would: what it would refuse as
+ * invalid is refused here, in its words, and not sent. */
+static int build_load(const char *arg, sd_json_variant **ret) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *p = NULL;
         const char *key = arg_modalias ? "modalias" : arg[0] == '/' ? "path" : "name";
+        LoadParameters lp;
+        LoadRefusal f = {};
         int r;
 
         r = sd_json_buildo(&p, SD_JSON_BUILD_PAIR_STRING(key, arg),
@@ -90,15 +100,53 @@ static int do_load(sd_varlink *vl, const char *arg) {
                                                         SD_JSON_BUILD_STRING(arg_parameters)));
         if (r < 0)
                 return log_oom();
-        return call(vl, "io.modgate.Manager.Load", arg, p);
+        r = load_parameters_parse(p, &lp, &f);
+        if (r < 0)
+                return log_oom();
+        if (r > 0)
+                return log_refusal(EINVAL, arg, f.error, f.reason ?: f.field);
+
+        *ret = TAKE_PTR(p);
+        return 0;
 }
 
-static int do_unload(sd_varlink *vl, const char *arg) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *p = NULL;
-
-        if (sd_json_buildo(&p, SD_JSON_BUILD_PAIR_STRING("name", arg)) < 0)
+static int build_unload(const char *arg, sd_json_variant **ret) {
+        if (!module_name_is_valid(arg))
+                return log_refusal(EINVAL, arg, "io.modgate.Manager.InvalidName", NULL);
+        if (sd_json_buildo(ret, SD_JSON_BUILD_PAIR_STRING("name", arg)) < 0)
                 return log_oom();
-        return call(vl, "io.modgate.Manager.Unload", arg, p);
+        return 0;
+}
+
+typedef struct Verb {
+        const char *name;
+        const char *method;
+        int (*build)(const char *arg, sd_json_variant **ret);
+} Verb;
+
+static const Verb verbs[] = {
+        { "load", "io.modgate.Manager.Load", build_load },
+        { "unload", "io.modgate.Manager.Unload", build_unload },
+};
+
+/* Asks for each argument whose request was built; connects only when there is one. */
+static int send_all(const Verb *verb, char **args, sd_json_variant **params, size_t n) {
+        _cleanup_(sd_varlink_flush_close_unrefp) sd_varlink *vl = NULL;
+        int r, ret = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!params[i])
+                        continue;
+                if (!vl) {
+                        r = sd_varlink_connect_address(&vl, arg_address);
+                        if (r < 0)
+                                return log_error_errno(r, "Failed to connect to %s: %m", arg_address);
+                }
+                r = call(vl, verb->method, args[i], params[i]);
+                if (r < 0 && ret == 0)
+                        ret = r;
+        }
+        return ret;
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -141,9 +189,17 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+static const Verb *verb_find(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (strcmp(verbs[i].name, name) == 0)
+                        return verbs + i;
+        return NULL;
+}
+
 static int run(int argc, char *argv[]) {
-        _cleanup_(sd_varlink_flush_close_unrefp) sd_varlink *vl = NULL;
-        int (*verb)(sd_varlink *, const char *);
+        _cleanup_free_ sd_json_variant **params = NULL;
+        const Verb *verb;
+        size_t n;
         int r, ret = 0;
 
         log_open();
@@ -151,22 +207,25 @@ static int run(int argc, char *argv[]) {
         if (r <= 0)
                 return r;
 
-        if (strcmp(argv[optind], "load") == 0)
-                verb = do_load;
-        else if (strcmp(argv[optind], "unload") == 0)
-                verb = do_unload;
-        else
+        verb = verb_find(argv[optind]);
+        if (!verb)
                 return log_error_errno(EINVAL, "Unknown command '%s'; see --help.", argv[optind]);
 
-        r = sd_varlink_connect_address(&vl, arg_address);
-        if (r < 0)
-                return log_error_errno(r, "Failed to connect to %s: %m", arg_address);
-
-        for (int i = optind + 1; i < argc; i++) {
-                r = verb(vl, argv[i]);
+        n = (size_t) (argc - optind - 1);
+        params = calloc(n, sizeof(sd_json_variant *));
+        if (!params)
+                return log_oom();
+        for (size_t i = 0; i < n; i++) {
+                r = verb->build(argv[optind + 1 + i], params + i);
                 if (r < 0 && ret == 0)
                         ret = r;
         }
+
+        r = send_all(verb, argv + optind + 1, params, n);
+        if (r < 0 && ret == 0)
+                ret = r;
+        for (size_t i = 0; i < n; i++)
+                sd_json_variant_unref(params[i]);
         return ret;
 }
 

@@ -159,7 +159,7 @@ static int report(const LoadRequest *req, const char *name) {
 static int run(int argc, char *argv[]) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL;
         LoadRequest req = {};
-        const char *name = NULL;
+        const char *name = NULL, *why;
         int r;
 
         r = open_stdio();
@@ -173,11 +173,12 @@ static int run(int argc, char *argv[]) {
                 return r;
 
         /* Refused here, before any connection: the daemon never sees such a name. */
-        if (!request_name_is_valid(name)) {
+        why = request_name_check(name);
+        if (why) {
                 char buf[128];
 
-                return log_error_errno(EINVAL, TAG "Refusing invalid module name '%s'.",
-                                       escape_name(name, buf, sizeof(buf)));
+                return log_error_errno(EINVAL, TAG "Refusing invalid module name '%s': %s.",
+                                       escape_name(name, buf, sizeof(buf)), why);
         }
 
         r = sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", "kernel"));

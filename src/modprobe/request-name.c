@@ -3,23 +3,17 @@
 #include <string.h>
 
 #include "request-name.h"
+#include "request.h"
 
-bool request_name_is_valid(const char *name) {
-        size_t n;
+const char *request_name_check(const char *name) {
+        const char *why = modalias_check(name);
 
-        if (!name || name[0] == '\0' || name[0] == '-')
-                return false;
-
-        n = strnlen(name, REQUEST_NAME_MAX + 1);
-        if (n > REQUEST_NAME_MAX)
-                return false;
-
-        for (size_t i = 0; i < n; i++) {
-                unsigned char c = (unsigned char) name[i];
-
-                /* Space and every control character, DEL included; '/' would make it a path. */
-                if (c <= ' ' || c == 0x7f || c == '/')
-                        return false;
-        }
-        return true;
+        if (why)
+                return why;
+        /* Narrower than any modalias: the kernel's names are short, and never paths. */
+        if (strnlen(name, REQUEST_NAME_MAX + 1) > REQUEST_NAME_MAX)
+                return "name is longer than 255 bytes";
+        if (strchr(name, '/'))
+                return "name contains '/'";
+        return NULL;
 }

@@ -14,10 +14,12 @@
 #include <unistd.h>
 #include <systemd/sd-json.h>
 
+#include "conf-files.h"
 #include "load-client.h"
 #include "log.h"
 #include "macro.h"
 #include "modules-load-conf.h"
+#include "strv.h"
 
 #define CMDLINE_SOURCE "kernel command line"
 #define CMDLINE_SIZE_MAX (64U * 1024U)
@@ -27,15 +29,15 @@
 static const char *arg_address = NULL;
 static const char *arg_root = NULL;
 
-/* Each module to load, with where it was listed. */
+/* Each module to load, with where it was listed: two strvs of the same length. */
 typedef struct BootList {
-        StrList names;
-        StrList sources;
+        char **names;
+        char **sources;
 } BootList;
 
 static void boot_list_done(BootList *b) {
-        str_list_done(&b->names);
-        str_list_done(&b->sources);
+        b->names = strv_free(b->names);
+        b->sources = strv_free(b->sources);
 }
 
 static void help(void) {
@@ -167,12 +169,12 @@ static int read_cmdline(char **ret) {
         return read_file("/proc/cmdline", CMDLINE_SIZE_MAX, ret);
 }
 
-static int add_names(BootList *b, const StrList *names, const char *source) {
-        for (size_t i = 0; i < names->n; i++) {
-                int r = str_list_add(&b->names, names->items[i], strlen(names->items[i]));
+static int add_names(BootList *b, char **names, const char *source) {
+        for (char **n = names; n && *n; n++) {
+                int r = modules_load_names_add(&b->names, *n, strlen(*n));
                 if (r < 0)
                         return r;
-                r = str_list_add(&b->sources, source, strlen(source));
+                r = strv_extend(&b->sources, source);
                 if (r < 0)
                         return r;
         }
@@ -182,7 +184,7 @@ static int add_names(BootList *b, const StrList *names, const char *source) {
 /* Returns 0, or -errno when the file could not be read: logged, and the run fails. A file of the
  * modules-load.d directories is read below --root=. */
 static int collect_file(BootList *b, const char *path, bool below_root) {
-        _cleanup_(str_list_done) StrList names = {};
+        _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ char *full = NULL, *text = NULL;
         int r;
 
@@ -197,31 +199,32 @@ static int collect_file(BootList *b, const char *path, bool below_root) {
         if (r < 0)
                 return log_error_errno(r, "Failed to parse %s: %m", full);
 
-        return add_names(b, &names, path);
+        r = add_names(b, names, path);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the modules of %s: %m", full);
+        return 0;
 }
 
 /* A file named on the command line: a path, or a name looked up in the modules-load.d directories. */
 static int collect_argument(BootList *b, const char *arg) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
         if (strchr(arg, '/'))
                 return collect_file(b, arg, false);
 
-        for (const char *const *d = MODULES_LOAD_DIRS; *d; d++) {
-                _cleanup_free_ char *path = NULL, *full = NULL;
-
-                if (asprintf(&path, "%s/%s", *d, arg) < 0 ||
-                    asprintf(&full, "%s%s", arg_root ?: "", path) < 0)
-                        return log_oom();
-                if (access(full, F_OK) < 0)
-                        continue;
-                if (modules_load_path_is_masked(full))
-                        return 0;
-                return collect_file(b, path, true);
-        }
-        return log_error_errno(ENOENT, "No configuration file %s in modules-load.d.", arg);
+        r = conf_files_find(MODULES_LOAD_DIRS, arg_root, arg, CONF_FILES_NO_ROOT_PREFIX, &path);
+        if (r == -ENOENT)
+                return log_error_errno(r, "No configuration file %s in modules-load.d.", arg);
+        if (r < 0)
+                return log_error_errno(r, "Failed to look for %s in modules-load.d: %m", arg);
+        if (r == 0)
+                return 0;        /* masked */
+        return collect_file(b, path, true);
 }
 
 static int collect_all(BootList *b) {
-        _cleanup_(str_list_done) StrList names = {}, files = {};
+        _cleanup_strv_free_ char **names = NULL, **files = NULL;
         _cleanup_free_ char *cmdline = NULL;
         int r, ret = 0;
 
@@ -232,17 +235,19 @@ static int collect_all(BootList *b) {
                 r = modules_load_parse_cmdline(cmdline, in_initrd(), &names);
                 if (r < 0)
                         return log_error_errno(r, "Failed to parse the kernel command line: %m");
-                r = add_names(b, &names, CMDLINE_SOURCE);
+                r = add_names(b, names, CMDLINE_SOURCE);
                 if (r < 0)
-                        return log_oom();
+                        return log_error_errno(r, "Failed to add the kernel command line's modules: %m");
         }
 
-        r = modules_load_conf_files(arg_root, MODULES_LOAD_DIRS, &files);
+        /* Paths as the booted system names them: they go into each request's context. */
+        r = conf_files_list(MODULES_LOAD_DIRS, arg_root, ".conf", CONF_FILES_NO_ROOT_PREFIX,
+                            MODULES_LOAD_FILES_MAX, &files);
         if (r < 0)
                 return log_error_errno(r, "Failed to enumerate modules-load.d files: %m");
 
-        for (size_t i = 0; i < files.n; i++) {
-                r = collect_file(b, files.items[i], true);
+        for (char **f = files; f && *f; f++) {
+                r = collect_file(b, *f, true);
                 if (r < 0 && ret == 0)
                         ret = r;
         }
@@ -283,14 +288,14 @@ static bool report(const LoadRequest *req, const char *source) {
 }
 
 static int build_contexts(const BootList *b, sd_json_variant **contexts) {
-        for (size_t i = 0; i < b->names.n; i++) {
+        for (size_t i = 0; b->names && b->names[i]; i++) {
                 /* Consecutive modules of one file share its context. */
-                if (i > 0 && strcmp(b->sources.items[i], b->sources.items[i - 1]) == 0) {
+                if (i > 0 && strcmp(b->sources[i], b->sources[i - 1]) == 0) {
                         contexts[i] = sd_json_variant_ref(contexts[i - 1]);
                         continue;
                 }
                 int r = sd_json_buildo(contexts + i, SD_JSON_BUILD_PAIR_STRING("source", "boot"),
-                                       SD_JSON_BUILD_PAIR_STRING("file", b->sources.items[i]));
+                                       SD_JSON_BUILD_PAIR_STRING("file", b->sources[i]));
                 if (r < 0)
                         return r;
         }
@@ -300,7 +305,7 @@ static int build_contexts(const BootList *b, sd_json_variant **contexts) {
 static int load_all(const BootList *b) {
         _cleanup_free_ sd_json_variant **contexts = NULL;
         _cleanup_free_ LoadRequest *reqs = NULL;
-        size_t n = b->names.n;
+        size_t n = strv_length(b->names);
         bool failed = false;
         int r;
 
@@ -314,7 +319,7 @@ static int load_all(const BootList *b) {
 
         r = build_contexts(b, contexts);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                reqs[i] = (LoadRequest) { .name = b->names.items[i], .context = contexts[i] };
+                reqs[i] = (LoadRequest) { .name = b->names[i], .context = contexts[i] };
         if (r >= 0)
                 r = load_requests_run(&(LoadOptions) {
                                               .address = arg_address,
@@ -326,7 +331,7 @@ static int load_all(const BootList *b) {
                 log_error_errno(r, "Failed to talk to modgated: %m");
         else
                 for (size_t i = 0; i < n; i++)
-                        failed = report(reqs + i, b->sources.items[i]) || failed;
+                        failed = report(reqs + i, b->sources[i]) || failed;
 
         load_requests_done(reqs, n);
         for (size_t i = 0; i < n; i++)

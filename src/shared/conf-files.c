@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "conf-files.h"
 #include "macro.h"
@@ -66,6 +68,13 @@ static bool errno_is_dangling(int e) {
         return e == ENOENT || e == ENOTDIR || e == ELOOP;
 }
 
+/* A symlink to "/dev/null" masks without being followed; so does anything that is the null device
+ * itself (a device node, or a symlink that leads to it by another spelling), as an administrator who
+ * made one means the same thing. */
+static bool stat_is_dev_null(const struct stat *st) {
+        return S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3);
+}
+
 static int entry_kind(int dfd, const char *name) {
         char target[sizeof("/dev/null")];
         struct stat st;
@@ -80,7 +89,15 @@ static int entry_kind(int dfd, const char *name) {
                 if (fstatat(dfd, name, &st, 0) < 0)
                         return errno_is_dangling(errno) ? ENTRY_IGNORE : negative_errno();
         }
+        if (stat_is_dev_null(&st))
+                return ENTRY_MASK;
         return S_ISREG(st.st_mode) ? ENTRY_FILE : ENTRY_IGNORE;
+}
+
+static char *entry_path(const char *dir, const char *name) {
+        char *p;
+
+        return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
 }
 
 static int entry_list_add(EntryList *l, const char *dir, const char *name, size_t priority, EntryKind kind) {
@@ -95,7 +112,7 @@ static int entry_list_add(EntryList *l, const char *dir, const char *name, size_
         e.name = strdup(name);
         if (!e.name)
                 return -ENOMEM;
-        if (kind == ENTRY_FILE && asprintf(&e.path, "%s/%s", dir, name) < 0) {
+        if (kind == ENTRY_FILE && !(e.path = entry_path(dir, name))) {
                 free(e.name);
                 return -ENOMEM;
         }
@@ -103,9 +120,12 @@ static int entry_list_add(EntryList *l, const char *dir, const char *name, size_
         return 0;
 }
 
-static int list_dir(EntryList *l, const char *dir, size_t priority, const char *suffix) {
+/* Opens dir; the paths it adds start with shown instead, which is dir without root when asked for. */
+static int list_dir(EntryList *l, const char *dir, const char *shown, size_t priority, const char *suffix,
+                    size_t max) {
         _cleanup_(closedirp) DIR *d = NULL;
         struct dirent *de;
+        size_t n = 0;
 
         d = opendir(dir);
         if (!d)
@@ -122,7 +142,10 @@ static int list_dir(EntryList *l, const char *dir, size_t priority, const char *
                         return kind;
                 if (kind == ENTRY_IGNORE)
                         continue;
-                r = entry_list_add(l, dir, de->d_name, priority, kind);
+                /* One directory over the cap is already too many merged names; stop reading it. */
+                if (++n > max)
+                        return -E2BIG;
+                r = entry_list_add(l, shown, de->d_name, priority, kind);
                 if (r < 0)
                         return r;
         }
@@ -139,8 +162,9 @@ static int entry_compare(const void *a, const void *b) {
 }
 
 /* Sorted by name, then priority: the first entry of each name is the one that counts. */
-static int entry_list_to_strv(EntryList *l, char ***ret) {
+static int entry_list_to_strv(EntryList *l, size_t max, char ***ret) {
         _cleanup_strv_free_ char **paths = NULL;
+        size_t n_names = 0;
         int r;
 
         if (l->n > 0)
@@ -149,6 +173,9 @@ static int entry_list_to_strv(EntryList *l, char ***ret) {
         for (size_t i = 0; i < l->n; i++) {
                 if (i > 0 && strcmp(l->entries[i].name, l->entries[i - 1].name) == 0)
                         continue;
+                /* A mask is a name too: it counts towards the cap like a file. */
+                if (++n_names > max)
+                        return -E2BIG;
                 if (!l->entries[i].path)
                         continue;
                 r = strv_consume(&paths, TAKE_PTR(l->entries[i].path));
@@ -159,7 +186,8 @@ static int entry_list_to_strv(EntryList *l, char ***ret) {
         return 0;
 }
 
-int conf_files_list(const char *const *dirs, const char *root, const char *suffix, char ***ret) {
+int conf_files_list(const char *const *dirs, const char *root, const char *suffix, ConfFilesFlags flags,
+                    size_t max, char ***ret) {
         _cleanup_(entry_list_done) EntryList l = {};
         int r;
 
@@ -168,31 +196,40 @@ int conf_files_list(const char *const *dirs, const char *root, const char *suffi
 
                 if (!dir)
                         return -ENOMEM;
-                r = list_dir(&l, dir, i, suffix);
+                r = list_dir(&l, dir, flags & CONF_FILES_NO_ROOT_PREFIX ? dirs[i] : dir, i, suffix, max);
                 if (r < 0)
                         return r;
         }
-        return entry_list_to_strv(&l, ret);
+        return entry_list_to_strv(&l, max, ret);
 }
 
-/* The first NAME in dirs, or NULL in *ret when there is none or the first one found is a mask. */
-static int find_main(const char *const *dirs, const char *root, const char *name, char **ret) {
+int conf_files_find(const char *const *dirs, const char *root, const char *name, ConfFilesFlags flags,
+                    char **ret) {
         for (size_t i = 0; dirs[i]; i++) {
                 _cleanup_free_ char *dir = path_prefix_root(root, dirs[i]), *path = NULL;
                 int kind;
 
-                if (!dir || asprintf(&path, "%s/%s", dir, name) < 0)
+                if (!dir || !(path = entry_path(dir, name)))
                         return -ENOMEM;
                 kind = entry_kind(AT_FDCWD, path);
                 if (kind < 0)
                         return kind;
                 if (kind == ENTRY_IGNORE)
                         continue;
-                *ret = kind == ENTRY_FILE ? TAKE_PTR(path) : NULL;
-                return 0;
+                if (kind == ENTRY_MASK) {
+                        *ret = NULL;
+                        return 0;
+                }
+                if (flags & CONF_FILES_NO_ROOT_PREFIX) {
+                        free(path);
+                        path = entry_path(dirs[i], name);
+                        if (!path)
+                                return -ENOMEM;
+                }
+                *ret = TAKE_PTR(path);
+                return 1;
         }
-        *ret = NULL;
-        return 0;
+        return -ENOENT;
 }
 
 /* "DIR/NAME.d" for each of dirs. */
@@ -218,13 +255,13 @@ int conf_files_list_main(const char *const *dirs, const char *root, const char *
         _cleanup_free_ char *main_path = NULL;
         int r;
 
-        r = find_main(dirs, root, name, &main_path);
-        if (r < 0)
+        r = conf_files_find(dirs, root, name, 0, &main_path);
+        if (r < 0 && r != -ENOENT)
                 return r;
         r = dropin_dirs(dirs, name, &ddirs);
         if (r < 0)
                 return r;
-        r = conf_files_list((const char *const *) ddirs, root, ".conf", &dropins);
+        r = conf_files_list((const char *const *) ddirs, root, ".conf", 0, SIZE_MAX, &dropins);
         if (r < 0)
                 return r;
 

@@ -293,6 +293,20 @@ def main():
         assert res.returncode == 1 and "no_such_module_xyz: no such module." in res.stderr, res
         res = h.run(*ctl, "load", "../x", capture_output=True, text=True, check=False)
         assert res.returncode == 1 and "io.modgate.Manager.InvalidName" in res.stderr, res
+        # What the daemon would refuse as invalid is refused in its words, without a connection.
+        nowhere = [os.environ["MODGATECTL"], "--address=/run/modgate/nothing.sock"]
+        invalid = "io.modgate.Manager.Invalid"
+        for args, words in ((["load", "x" * 70], "x" * 70 + ": %sName" % invalid),
+                            (["unload", "a b"], "a b: %sName" % invalid),
+                            (["-m", "load", "pci:v1 pci:v2"], "pci:v1 pci:v2: %sModalias: modalias contains a space, "
+                             "a control character or a non-ASCII byte" % invalid),
+                            (["load", "/x/../a.ko"], "%sPath: path is not normalized" % invalid),
+                            (["-p", "a=\x01", "load", "vxlan"], "vxlan: %sModuleParameters" % invalid)):
+            res = h.run(*nowhere, *args, capture_output=True, text=True, check=False)
+            assert res.returncode == 1 and words in res.stderr, (args, res)
+            assert "Failed to connect" not in res.stderr, (args, res)
+        res = h.run(*nowhere, "load", "x" * 70, "vxlan", capture_output=True, text=True, check=False)
+        assert res.returncode == 1 and "Failed to connect" in res.stderr, "a valid one is still asked for"
         res = h.run(*ctl, "load", OUTSIDE_MODULE, capture_output=True, text=True, check=False)
         assert res.returncode == 1 and "UntrustedOrigin: path leaves the trusted root" in res.stderr, res
         res = h.run(*ctl, "--json", "load", "macvlan", capture_output=True, text=True, check=False)

@@ -91,12 +91,15 @@ def main():
     def case_bad_names():
         n = fake.connections
         for name in ("", "-r", "-", "--x", "a b", "a\tb", "a\nb", "a/b", "../x", "/lib/modules/x.ko", "x" * 256,
-                     "fs-\x1b[31m", "x\x7f", " x"):
+                     "fs-\x1b[31m", "x\x7f", " x", "caf\u00e9"):
             res = modprobe(addr, "-q", "--", name)
             assert res.returncode == 1, (name, res)
             assert "Refusing invalid module name" in res.stderr, (name, res)
             assert "\n" not in res.stderr.rstrip("\n"), ("a name must not forge log lines", res)
             assert "\x1b" not in res.stderr, res
+        # In the daemon's words, as it would refuse them as a modalias.
+        res = modprobe(addr, "-q", "--", "a b")
+        assert "modalias contains a space, a control character or a non-ASCII byte" in res.stderr, res
         res = modprobe(addr, "-q", "--", "x" * 255)
         assert res.returncode == 1 and "no module matches" not in res.stderr, res
         assert fake.connections == n + 1, "only the 255-byte name may reach the daemon"

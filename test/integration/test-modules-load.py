@@ -112,13 +112,20 @@ def main():
                                ("from_direct", os.path.join(work, "direct.conf"))]), sent
         res, sent = modules_load("--root=" + root, "nonexistent.conf")
         assert res.returncode == 1 and sent == [], res
+        # A name is looked up as the directories are listed: a mask hides it, quietly.
+        write(root, "/usr/lib/modules-load.d/m.conf", "masked_m\n")
+        os.symlink("/dev/null", root + "/etc/modules-load.d/m.conf")
+        res, sent = modules_load("--root=" + root, "m.conf")
+        assert res.returncode == 0 and sent == [], res
 
     def case_semantics():
         root = new_root()
         write(root, "/etc/modules-load.d/soft.conf", "missing\nbad name\nblacklisted\nfine\n")
         res, sent = modules_load("--root=" + root)
         assert res.returncode == 0, res
-        assert len(sent) == 4, sent
+        # No module has such a name: refused with the daemon's own check, without asking it.
+        assert sorted(n for n, _ in sent) == ["blacklisted", "fine", "missing"], sent
+        assert "Module 'bad name' (/etc/modules-load.d/soft.conf) not found: not a module name." in res.stderr, res
         assert "Module 'missing' (/etc/modules-load.d/soft.conf) not found." in res.stderr, res
         assert "Module 'blacklisted' (/etc/modules-load.d/soft.conf) is blacklisted." in res.stderr, res
         for bad in ("failing", "denied", "install"):

@@ -218,6 +218,18 @@ def main():
             assert res.returncode != 0, (bad, res)
         assert fake.connections == n, "a usage error must not reach the daemon"
 
+    def case_invalid_refused_unsent():
+        n = fake.connections
+        for env, args, words in (
+                (udev_env(MODALIAS="pci:v1 pci:v2"), [], "InvalidModalias (modalias contains a space"),
+                (udev_env(MODALIAS="pci:v\x01"), [], "InvalidModalias (modalias contains a space"),
+                (udev_env(), ["a/b"], "InvalidName"),
+                (udev_env(DEVPATH="/devices/x\x1b[31m"), [], "InvalidRequest (devpath is too long")):
+            res = udev("--address=" + fake_path, *args, env=env)
+            assert res.returncode == 1, (env, args, res)
+            assert "refused before asking modgated: io.modgate.Manager." + words in res.stderr, (words, res)
+        assert fake.connections == n, "what the daemon would refuse as invalid must not reach it"
+
     # The real daemon.
     tree = h.kernel_tree()
     trusted = h.mount_trusted_tree(tree, work)
@@ -289,6 +301,8 @@ def main():
     t.case("a daemon that never answers: the helper leaves at --timeout", case_timeout)
     t.case("no socket, or a daemon that hangs up, is a logged non-zero exit", case_transport)
     t.case("usage errors exit non-zero without a connection", case_usage)
+    t.case("a request the daemon would refuse as invalid fails in its words, without a connection",
+           case_invalid_refused_unsent)
     t.case("the daemon warns at start when systemd-udevd holds CAP_SYS_MODULE", case_udevd_with_cap)
     t.case("the daemon says so when systemd-udevd runs without CAP_SYS_MODULE", case_udevd_without_cap)
     t.case("without systemd-udevd the daemon only logs at debug level", case_no_udevd)

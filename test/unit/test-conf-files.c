@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #include "conf-files.h"
 #include "strv.h"
@@ -128,7 +129,7 @@ TEST(dev_null_masks_main_file) {
         check_paths(l, root, "usr/lib/modgate/modgate.conf.d/10-a.conf", NULL);
 }
 
-TEST(only_exact_dev_null_masks) {
+TEST(what_masks) {
         _cleanup_tmp_root_ char *root = tmp_root_new();
         _cleanup_strv_free_ char **l = NULL;
 
@@ -140,6 +141,9 @@ TEST(only_exact_dev_null_masks) {
         tmp_write(root, "usr/lib/modgate/other", "");
         tmp_symlink(root, "etc/modgate/modgate.conf.d/30-c.conf", "/dev/null-not");
         tmp_write(root, "usr/lib/modgate/modgate.conf.d/30-c.conf", "");
+        /* Another spelling of the null device masks as "/dev/null" does. */
+        tmp_symlink(root, "etc/modgate/modgate.conf.d/40-d.conf", "/dev/./null");
+        tmp_write(root, "usr/lib/modgate/modgate.conf.d/40-d.conf", "");
 
         l = list_main(root);
         check_paths(l, root,
@@ -210,8 +214,63 @@ TEST(generic_list_without_main_file) {
         tmp_write(root, "etc/modules-load.d/loop.conf", "loop\n");
         tmp_write(root, "etc/modules-load.d/modules", "");
 
-        check(conf_files_list(load_dirs, root, ".conf", &l) == 0);
+        check(conf_files_list(load_dirs, root, ".conf", 0, SIZE_MAX, &l) == 0);
         check_paths(l, root, "etc/modules-load.d/loop.conf", "etc/modules-load.d/nbd.conf", NULL);
+}
+
+TEST(without_root_prefix) {
+        static const char *const load_dirs[] = { "/etc/modules-load.d", "/usr/lib/modules-load.d", NULL };
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *found = NULL;
+
+        tmp_write(root, "usr/lib/modules-load.d/fuse.conf", "fuse\n");
+        tmp_write(root, "etc/modules-load.d/loop.conf", "loop\n");
+
+        check(conf_files_list(load_dirs, root, ".conf", CONF_FILES_NO_ROOT_PREFIX, SIZE_MAX, &l) == 0);
+        check(strv_length(l) == 2);
+        check_streq(l[0], "/usr/lib/modules-load.d/fuse.conf");
+        check_streq(l[1], "/etc/modules-load.d/loop.conf");
+        check(conf_files_find(load_dirs, root, "fuse.conf", CONF_FILES_NO_ROOT_PREFIX, &found) == 1);
+        check_streq(found, "/usr/lib/modules-load.d/fuse.conf");
+}
+
+TEST(find) {
+        static char sentinel[] = "untouched";
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *a = NULL, *want = NULL;
+        char *b = sentinel, *c = sentinel;
+
+        tmp_write(root, "usr/lib/modgate/a.conf", "");
+        tmp_mkdir(root, "etc/modgate/a.conf");                  /* not a file: the next one counts */
+        tmp_write(root, "usr/lib/modgate/b.conf", "");
+        tmp_symlink(root, "run/modgate/b.conf", "/dev/null");
+        tmp_symlink(root, "etc/modgate/c.conf", "/nowhere");     /* dangling: as if absent */
+
+        check(conf_files_find(dirs, root, "a.conf", 0, &a) == 1);
+        want = tmp_path(root, "usr/lib/modgate/a.conf");
+        check_streq(a, want);
+        check(conf_files_find(dirs, root, "b.conf", 0, &b) == 0);
+        check(!b);
+        check(conf_files_find(dirs, root, "c.conf", 0, &c) == -ENOENT);
+        check(c == sentinel);
+}
+
+TEST(cap) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_strv_free_ char **l = NULL;
+        char **over = NULL;
+
+        /* The cap counts merged names, masks included: three names in two directories. */
+        tmp_write(root, "etc/modgate/a.conf", "");
+        tmp_write(root, "usr/lib/modgate/a.conf", "");
+        tmp_write(root, "usr/lib/modgate/b.conf", "");
+        tmp_symlink(root, "run/modgate/c.conf", "/dev/null");
+
+        check(conf_files_list(dirs, root, ".conf", 0, 3, &l) == 0);
+        check_paths(l, root, "etc/modgate/a.conf", "usr/lib/modgate/b.conf", NULL);
+        check(conf_files_list(dirs, root, ".conf", 0, 2, &over) == -E2BIG);
+        check(!over);
 }
 
 int main(void) {
@@ -220,10 +279,13 @@ int main(void) {
         RUN(lexical_order);
         RUN(dev_null_masks_dropin);
         RUN(dev_null_masks_main_file);
-        RUN(only_exact_dev_null_masks);
+        RUN(what_masks);
         RUN(ignored_entries);
         RUN(missing_directories);
         RUN(root_spelling);
         RUN(generic_list_without_main_file);
+        RUN(without_root_prefix);
+        RUN(find);
+        RUN(cap);
         return tests_done();
 }

@@ -133,11 +133,53 @@ TEST(timeouts) {
         check(parse_timeout(" 1", &u) == -EINVAL);
 }
 
+TEST(refusal_words) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+
+        check(load_refusal_describe(&(LoadRefusal) { .error = "io.modgate.Manager.InvalidModalias",
+                                                     .reason = "modalias starts with '-'" }, &a) == 0);
+        check_streq(a, "refused before asking modgated: io.modgate.Manager.InvalidModalias "
+                       "(modalias starts with '-')");
+        check(load_refusal_describe(&(LoadRefusal) { .error = "io.modgate.Manager.InvalidName" }, &b) == 0);
+        check_streq(b, "refused before asking modgated: io.modgate.Manager.InvalidName");
+        check(load_refusal_describe(&(LoadRefusal) { .error = "org.varlink.service.InvalidParameter",
+                                                     .field = "context" }, &c) == 0);
+        check_streq(c, "refused before asking modgated: org.varlink.service.InvalidParameter (context)");
+}
+
+/* A request the daemon would refuse is answered without a connection: the address leads nowhere,
+ * and only the valid request finds that out. */
+TEST(refused_unsent) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *ctl =
+                parse("{\"source\":\"udev\",\"devpath\":\"/x\\n\"}");
+        LoadRequest reqs[] = {
+                { .name = "ok_name" },
+                { .name = "a name with spaces" },
+                { .modalias = "pci:v1 pci:v2" },
+                { .name = "ok_name", .context = ctl },
+        };
+        const LoadOptions o = { .address = "/nonexistent/modgate.sock", .timeout_usec = USEC_PER_SEC };
+
+        check(load_requests_run(&o, reqs, ELEMENTSOF(reqs)) == 0);
+        check(reqs[0].verdict == LOAD_VERDICT_UNREACHABLE);
+        check(reqs[1].verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[1].error_id, "io.modgate.Manager.InvalidName");
+        check(reqs[2].verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[2].error_id, "io.modgate.Manager.InvalidModalias");
+        check_streq(reqs[2].detail, "refused before asking modgated: io.modgate.Manager.InvalidModalias "
+                                    "(modalias contains a space, a control character or a non-ASCII byte)");
+        check(reqs[3].verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[3].error_id, "io.modgate.Manager.InvalidRequest");
+        load_requests_done(reqs, ELEMENTSOF(reqs));
+}
+
 int main(void) {
         RUN(verdicts);
         RUN(describe_success);
         RUN(describe_errors);
         RUN(daemon_timeout);
         RUN(timeouts);
+        RUN(refusal_words);
+        RUN(refused_unsent);
         return tests_done();
 }
