@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,11 @@
 #include "trust.h"
 
 #define WHITESPACE " \t"
+#define BOM "\xef\xbb\xbf"
+
+/* libinih reads each line into a buffer of INI_MAX_LINE bytes, which holds its newline and a NUL
+ * too, and silently splits a longer one: the reader refuses such lines instead. */
+_Static_assert(CONFIG_LINE_MAX <= INI_MAX_LINE - 2, "a line must fit libinih's buffer");
 
 _Static_assert(CONFIG_FILE_MAX % (1024 * 1024) == 0, "the size message counts in MiB");
 
@@ -34,9 +40,12 @@ const char *const config_dirs[] = {
 typedef struct ParseState {
         Config *config;
         const char *filename;
-        unsigned line;                  /* 0 for errors about the whole file */
+        const char *next, *end;         /* the rest of the file, for the reader */
+        unsigned line;                  /* the reader's last line; 0 for errors about the whole file */
         const char *section;            /* the current section, from the table below; NULL before one */
         RootConfig *root;               /* in [Trust] or a [Root]: the settings assigned to */
+        int error;                      /* the first error, and the line where it was found */
+        unsigned error_line;
         char **reterr_message;
 } ParseState;
 
@@ -210,7 +219,7 @@ oom:
 }
 
 /* Sets the message, "FILE:LINE: " followed by the format, and returns r. */
-_printf_(3, 4) static int parse_error(ParseState *s, int r, const char *format, ...) {
+_printf_(4, 5) static int parse_error_at(ParseState *s, unsigned line, int r, const char *format, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
         int k;
@@ -226,14 +235,16 @@ _printf_(3, 4) static int parse_error(ParseState *s, int r, const char *format, 
         *s->reterr_message = NULL;
         if (k < 0)
                 return r;
-        if (s->line > 0)
-                k = asprintf(s->reterr_message, "%s:%u: %s", s->filename, s->line, msg);
+        if (line > 0)
+                k = asprintf(s->reterr_message, "%s:%u: %s", s->filename, line, msg);
         else
                 k = asprintf(s->reterr_message, "%s: %s", s->filename, msg);
         if (k < 0)
                 *s->reterr_message = NULL;
         return r;
 }
+
+#define parse_error(s, r, ...) parse_error_at(s, (s)->line, r, __VA_ARGS__)
 
 static int parse_workers(ParseState *s, const char *key, const char *value) {
         unsigned v;
@@ -600,22 +611,10 @@ static const char *section_find(const char *name, int (*cmp)(const char *, const
         return NULL;
 }
 
-static char *strstrip(char *s) {
-        size_t n;
-
-        s += strspn(s, WHITESPACE);
-        n = strlen(s);
-        while (n > 0 && strchr(WHITESPACE, s[n - 1]))
-                s[--n] = '\0';
-        return s;
-}
-
 /* A [Root] section is complete when the next header or the end of the file comes. */
 static int finish_section(ParseState *s) {
-        if (s->root && s->root != &s->config->trust && !s->root->path) {
-                s->line = s->root->line;
-                return parse_error(s, -EINVAL, "[Root] section has no Path=");
-        }
+        if (s->root && s->root != &s->config->trust && !s->root->path)
+                return parse_error_at(s, s->root->line, -EINVAL, "[Root] section has no Path=");
         return 0;
 }
 
@@ -634,10 +633,30 @@ static int start_root(ParseState *s) {
         return 0;
 }
 
-static int parse_section(ParseState *s, char *line) {
-        size_t n = strlen(line);
+static int start_section(ParseState *s, const char *name) {
         const char *known;
-        char *end;
+
+        s->section = section_find(name, strcmp);
+        if (s->section && strcmp(s->section, "Root") == 0)
+                return start_root(s);
+        if (s->section && strcmp(s->section, "Trust") == 0)
+                s->root = &s->config->trust;
+        if (s->section)
+                return 0;
+        known = section_find(name, strcasecmp);
+        if (known)
+                return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", name, known);
+        return parse_error(s, -EINVAL,
+                           "unknown section [%s]; the sections are [Load], [Manager], [Trust] and [Root]", name);
+}
+
+/* libinih does not call the handler at a section header (Debian builds it without
+ * INI_CALL_HANDLER_ON_NEW_SECTION), yet a header is where a [Root] begins, where an empty one is
+ * reported, and where an unknown section is. So the reader looks at header lines itself, and takes
+ * the name as libinih does: up to the first ']'. line has n bytes, without trailing whitespace. */
+static int parse_header(ParseState *s, const char *line, size_t n) {
+        _cleanup_free_ char *name = NULL;
+        const char *end = memchr(line, ']', n), *rest;
         int r;
 
         r = finish_section(s);
@@ -645,26 +664,17 @@ static int parse_section(ParseState *s, char *line) {
                 return r;
         s->root = NULL;
 
-        end = strchr(line, ']');
         if (!end)
-                return parse_error(s, -EBADMSG, "section header %s is missing ']'", line);
-        if (end != line + n - 1)
-                return parse_error(s, -EBADMSG, "unexpected text after ']' in section header %s", line);
-        *end = '\0';
-        line++;
+                return parse_error(s, -EBADMSG, "section header %.*s is missing ']'", (int) n, line);
+        /* libinih ignores whatever follows the ']': allow only what would be a comment after a value. */
+        rest = end + 1 + strspn(end + 1, WHITESPACE);
+        if (rest < line + n && !(rest[0] == ';' && rest > end + 1))
+                return parse_error(s, -EBADMSG, "unexpected text after ']' in section header %.*s", (int) n, line);
 
-        s->section = section_find(line, strcmp);
-        if (s->section && strcmp(s->section, "Root") == 0)
-                return start_root(s);
-        if (s->section && strcmp(s->section, "Trust") == 0)
-                s->root = &s->config->trust;
-        if (s->section)
-                return 0;
-        known = section_find(line, strcasecmp);
-        if (known)
-                return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", line, known);
-        return parse_error(s, -EINVAL,
-                           "unknown section [%s]; the sections are [Load], [Manager], [Trust] and [Root]", line);
+        name = strndup(line + 1, (size_t) (end - line - 1));
+        if (!name)
+                return parse_error(s, -ENOMEM, "out of memory");
+        return start_section(s, name);
 }
 
 static int unknown_key(ParseState *s, const char *key) {
@@ -681,16 +691,9 @@ static int unknown_key(ParseState *s, const char *key) {
         return parse_error(s, -EINVAL, "unknown key %s= in section [%s]", key, s->section);
 }
 
-static int parse_assignment(ParseState *s, char *line) {
+static int parse_assignment(ParseState *s, const char *key, const char *value) {
         const Setting *setting;
-        char *eq, *key, *value;
 
-        eq = strchr(line, '=');
-        if (!eq)
-                return parse_error(s, -EBADMSG, "expected [Section], Key=Value or a comment, got: %s", line);
-        *eq = '\0';
-        key = strstrip(line);
-        value = strstrip(eq + 1);
         if (key[0] == '\0')
                 return parse_error(s, -EBADMSG, "assignment without a key: =%s", value);
         if (!s->section)
@@ -702,10 +705,32 @@ static int parse_assignment(ParseState *s, char *line) {
         return setting->parse(s, key, value);
 }
 
-/* Refuses bytes that have no place in a text line, so that messages echo only printable text. */
-static int check_line_bytes(ParseState *s, const char *line, size_t n) {
-        if (n > CONFIG_LINE_MAX)
-                return parse_error(s, -EBADMSG, "line is longer than %d bytes", CONFIG_LINE_MAX);
+/* The first error ends the parse: the reader gives libinih no more lines, the handler does nothing. */
+static void record_error(ParseState *s, int r) {
+        s->error = r;
+        s->error_line = s->line;
+}
+
+/* libinih's handler, for each Key=Value (or Key:Value), split and stripped of whitespace and an
+ * inline comment. The section is the reader's, not libinih's copy, which is cut at 50 bytes. */
+static int handle_assignment(void *userdata, const char *section, const char *key, const char *value) {
+        ParseState *s = userdata;
+        int r;
+
+        if (s->error < 0)
+                return 0;
+        r = parse_assignment(s, key, value);
+        if (r < 0)
+                record_error(s, r);
+        return r >= 0;
+}
+
+/* Refuses bytes that have no place in a text line, so that messages echo only printable text, and
+ * lines that libinih would split. */
+static int check_line_bytes(ParseState *s, const char *line, size_t n, size_t max) {
+        if (n > max)
+                return parse_error(s, -EBADMSG, "line is longer than %zu bytes; a list setting can be split over "
+                                   "several assignments", max);
         for (size_t i = 0; i < n; i++) {
                 unsigned char c = (unsigned char) line[i];
 
@@ -717,44 +742,77 @@ static int check_line_bytes(ParseState *s, const char *line, size_t n) {
         return 0;
 }
 
-/* One line, without its '\n' (and with line[n] == '\0'). */
-static int parse_line(ParseState *s, char *line, size_t n) {
-        int r;
+/* Copies the n bytes of a checked line to buf as fgets() would, without its indentation: libinih
+ * would take an indented line as the continuation of the previous value, and systemd's syntax
+ * ignores indentation. Looks at a section header on the way. */
+static int copy_line(ParseState *s, const char *line, size_t n, char *buf) {
+        size_t skip;
 
-        if (n > 0 && line[n - 1] == '\r')
-                line[--n] = '\0';
-        r = check_line_bytes(s, line, n);
-        if (r < 0)
-                return r;
+        memcpy(buf, line, n);
+        memcpy(buf + n, "\n", 2);
+        skip = strspn(buf, WHITESPACE);
+        memmove(buf, buf + skip, n - skip + 2);
+        n -= skip;
 
-        line = strstrip(line);
-        if (line[0] == '\0' || line[0] == '#' || line[0] == ';')
-                return 0;
-        if (line[0] == '[')
-                return parse_section(s, line);
-        return parse_assignment(s, line);
+        /* libinih skips a byte order mark on its first line; parse_buffer() took the file's already,
+         * and a second one would hide a header from the reader. */
+        if (s->line == 1 && n >= 3 && memcmp(buf, BOM, 3) == 0)
+                return parse_error(s, -EBADMSG, "expected [Section], Key=Value or a comment");
+        while (n > 0 && strchr(WHITESPACE, buf[n - 1]))
+                n--;
+        return n > 0 && buf[0] == '[' ? parse_header(s, buf, n) : 0;
 }
 
-/* buf holds size bytes and a '\0' after them. */
-static int parse_buffer(ParseState *s, char *buf, size_t size) {
-        char *p = buf, *end = buf + size;
+/* libinih's ini_reader: the next line of the file, one per call, so that s->line is the line of
+ * the handler's next call (libinih hands on each line before it reads another). */
+static char *read_line(char *buf, int size, void *userdata) {
+        ParseState *s = userdata;
+        const char *line = s->next, *nl;
+        size_t n, max;
         int r;
 
-        /* A byte order mark, as some editors write. */
-        if (size >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
-                p += 3;
+        if (s->error < 0 || s->next >= s->end)
+                return NULL;
+        nl = memchr(line, '\n', (size_t) (s->end - line));
+        n = nl ? (size_t) (nl - line) : (size_t) (s->end - line);
+        s->next = nl ? nl + 1 : s->end;
+        s->line++;
 
-        while (p < end) {
-                char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t n = nl ? (size_t) (nl - p) : (size_t) (end - p);
-
-                s->line++;
-                p[n] = '\0';
-                r = parse_line(s, p, n);
-                if (r < 0)
-                        return r;
-                p += n + 1;
+        if (n > 0 && line[n - 1] == '\r')
+                n--;
+        /* The line, its newline and a NUL must fit into libinih's buffer. */
+        max = MIN((size_t) CONFIG_LINE_MAX, size > 2 ? (size_t) size - 2 : 0);
+        r = check_line_bytes(s, line, n, max);
+        if (r >= 0)
+                r = copy_line(s, line, n, buf);
+        if (r < 0) {
+                record_error(s, r);
+                return NULL;
         }
+        return buf;
+}
+
+static int parse_buffer(ParseState *s, const char *buf, size_t size) {
+        int r;
+
+        s->next = buf;
+        s->end = buf + size;
+        /* A byte order mark, as some editors write. */
+        if (size >= 3 && memcmp(buf, BOM, 3) == 0)
+                s->next += 3;
+
+        r = ini_parse_stream(read_line, s, handle_assignment, s);
+        if (r < 0)
+                return parse_error(s, -ENOMEM, "out of memory");
+        /* libinih names the first line that it could not parse, or the one where the handler failed;
+         * it goes on after the former, so an error of ours may come later. */
+        if (r > 0 && (s->error == 0 || (unsigned) r < s->error_line)) {
+                if (s->error < 0 && s->reterr_message)
+                        free(*s->reterr_message);
+                return parse_error_at(s, (unsigned) r, -EBADMSG, "expected [Section], Key=Value or a comment");
+        }
+        if (s->error < 0)
+                return s->error;
         return finish_section(s);
 }
 

@@ -407,11 +407,19 @@ TEST(syntax_errors) {
         check_error("Workers=4\n", -EBADMSG,
                     "modgate.conf:1: Workers= comes before the first [Section] header");
         check_error("[Load]\nWorkers\n", -EBADMSG,
-                    "modgate.conf:2: expected [Section], Key=Value or a comment, got: Workers");
+                    "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Load]\n\xef\xbb\xbf\n", -EBADMSG, "modgate.conf:2: expected [Section], Key=Value or a comment");
+        /* libinih would skip a second byte order mark on the first line, and with it a header. */
+        check_error("\xef\xbb\xbf\xef\xbb\xbf[Root]\n", -EBADMSG,
+                    "modgate.conf:1: expected [Section], Key=Value or a comment");
         check_error("[Load]\n = 4\n", -EBADMSG, "modgate.conf:2: assignment without a key: =4");
         check_error("[Load\n", -EBADMSG, "modgate.conf:1: section header [Load is missing ']'");
         check_error("[Load] Workers=4\n", -EBADMSG,
                     "modgate.conf:1: unexpected text after ']' in section header [Load] Workers=4");
+        check_error("[Load] # load\n", -EBADMSG,
+                    "modgate.conf:1: unexpected text after ']' in section header [Load] # load");
+        check_error("[Load];load\n", -EBADMSG,
+                    "modgate.conf:1: unexpected text after ']' in section header [Load];load");
         check_error("[Load]\nWorkers=4\x01\n", -EBADMSG,
                     "modgate.conf:2: line contains the control character 0x01");
         check_error("[Load]\nWorkers=4\rWorkers=0\n", -EBADMSG,
@@ -421,6 +429,57 @@ TEST(syntax_errors) {
         check_error_n("[Load]\nWorkers=4\0\n", 18, -EBADMSG, "modgate.conf:2: line contains a NUL byte");
         /* The line number counts CRLF lines, and the message has no stray '\r'. */
         check_error("[Load]\r\nWorkers=0\r\n", -EINVAL, "modgate.conf:2: Workers=0 is out of range 1..64");
+}
+
+TEST(first_error_is_reported) {
+        /* libinih reports a line it cannot parse only at the end, and goes on after it. */
+        check_error("[Load]\nWorkers\nWorkers=0\n", -EBADMSG,
+                    "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Load]\nWorkers\n[Laod]\n", -EBADMSG,
+                    "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Load]\nWorkers=0\nWorkers\n", -EINVAL, "modgate.conf:2: Workers=0 is out of range 1..64");
+        check_error("[Root]\nWorkers\n", -EBADMSG, "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Root]\n= x\n", -EBADMSG, "modgate.conf:2: assignment without a key: =x");
+}
+
+TEST(line_numbers) {
+        /* Comments, blank lines and headers count; so does a last line without a newline. */
+        check_error("# one\n; two\n\n   # four\n[Load]\n\t\n;seven\nWorkers=0", -EINVAL,
+                    "modgate.conf:8: Workers=0 is out of range 1..64");
+        /* An empty [Root] is reported at its header, when the next one or the end of the file comes. */
+        check_error("# one\n[Root]\n# three\n[Load]\nWorkers=2\n", -EINVAL,
+                    "modgate.conf:2: [Root] section has no Path=");
+        check_error("[Load]\n# two\n  [Root]  \n\n", -EINVAL, "modgate.conf:3: [Root] section has no Path=");
+        check_error("[Root]\nPath=/a\n[Root]\n", -EINVAL, "modgate.conf:3: [Root] section has no Path=");
+        check_error("# one\n\n[Laod]\n", -EINVAL,
+                    "modgate.conf:3: unknown section [Laod]; the sections are [Load], [Manager], [Trust] and [Root]");
+}
+
+TEST(libinih_syntax) {
+        _cleanup_(config_done) Config c = {};
+
+        /* A ';' after whitespace starts a comment, in a value and after a header; a '#' does not. */
+        parse_ok(&c, "[Load] ; the loader\nWorkers=8 ; eight\nLoadAlone=a b ;c d\n"
+                     "[Trust]\nTrustedRoot=/e;f\t;/g\n");
+        check(c.workers == 8);
+        check_strv(c.load_alone, (const char *const[]) { "a", "b" }, 2);
+        check_strv(c.trusted_roots, (const char *const[]) { "/e;f" }, 1);
+        config_done(&c);
+
+        /* ':' separates too, as in Python's configparser; the first '=' or ':' does. */
+        parse_ok(&c, "[Load]\nWorkers : 3\n[Trust]\nFsVerityDigest=" DIGEST_A "\n");
+        check(c.workers == 3);
+        check_strv(c.trust.fsverity_digests, (const char *const[]) { DIGEST_A }, 1);
+        config_done(&c);
+
+        /* An indented line is a line of its own, never the continuation of the value before it. */
+        parse_ok(&c, "[Load]\nLoadAlone=a\n  LoadAlone=b\n\tWorkers=5\n");
+        check_strv(c.load_alone, (const char *const[]) { "a", "b" }, 2);
+        check(c.workers == 5);
+        check_error("[Load]\nLoadAlone=a\n  c\n", -EBADMSG,
+                    "modgate.conf:3: expected [Section], Key=Value or a comment");
+        check_error("[Load]\nWorkers=2\n  0\n", -EBADMSG,
+                    "modgate.conf:3: expected [Section], Key=Value or a comment");
 }
 
 TEST(first_error_stops) {
@@ -444,18 +503,30 @@ static char *repeat(char ch, size_t n) {
         return s;
 }
 
+#define LONG_LINE_ERROR "line is longer than 198 bytes; a list setting can be split over several assignments"
+
 TEST(line_length_cap) {
         _cleanup_free_ char *ok = repeat('#', CONFIG_LINE_MAX);
         _cleanup_free_ char *long_line = repeat('#', CONFIG_LINE_MAX + 1);
-        _cleanup_free_ char *text = NULL, *crlf = NULL;
+        _cleanup_free_ char *path = repeat('a', CONFIG_LINE_MAX - strlen("TrustedRoot=/"));
+        _cleanup_free_ char *text = NULL, *crlf = NULL, *assignment = NULL, *longer = NULL;
         _cleanup_(config_done) Config c = {};
 
+        check(CONFIG_LINE_MAX == 198);
         parse_ok(&c, ok);
         check(asprintf(&crlf, "%s\r\n", ok) > 0);
         parse_ok(&c, crlf);
         check(asprintf(&text, "[Load]\n%s\n", long_line) > 0);
-        check_error(text, -EBADMSG, "modgate.conf:2: line is longer than 4096 bytes");
-        check_error(long_line, -EBADMSG, "modgate.conf:1: line is longer than 4096 bytes");
+        check_error(text, -EBADMSG, "modgate.conf:2: " LONG_LINE_ERROR);
+        check_error(long_line, -EBADMSG, "modgate.conf:1: " LONG_LINE_ERROR);
+
+        /* The longest assignment arrives whole, not split by libinih's buffer. */
+        check(asprintf(&assignment, "[Trust]\r\nTrustedRoot=/%s\r\n", path) > 0);
+        parse_ok(&c, assignment);
+        check(strv_length(c.trusted_roots) == 1 && strlen(c.trusted_roots[0]) == strlen(path) + 1);
+        /* Indentation counts. */
+        check(asprintf(&longer, "[Trust]\n TrustedRoot=/%s\n", path) > 0);
+        check_error(longer, -EBADMSG, "modgate.conf:2: " LONG_LINE_ERROR);
 }
 
 TEST(file_size_cap) {
@@ -653,6 +724,9 @@ int main(void) {
         RUN(roots);
         RUN(unknown_names);
         RUN(syntax_errors);
+        RUN(first_error_is_reported);
+        RUN(line_numbers);
+        RUN(libinih_syntax);
         RUN(first_error_stops);
         RUN(line_length_cap);
         RUN(file_size_cap);
