@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ini.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +10,7 @@
 #include <sys/utsname.h>
 
 #include "conf-files.h"
+#include "config-parse.h"
 #include "config.h"
 #include "fileio.h"
 #include "macro.h"
@@ -19,13 +18,6 @@
 #include "module-name.h"
 #include "strv.h"
 #include "trust.h"
-
-#define WHITESPACE " \t"
-#define BOM "\xef\xbb\xbf"
-
-/* libinih reads each line into a buffer of INI_MAX_LINE bytes, which holds its newline and a NUL
- * too, and silently splits a longer one: the reader refuses such lines instead. */
-_Static_assert(CONFIG_LINE_MAX <= INI_MAX_LINE - 2, "a line must fit libinih's buffer");
 
 _Static_assert(CONFIG_FILE_MAX % (1024 * 1024) == 0, "the size message counts in MiB");
 
@@ -37,24 +29,17 @@ const char *const config_dirs[] = {
         NULL,
 };
 
-typedef struct ParseState {
-        Config *config;
-        const char *filename;
-        const char *next, *end;         /* the rest of the file, for the reader */
-        unsigned line;                  /* the reader's last line; 0 for errors about the whole file */
-        const char *section;            /* the current section, from the table below; NULL before one */
-        RootConfig *root;               /* in [Trust] or a [Root]: the settings assigned to */
-        int error;                      /* the first error, and the line where it was found */
-        unsigned error_line;
-        char **reterr_message;
-} ParseState;
-
 typedef int (*SettingParser)(ParseState *s, const char *key, const char *value);
+
+typedef enum SettingFlags {
+        SETTING_REQUIRED = 1u << 0,     /* the section must have it: it says what the section is about */
+} SettingFlags;
 
 typedef struct Setting {
         const char *section;
         const char *key;
         SettingParser parse;
+        SettingFlags flags;
 } Setting;
 
 void config_init_defaults(Config *c) {
@@ -218,34 +203,6 @@ oom:
         return -ENOMEM;
 }
 
-/* Sets the message, "FILE:LINE: " followed by the format, and returns r. */
-_printf_(4, 5) static int parse_error_at(ParseState *s, unsigned line, int r, const char *format, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-        int k;
-
-        if (!s->reterr_message)
-                return r;
-
-        va_start(ap, format);
-        k = vasprintf(&msg, format, ap);
-        va_end(ap);
-
-        /* Parsing stops at the first error, so this is the only message: never read what was there. */
-        *s->reterr_message = NULL;
-        if (k < 0)
-                return r;
-        if (line > 0)
-                k = asprintf(s->reterr_message, "%s:%u: %s", s->filename, line, msg);
-        else
-                k = asprintf(s->reterr_message, "%s: %s", s->filename, msg);
-        if (k < 0)
-                *s->reterr_message = NULL;
-        return r;
-}
-
-#define parse_error(s, r, ...) parse_error_at(s, (s)->line, r, __VA_ARGS__)
-
 static int parse_workers(ParseState *s, const char *key, const char *value) {
         unsigned v;
         int r;
@@ -327,45 +284,12 @@ static int check_path(ParseState *s, const char *key, char *word) {
         return 0;
 }
 
-/* Adds each whitespace-separated word of value to *list once, after check() accepted (and maybe
- * rewrote) it; an empty value empties the list. */
-static int parse_list(ParseState *s, const char *key, const char *value, char ***list,
-                      int (*check)(ParseState *s, const char *key, char *word)) {
-        int r;
-
-        if (value[0] == '\0') {
-                *list = strv_free(*list);
-                return 0;
-        }
-
-        for (const char *p = value; *p; p += strspn(p, WHITESPACE)) {
-                _cleanup_free_ char *word = NULL;
-                size_t n = strcspn(p, WHITESPACE);
-
-                word = strndup(p, n);
-                if (!word)
-                        return parse_error(s, -ENOMEM, "out of memory");
-                p += n;
-
-                r = check(s, key, word);
-                if (r < 0)
-                        return r;
-                if (strv_contains(*list, word))
-                        continue;
-                if (strv_length(*list) >= CONFIG_LIST_MAX)
-                        return parse_error(s, -EINVAL, "%s= has more than %d entries", key, CONFIG_LIST_MAX);
-                if (strv_consume(list, TAKE_PTR(word)) < 0)
-                        return parse_error(s, -ENOMEM, "out of memory");
-        }
-        return 0;
-}
-
 static int parse_load_alone(ParseState *s, const char *key, const char *value) {
-        return parse_list(s, key, value, &s->config->load_alone, check_module_name);
+        return config_parse_list(s, key, value, &s->config->load_alone, check_module_name);
 }
 
 static int parse_trusted_root(ParseState *s, const char *key, const char *value) {
-        return parse_list(s, key, value, &s->config->trusted_roots, check_path);
+        return config_parse_list(s, key, value, &s->config->trusted_roots, check_path);
 }
 
 /* One setting, not a list: the last assignment wins, so that a drop-in states all that a root
@@ -444,6 +368,7 @@ static int parse_manifest(ParseState *s, const char *key, const char *value) {
 static int parse_path(ParseState *s, const char *key, const char *value) {
         if (value[0] == '\0')
                 return parse_error(s, -EINVAL, "%s= needs the trusted root's directory", key);
+        s->named = true;
         return parse_root_path(s, key, value, &s->root->path);
 }
 
@@ -544,7 +469,7 @@ static int parse_root_hash(ParseState *s, const char *key, const char *value) {
                 return 0;
         }
         s->root->set |= ROOT_FIELD_ROOT_HASH;
-        return parse_list(s, key, value, &s->root->root_hashes, check_root_hash);
+        return config_parse_list(s, key, value, &s->root->root_hashes, check_root_hash);
 }
 
 static int parse_fsverity_digest(ParseState *s, const char *key, const char *value) {
@@ -553,7 +478,7 @@ static int parse_fsverity_digest(ParseState *s, const char *key, const char *val
                 return 0;
         }
         s->root->set |= ROOT_FIELD_FSVERITY_DIGEST;
-        return parse_list(s, key, value, &s->root->fsverity_digests, check_fsverity_digest);
+        return config_parse_list(s, key, value, &s->root->fsverity_digests, check_fsverity_digest);
 }
 
 static int parse_require_ima(ParseState *s, const char *key, const char *value) {
@@ -573,22 +498,22 @@ static int parse_require_ima(ParseState *s, const char *key, const char *value) 
 }
 
 static const Setting settings[] = {
-        { "Load",    "Workers",                   parse_workers               },
-        { "Load",    "LoadAlone",                 parse_load_alone            },
-        { "Manager", "IdleExitSec",               parse_idle_exit             },
-        { "Trust",   "TrustedRoot",               parse_trusted_root          },
-        { "Trust",   "RequireReadOnlySuperblock", parse_require_superblock_ro },
-        { "Trust",   "Evidence",                  parse_evidence              },
-        { "Trust",   "Manifest",                  parse_manifest              },
-        { "Trust",   "RootHash",                  parse_root_hash             },
-        { "Trust",   "FsVerityDigest",            parse_fsverity_digest       },
-        { "Trust",   "RequireIMASignature",       parse_require_ima           },
-        { "Root",    "Path",                      parse_path                  },
-        { "Root",    "Evidence",                  parse_evidence              },
-        { "Root",    "Manifest",                  parse_manifest              },
-        { "Root",    "RootHash",                  parse_root_hash             },
-        { "Root",    "FsVerityDigest",            parse_fsverity_digest       },
-        { "Root",    "RequireIMASignature",       parse_require_ima           },
+        { "Load",       "Workers",                   parse_workers                   },
+        { "Load",       "LoadAlone",                 parse_load_alone                },
+        { "Manager",    "IdleExitSec",               parse_idle_exit                 },
+        { "Trust",      "TrustedRoot",               parse_trusted_root              },
+        { "Trust",      "RequireReadOnlySuperblock", parse_require_superblock_ro     },
+        { "Trust",      "Evidence",                  parse_evidence                  },
+        { "Trust",      "Manifest",                  parse_manifest                  },
+        { "Trust",      "RootHash",                  parse_root_hash                 },
+        { "Trust",      "FsVerityDigest",            parse_fsverity_digest           },
+        { "Trust",      "RequireIMASignature",       parse_require_ima               },
+        { "Root",       "Path",                      parse_path, SETTING_REQUIRED    },
+        { "Root",       "Evidence",                  parse_evidence                  },
+        { "Root",       "Manifest",                  parse_manifest                  },
+        { "Root",       "RootHash",                  parse_root_hash                 },
+        { "Root",       "FsVerityDigest",            parse_fsverity_digest           },
+        { "Root",       "RequireIMASignature",       parse_require_ima               },
 };
 
 /* The setting with this key in section (any section when section is NULL), compared with
@@ -611,10 +536,21 @@ static const char *section_find(const char *name, int (*cmp)(const char *, const
         return NULL;
 }
 
-/* A [Root] section is complete when the next header or the end of the file comes. */
-static int finish_section(ParseState *s) {
-        if (s->root && s->root != &s->config->trust && !s->root->path)
-                return parse_error_at(s, s->root->line, -EINVAL, "[Root] section has no Path=");
+/* The key of section with this flag: [Root] Path=. */
+static const Setting *section_key(const char *section, SettingFlags flag) {
+        for (size_t i = 0; section && i < ELEMENTSOF(settings); i++)
+                if (strcmp(settings[i].section, section) == 0 && (settings[i].flags & flag))
+                        return &settings[i];
+        return NULL;
+}
+
+/* A section is complete when the next header or the end of the file comes. */
+int config_finish_section(ParseState *s) {
+        const Setting *required = section_key(s->section, SETTING_REQUIRED);
+
+        if (required && !s->named)
+                return config_error_at(s, s->section_line, -EINVAL, "[%s] section has no %s=",
+                                       s->section, required->key);
         return 0;
 }
 
@@ -633,48 +569,28 @@ static int start_root(ParseState *s) {
         return 0;
 }
 
-static int start_section(ParseState *s, const char *name) {
-        const char *known;
+static int unknown_section(ParseState *s, const char *name) {
+        const char *known = section_find(name, strcasecmp);
 
-        s->section = section_find(name, strcmp);
-        if (s->section && strcmp(s->section, "Root") == 0)
-                return start_root(s);
-        if (s->section && strcmp(s->section, "Trust") == 0)
-                s->root = &s->config->trust;
-        if (s->section)
-                return 0;
-        known = section_find(name, strcasecmp);
         if (known)
                 return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", name, known);
-        return parse_error(s, -EINVAL,
-                           "unknown section [%s]; the sections are [Load], [Manager], [Trust] and [Root]", name);
+        return parse_error(s, -EINVAL, "unknown section [%s]; the sections are [Load], [Manager], [Trust] "
+                           "and [Root]", name);
 }
 
-/* libinih does not call the handler at a section header (Debian builds it without
- * INI_CALL_HANDLER_ON_NEW_SECTION), yet a header is where a [Root] begins, where an empty one is
- * reported, and where an unknown section is. So the reader looks at header lines itself, and takes
- * the name as libinih does: up to the first ']'. line has n bytes, without trailing whitespace. */
-static int parse_header(ParseState *s, const char *line, size_t n) {
-        _cleanup_free_ char *name = NULL;
-        const char *end = memchr(line, ']', n), *rest;
-        int r;
-
-        r = finish_section(s);
-        if (r < 0)
-                return r;
+/* What the keys of the new section apply to. */
+int config_start_section(ParseState *s, const char *name) {
+        s->section = section_find(name, strcmp);
+        if (!s->section)
+                return unknown_section(s, name);
+        s->section_line = s->line;
+        s->named = false;
         s->root = NULL;
-
-        if (!end)
-                return parse_error(s, -EBADMSG, "section header %.*s is missing ']'", (int) n, line);
-        /* libinih ignores whatever follows the ']': allow only what would be a comment after a value. */
-        rest = end + 1 + strspn(end + 1, WHITESPACE);
-        if (rest < line + n && !(rest[0] == ';' && rest > end + 1))
-                return parse_error(s, -EBADMSG, "unexpected text after ']' in section header %.*s", (int) n, line);
-
-        name = strndup(line + 1, (size_t) (end - line - 1));
-        if (!name)
-                return parse_error(s, -ENOMEM, "out of memory");
-        return start_section(s, name);
+        if (strcmp(s->section, "Root") == 0)
+                return start_root(s);
+        if (strcmp(s->section, "Trust") == 0)
+                s->root = &s->config->trust;
+        return 0;
 }
 
 static int unknown_key(ParseState *s, const char *key) {
@@ -691,7 +607,7 @@ static int unknown_key(ParseState *s, const char *key) {
         return parse_error(s, -EINVAL, "unknown key %s= in section [%s]", key, s->section);
 }
 
-static int parse_assignment(ParseState *s, const char *key, const char *value) {
+int config_parse_assignment(ParseState *s, const char *key, const char *value) {
         const Setting *setting;
 
         if (key[0] == '\0')
@@ -703,131 +619,6 @@ static int parse_assignment(ParseState *s, const char *key, const char *value) {
         if (!setting)
                 return unknown_key(s, key);
         return setting->parse(s, key, value);
-}
-
-/* The first error ends the parse: the reader gives libinih no more lines, the handler does nothing. */
-static void record_error(ParseState *s, int r) {
-        s->error = r;
-        s->error_line = s->line;
-}
-
-/* libinih's handler, for each Key=Value (or Key:Value), split and stripped of whitespace and an
- * inline comment. The section is the reader's, not libinih's copy, which is cut at 50 bytes. */
-static int handle_assignment(void *userdata, const char *section, const char *key, const char *value) {
-        ParseState *s = userdata;
-        int r;
-
-        if (s->error < 0)
-                return 0;
-        r = parse_assignment(s, key, value);
-        if (r < 0)
-                record_error(s, r);
-        return r >= 0;
-}
-
-/* Refuses bytes that have no place in a text line, so that messages echo only printable text, and
- * lines that libinih would split. */
-static int check_line_bytes(ParseState *s, const char *line, size_t n, size_t max) {
-        if (n > max)
-                return parse_error(s, -EBADMSG, "line is longer than %zu bytes; a list setting can be split over "
-                                   "several assignments", max);
-        for (size_t i = 0; i < n; i++) {
-                unsigned char c = (unsigned char) line[i];
-
-                if (c == '\0')
-                        return parse_error(s, -EBADMSG, "line contains a NUL byte");
-                if ((c < ' ' && c != '\t') || c == 0x7f)
-                        return parse_error(s, -EBADMSG, "line contains the control character 0x%02x", c);
-        }
-        return 0;
-}
-
-/* Copies the n bytes of a checked line to buf as fgets() would, without its indentation: libinih
- * would take an indented line as the continuation of the previous value, and systemd's syntax
- * ignores indentation. Looks at a section header on the way. */
-static int copy_line(ParseState *s, const char *line, size_t n, char *buf) {
-        size_t skip;
-
-        memcpy(buf, line, n);
-        memcpy(buf + n, "\n", 2);
-        skip = strspn(buf, WHITESPACE);
-        memmove(buf, buf + skip, n - skip + 2);
-        n -= skip;
-
-        /* libinih skips a byte order mark on its first line; parse_buffer() took the file's already,
-         * and a second one would hide a header from the reader. */
-        if (s->line == 1 && n >= 3 && memcmp(buf, BOM, 3) == 0)
-                return parse_error(s, -EBADMSG, "expected [Section], Key=Value or a comment");
-        while (n > 0 && strchr(WHITESPACE, buf[n - 1]))
-                n--;
-        return n > 0 && buf[0] == '[' ? parse_header(s, buf, n) : 0;
-}
-
-/* libinih's ini_reader: the next line of the file, one per call, so that s->line is the line of
- * the handler's next call (libinih hands on each line before it reads another). */
-static char *read_line(char *buf, int size, void *userdata) {
-        ParseState *s = userdata;
-        const char *line = s->next, *nl;
-        size_t n, max;
-        int r;
-
-        if (s->error < 0 || s->next >= s->end)
-                return NULL;
-        nl = memchr(line, '\n', (size_t) (s->end - line));
-        n = nl ? (size_t) (nl - line) : (size_t) (s->end - line);
-        s->next = nl ? nl + 1 : s->end;
-        s->line++;
-
-        if (n > 0 && line[n - 1] == '\r')
-                n--;
-        /* The line, its newline and a NUL must fit into libinih's buffer. */
-        max = MIN((size_t) CONFIG_LINE_MAX, size > 2 ? (size_t) size - 2 : 0);
-        r = check_line_bytes(s, line, n, max);
-        if (r >= 0)
-                r = copy_line(s, line, n, buf);
-        if (r < 0) {
-                record_error(s, r);
-                return NULL;
-        }
-        return buf;
-}
-
-static int parse_buffer(ParseState *s, const char *buf, size_t size) {
-        int r;
-
-        s->next = buf;
-        s->end = buf + size;
-        /* A byte order mark, as some editors write. */
-        if (size >= 3 && memcmp(buf, BOM, 3) == 0)
-                s->next += 3;
-
-        r = ini_parse_stream(read_line, s, handle_assignment, s);
-        if (r < 0)
-                return parse_error(s, -ENOMEM, "out of memory");
-        /* libinih names the first line that it could not parse, or the one where the handler failed;
-         * it goes on after the former, so an error of ours may come later. */
-        if (r > 0 && (s->error == 0 || (unsigned) r < s->error_line)) {
-                if (s->error < 0 && s->reterr_message)
-                        free(*s->reterr_message);
-                return parse_error_at(s, (unsigned) r, -EBADMSG, "expected [Section], Key=Value or a comment");
-        }
-        if (s->error < 0)
-                return s->error;
-        return finish_section(s);
-}
-
-int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message) {
-        ParseState s = { .config = c, .filename = filename, .reterr_message = reterr_message };
-        _cleanup_free_ char *buf = NULL;
-        size_t size;
-        int r;
-
-        r = read_full_stream(f, CONFIG_FILE_MAX, &buf, &size);
-        if (r == -EFBIG)
-                return parse_error(&s, r, "file is larger than %d MiB", CONFIG_FILE_MAX / (1024 * 1024));
-        if (r < 0)
-                return parse_error(&s, r, "failed to read: %s", strerror(-r));
-        return parse_buffer(&s, buf, size);
 }
 
 /* Settings can turn trust checks off: only root (or the caller, for tests) may write them. */
