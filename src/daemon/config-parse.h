@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* What the reader of the syntax (config-parse.c) and the settings (config.c) share. Not for other users: they call config_parse_file() and config_load(). */
+/* What the reader of the syntax (config-parse.c), the settings (config.c) and the policy's settings
+ * (config-policy.c) share. Not for other users: they call config_parse_file() and config_load(). */
 
 #include <stdbool.h>
 
 #include "config.h"
 #include "macro.h"
+#include "policy.h"
 
 #define WHITESPACE " \t"
 
@@ -17,8 +19,10 @@ typedef struct ParseState {
         unsigned line;                  /* the reader's last line; 0 for errors about the whole file */
         const char *section;            /* the current section, from the table; NULL before one */
         unsigned section_line;          /* of its header */
-        bool named;                     /* its required key ([Root] Path=) was given */
+        bool named;                     /* its required key (Path=, Name=, Module=) was given */
         RootConfig *root;               /* in [Trust] or a [Root]: the settings assigned to */
+        PolicyLayer *layer;             /* in [Policy], or in a [Source] after Name=: the rules added to */
+        ParameterRule *parameters;      /* in a [Parameters] after Module= */
         int error;                      /* the first error, and the line where it was found */
         unsigned error_line;
         char **reterr_message;
@@ -44,3 +48,16 @@ int config_finish_section(ParseState *s);
 int config_start_section(ParseState *s, const char *name);
 int config_parse_assignment(ParseState *s, const char *key, const char *value);
 
+/* The settings of config-policy.c, for config.c's table. */
+int config_parse_mode(ParseState *s, const char *key, const char *value);
+int config_parse_default(ParseState *s, const char *key, const char *value);
+int config_parse_allow(ParseState *s, const char *key, const char *value);
+int config_parse_deny(ParseState *s, const char *key, const char *value);
+int config_parse_deny_request(ParseState *s, const char *key, const char *value);
+int config_parse_request_parameters(ParseState *s, const char *key, const char *value);
+int config_parse_source_name(ParseState *s, const char *key, const char *value);
+int config_parse_parameters_module(ParseState *s, const char *key, const char *value);
+int config_parse_parameters_allow(ParseState *s, const char *key, const char *value);
+
+/* At a [Parameters] header: refuses one more than CONFIG_PARAMETERS_MAX. */
+int config_start_parameters(ParseState *s);

@@ -33,6 +33,7 @@ typedef int (*SettingParser)(ParseState *s, const char *key, const char *value);
 
 typedef enum SettingFlags {
         SETTING_REQUIRED = 1u << 0,     /* the section must have it: it says what the section is about */
+        SETTING_FIRST = 1u << 1,        /* and must come before the section's other keys, once */
 } SettingFlags;
 
 typedef struct Setting {
@@ -49,6 +50,7 @@ void config_init_defaults(Config *c) {
                 .require_superblock_ro = true,
                 .trust.evidence = EVIDENCE_DEFAULT,
         };
+        policy_init(&c->policy);
 }
 
 int config_default_trusted_root(char **ret) {
@@ -106,6 +108,7 @@ void config_done(Config *c) {
         strv_free(c->trusted_roots);
         root_config_done(&c->trust);
         root_config_array_free(c->roots, c->n_roots);
+        policy_done(&c->policy);
         *c = (Config) {};
 }
 
@@ -514,6 +517,21 @@ static const Setting settings[] = {
         { "Root",       "RootHash",                  parse_root_hash                 },
         { "Root",       "FsVerityDigest",            parse_fsverity_digest           },
         { "Root",       "RequireIMASignature",       parse_require_ima               },
+        { "Policy",     "Mode",                      config_parse_mode               },
+        { "Policy",     "Default",                   config_parse_default            },
+        { "Policy",     "Allow",                     config_parse_allow              },
+        { "Policy",     "Deny",                      config_parse_deny               },
+        { "Policy",     "DenyRequest",               config_parse_deny_request       },
+        { "Policy",     "RequestParameters",         config_parse_request_parameters },
+        { "Source",     "Name",                      config_parse_source_name,
+                                                     SETTING_REQUIRED | SETTING_FIRST },
+        { "Source",     "Default",                   config_parse_default            },
+        { "Source",     "Allow",                     config_parse_allow              },
+        { "Source",     "Deny",                      config_parse_deny               },
+        { "Source",     "DenyRequest",               config_parse_deny_request       },
+        { "Parameters", "Module",                    config_parse_parameters_module,
+                                                     SETTING_REQUIRED | SETTING_FIRST },
+        { "Parameters", "Allow",                     config_parse_parameters_allow   },
 };
 
 /* The setting with this key in section (any section when section is NULL), compared with
@@ -536,7 +554,7 @@ static const char *section_find(const char *name, int (*cmp)(const char *, const
         return NULL;
 }
 
-/* The key of section with this flag: [Root] Path=. */
+/* The key of section with this flag: [Root] Path=, [Source] Name=, [Parameters] Module=. */
 static const Setting *section_key(const char *section, SettingFlags flag) {
         for (size_t i = 0; section && i < ELEMENTSOF(settings); i++)
                 if (strcmp(settings[i].section, section) == 0 && (settings[i].flags & flag))
@@ -574,11 +592,11 @@ static int unknown_section(ParseState *s, const char *name) {
 
         if (known)
                 return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", name, known);
-        return parse_error(s, -EINVAL, "unknown section [%s]; the sections are [Load], [Manager], [Trust] "
-                           "and [Root]", name);
+        return parse_error(s, -EINVAL, "unknown section [%s]; the sections are [Load], [Manager], [Trust], "
+                           "[Root], [Policy], [Source] and [Parameters]", name);
 }
 
-/* What the keys of the new section apply to. */
+/* What the keys of the new section apply to; [Source] and [Parameters] learn it from their first. */
 int config_start_section(ParseState *s, const char *name) {
         s->section = section_find(name, strcmp);
         if (!s->section)
@@ -586,10 +604,16 @@ int config_start_section(ParseState *s, const char *name) {
         s->section_line = s->line;
         s->named = false;
         s->root = NULL;
+        s->layer = NULL;
+        s->parameters = NULL;
         if (strcmp(s->section, "Root") == 0)
                 return start_root(s);
         if (strcmp(s->section, "Trust") == 0)
                 s->root = &s->config->trust;
+        if (strcmp(s->section, "Policy") == 0)
+                s->layer = &s->config->policy.global;
+        if (strcmp(s->section, "Parameters") == 0)
+                return config_start_parameters(s);
         return 0;
 }
 
@@ -607,8 +631,22 @@ static int unknown_key(ParseState *s, const char *key) {
         return parse_error(s, -EINVAL, "unknown key %s= in section [%s]", key, s->section);
 }
 
+static int check_key_order(ParseState *s, const Setting *setting) {
+        const Setting *first = section_key(s->section, SETTING_FIRST);
+
+        if (!first)
+                return 0;
+        if (setting != first && !s->named)
+                return parse_error(s, -EINVAL, "%s= comes before %s= in a [%s] section: %s= must come first",
+                                   setting->key, first->key, s->section, first->key);
+        if (setting == first && s->named)
+                return parse_error(s, -EINVAL, "%s= is given twice in one [%s] section", setting->key, s->section);
+        return 0;
+}
+
 int config_parse_assignment(ParseState *s, const char *key, const char *value) {
         const Setting *setting;
+        int r;
 
         if (key[0] == '\0')
                 return parse_error(s, -EBADMSG, "assignment without a key: =%s", value);
@@ -618,6 +656,9 @@ int config_parse_assignment(ParseState *s, const char *key, const char *value) {
         setting = setting_find(s->section, key, strcmp);
         if (!setting)
                 return unknown_key(s, key);
+        r = check_key_order(s, setting);
+        if (r < 0)
+                return r;
         return setting->parse(s, key, value);
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "parse-util.h"
+#include "policy.h"
 
 /* The settings of a trusted root: which kinds of evidence vouch for its module files, and what that
  * evidence is checked against. [Trust] holds every root's; a [Root] section those of one root, and
@@ -43,6 +44,7 @@ typedef struct Config {
         RootConfig trust;               /* [Trust] Evidence=, RootHash=, ...: every root's settings */
         RootConfig *roots;              /* [Root] sections, as written */
         size_t n_roots;
+        Policy policy;                  /* [Policy], [Source] and [Parameters] */
 } Config;
 
 /* /usr/lib/modules/$(uname -r), the trusted root when TrustedRoot= is empty. */
@@ -82,6 +84,10 @@ int config_read_cmdline_root_hashes(char ***ret);
  * "sha512:" and 128. */
 int config_normalize_fsverity_digest(char *s);
 
+/* Checks a module name glob (fnmatch(3): letters, digits, '_' and '-', and * ? [ ] !) and makes it
+ * canonical: '-' becomes '_' outside bracket expressions, where it may be a range. -EINVAL. */
+int config_normalize_module_glob(char *s);
+
 #define CONFIG_WORKERS_DEFAULT 4u
 #define CONFIG_WORKERS_MAX 64u
 #define CONFIG_IDLE_EXIT_USEC_DEFAULT (30 * USEC_PER_SEC)
@@ -92,6 +98,8 @@ int config_normalize_fsverity_digest(char *s);
 #define CONFIG_FILE_MAX (1024 * 1024)   /* bytes in a file */
 #define CONFIG_LIST_MAX 1024            /* entries in a list setting */
 #define CONFIG_ROOTS_MAX 64             /* [Root] sections */
+#define CONFIG_PARAMETERS_MAX 256       /* [Parameters] sections. A [Source] section adds no storage
+                                         * of its own: its lists have CONFIG_LIST_MAX. */
 
 /* Where modgate.conf and modgate.conf.d/ are looked for, highest priority first (NULL-terminated). */
 extern const char *const config_dirs[];
@@ -107,7 +115,8 @@ void config_done(Config *c);
  * UTF-8 byte order mark are accepted. A line has at most CONFIG_LINE_MAX bytes. A later assignment
  * overrides an earlier one; list settings accumulate, and an empty assignment empties the list (and
  * sets any other setting back to its default). Each [Root] header starts the settings of one more
- * trusted root, which must have a Path=.
+ * trusted root, which must have a Path=. A [Source] section must begin with Name=, which says whose
+ * layer of the policy it adds to; a [Parameters] section with Module=, and is a rule of its own.
  *
  * The first error is the one returned, and none is skipped: an unknown section or key is an error,
  * so that a typo cannot silently leave a security setting at a weaker value. Returns 0, or:
