@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <sys/utsname.h>
 
 #include "conf-files.h"
+#include "config-parse.h"
 #include "config.h"
 #include "fileio.h"
 #include "macro.h"
@@ -18,8 +18,6 @@
 #include "module-name.h"
 #include "strv.h"
 #include "trust.h"
-
-#define WHITESPACE " \t"
 
 _Static_assert(CONFIG_FILE_MAX % (1024 * 1024) == 0, "the size message counts in MiB");
 
@@ -31,21 +29,18 @@ const char *const config_dirs[] = {
         NULL,
 };
 
-typedef struct ParseState {
-        Config *config;
-        const char *filename;
-        unsigned line;                  /* 0 for errors about the whole file */
-        const char *section;            /* the current section, from the table below; NULL before one */
-        RootConfig *root;               /* in [Trust] or a [Root]: the settings assigned to */
-        char **reterr_message;
-} ParseState;
-
 typedef int (*SettingParser)(ParseState *s, const char *key, const char *value);
+
+typedef enum SettingFlags {
+        SETTING_REQUIRED = 1u << 0,     /* the section must have it: it says what the section is about */
+        SETTING_FIRST = 1u << 1,        /* and must come before the section's other keys, once */
+} SettingFlags;
 
 typedef struct Setting {
         const char *section;
         const char *key;
         SettingParser parse;
+        SettingFlags flags;
 } Setting;
 
 void config_init_defaults(Config *c) {
@@ -211,32 +206,6 @@ oom:
         return -ENOMEM;
 }
 
-/* Sets the message, "FILE:LINE: " followed by the format, and returns r. */
-_printf_(3, 4) static int parse_error(ParseState *s, int r, const char *format, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-        int k;
-
-        if (!s->reterr_message)
-                return r;
-
-        va_start(ap, format);
-        k = vasprintf(&msg, format, ap);
-        va_end(ap);
-
-        /* Parsing stops at the first error, so this is the only message: never read what was there. */
-        *s->reterr_message = NULL;
-        if (k < 0)
-                return r;
-        if (s->line > 0)
-                k = asprintf(s->reterr_message, "%s:%u: %s", s->filename, s->line, msg);
-        else
-                k = asprintf(s->reterr_message, "%s: %s", s->filename, msg);
-        if (k < 0)
-                *s->reterr_message = NULL;
-        return r;
-}
-
 static int parse_workers(ParseState *s, const char *key, const char *value) {
         unsigned v;
         int r;
@@ -318,45 +287,12 @@ static int check_path(ParseState *s, const char *key, char *word) {
         return 0;
 }
 
-/* Adds each whitespace-separated word of value to *list once, after check() accepted (and maybe
- * rewrote) it; an empty value empties the list. */
-static int parse_list(ParseState *s, const char *key, const char *value, char ***list,
-                      int (*check)(ParseState *s, const char *key, char *word)) {
-        int r;
-
-        if (value[0] == '\0') {
-                *list = strv_free(*list);
-                return 0;
-        }
-
-        for (const char *p = value; *p; p += strspn(p, WHITESPACE)) {
-                _cleanup_free_ char *word = NULL;
-                size_t n = strcspn(p, WHITESPACE);
-
-                word = strndup(p, n);
-                if (!word)
-                        return parse_error(s, -ENOMEM, "out of memory");
-                p += n;
-
-                r = check(s, key, word);
-                if (r < 0)
-                        return r;
-                if (strv_contains(*list, word))
-                        continue;
-                if (strv_length(*list) >= CONFIG_LIST_MAX)
-                        return parse_error(s, -EINVAL, "%s= has more than %d entries", key, CONFIG_LIST_MAX);
-                if (strv_consume(list, TAKE_PTR(word)) < 0)
-                        return parse_error(s, -ENOMEM, "out of memory");
-        }
-        return 0;
-}
-
 static int parse_load_alone(ParseState *s, const char *key, const char *value) {
-        return parse_list(s, key, value, &s->config->load_alone, check_module_name);
+        return config_parse_list(s, key, value, &s->config->load_alone, check_module_name);
 }
 
 static int parse_trusted_root(ParseState *s, const char *key, const char *value) {
-        return parse_list(s, key, value, &s->config->trusted_roots, check_path);
+        return config_parse_list(s, key, value, &s->config->trusted_roots, check_path);
 }
 
 /* One setting, not a list: the last assignment wins, so that a drop-in states all that a root
@@ -435,6 +371,7 @@ static int parse_manifest(ParseState *s, const char *key, const char *value) {
 static int parse_path(ParseState *s, const char *key, const char *value) {
         if (value[0] == '\0')
                 return parse_error(s, -EINVAL, "%s= needs the trusted root's directory", key);
+        s->named = true;
         return parse_root_path(s, key, value, &s->root->path);
 }
 
@@ -535,7 +472,7 @@ static int parse_root_hash(ParseState *s, const char *key, const char *value) {
                 return 0;
         }
         s->root->set |= ROOT_FIELD_ROOT_HASH;
-        return parse_list(s, key, value, &s->root->root_hashes, check_root_hash);
+        return config_parse_list(s, key, value, &s->root->root_hashes, check_root_hash);
 }
 
 static int parse_fsverity_digest(ParseState *s, const char *key, const char *value) {
@@ -544,7 +481,7 @@ static int parse_fsverity_digest(ParseState *s, const char *key, const char *val
                 return 0;
         }
         s->root->set |= ROOT_FIELD_FSVERITY_DIGEST;
-        return parse_list(s, key, value, &s->root->fsverity_digests, check_fsverity_digest);
+        return config_parse_list(s, key, value, &s->root->fsverity_digests, check_fsverity_digest);
 }
 
 static int parse_require_ima(ParseState *s, const char *key, const char *value) {
@@ -564,22 +501,37 @@ static int parse_require_ima(ParseState *s, const char *key, const char *value) 
 }
 
 static const Setting settings[] = {
-        { "Load",    "Workers",                   parse_workers               },
-        { "Load",    "LoadAlone",                 parse_load_alone            },
-        { "Manager", "IdleExitSec",               parse_idle_exit             },
-        { "Trust",   "TrustedRoot",               parse_trusted_root          },
-        { "Trust",   "RequireReadOnlySuperblock", parse_require_superblock_ro },
-        { "Trust",   "Evidence",                  parse_evidence              },
-        { "Trust",   "Manifest",                  parse_manifest              },
-        { "Trust",   "RootHash",                  parse_root_hash             },
-        { "Trust",   "FsVerityDigest",            parse_fsverity_digest       },
-        { "Trust",   "RequireIMASignature",       parse_require_ima           },
-        { "Root",    "Path",                      parse_path                  },
-        { "Root",    "Evidence",                  parse_evidence              },
-        { "Root",    "Manifest",                  parse_manifest              },
-        { "Root",    "RootHash",                  parse_root_hash             },
-        { "Root",    "FsVerityDigest",            parse_fsverity_digest       },
-        { "Root",    "RequireIMASignature",       parse_require_ima           },
+        { "Load",       "Workers",                   parse_workers                   },
+        { "Load",       "LoadAlone",                 parse_load_alone                },
+        { "Manager",    "IdleExitSec",               parse_idle_exit                 },
+        { "Trust",      "TrustedRoot",               parse_trusted_root              },
+        { "Trust",      "RequireReadOnlySuperblock", parse_require_superblock_ro     },
+        { "Trust",      "Evidence",                  parse_evidence                  },
+        { "Trust",      "Manifest",                  parse_manifest                  },
+        { "Trust",      "RootHash",                  parse_root_hash                 },
+        { "Trust",      "FsVerityDigest",            parse_fsverity_digest           },
+        { "Trust",      "RequireIMASignature",       parse_require_ima               },
+        { "Root",       "Path",                      parse_path, SETTING_REQUIRED    },
+        { "Root",       "Evidence",                  parse_evidence                  },
+        { "Root",       "Manifest",                  parse_manifest                  },
+        { "Root",       "RootHash",                  parse_root_hash                 },
+        { "Root",       "FsVerityDigest",            parse_fsverity_digest           },
+        { "Root",       "RequireIMASignature",       parse_require_ima               },
+        { "Policy",     "Mode",                      config_parse_mode               },
+        { "Policy",     "Default",                   config_parse_default            },
+        { "Policy",     "Allow",                     config_parse_allow              },
+        { "Policy",     "Deny",                      config_parse_deny               },
+        { "Policy",     "DenyRequest",               config_parse_deny_request       },
+        { "Policy",     "RequestParameters",         config_parse_request_parameters },
+        { "Source",     "Name",                      config_parse_source_name,
+                                                     SETTING_REQUIRED | SETTING_FIRST },
+        { "Source",     "Default",                   config_parse_default            },
+        { "Source",     "Allow",                     config_parse_allow              },
+        { "Source",     "Deny",                      config_parse_deny               },
+        { "Source",     "DenyRequest",               config_parse_deny_request       },
+        { "Parameters", "Module",                    config_parse_parameters_module,
+                                                     SETTING_REQUIRED | SETTING_FIRST },
+        { "Parameters", "Allow",                     config_parse_parameters_allow   },
 };
 
 /* The setting with this key in section (any section when section is NULL), compared with
@@ -602,22 +554,21 @@ static const char *section_find(const char *name, int (*cmp)(const char *, const
         return NULL;
 }
 
-static char *strstrip(char *s) {
-        size_t n;
-
-        s += strspn(s, WHITESPACE);
-        n = strlen(s);
-        while (n > 0 && strchr(WHITESPACE, s[n - 1]))
-                s[--n] = '\0';
-        return s;
+/* The key of section with this flag: [Root] Path=, [Source] Name=, [Parameters] Module=. */
+static const Setting *section_key(const char *section, SettingFlags flag) {
+        for (size_t i = 0; section && i < ELEMENTSOF(settings); i++)
+                if (strcmp(settings[i].section, section) == 0 && (settings[i].flags & flag))
+                        return &settings[i];
+        return NULL;
 }
 
-/* A [Root] section is complete when the next header or the end of the file comes. */
-static int finish_section(ParseState *s) {
-        if (s->root && s->root != &s->config->trust && !s->root->path) {
-                s->line = s->root->line;
-                return parse_error(s, -EINVAL, "[Root] section has no Path=");
-        }
+/* A section is complete when the next header or the end of the file comes. */
+int config_finish_section(ParseState *s) {
+        const Setting *required = section_key(s->section, SETTING_REQUIRED);
+
+        if (required && !s->named)
+                return config_error_at(s, s->section_line, -EINVAL, "[%s] section has no %s=",
+                                       s->section, required->key);
         return 0;
 }
 
@@ -636,37 +587,34 @@ static int start_root(ParseState *s) {
         return 0;
 }
 
-static int parse_section(ParseState *s, char *line) {
-        size_t n = strlen(line);
-        const char *known;
-        char *end;
-        int r;
+static int unknown_section(ParseState *s, const char *name) {
+        const char *known = section_find(name, strcasecmp);
 
-        r = finish_section(s);
-        if (r < 0)
-                return r;
-        s->root = NULL;
-
-        end = strchr(line, ']');
-        if (!end)
-                return parse_error(s, -EBADMSG, "section header %s is missing ']'", line);
-        if (end != line + n - 1)
-                return parse_error(s, -EBADMSG, "unexpected text after ']' in section header %s", line);
-        *end = '\0';
-        line++;
-
-        s->section = section_find(line, strcmp);
-        if (s->section && strcmp(s->section, "Root") == 0)
-                return start_root(s);
-        if (s->section && strcmp(s->section, "Trust") == 0)
-                s->root = &s->config->trust;
-        if (s->section)
-                return 0;
-        known = section_find(line, strcasecmp);
         if (known)
-                return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", line, known);
-        return parse_error(s, -EINVAL,
-                           "unknown section [%s]; the sections are [Load], [Manager], [Trust] and [Root]", line);
+                return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", name, known);
+        return parse_error(s, -EINVAL, "unknown section [%s]; the sections are [Load], [Manager], [Trust], "
+                           "[Root], [Policy], [Source] and [Parameters]", name);
+}
+
+/* What the keys of the new section apply to; [Source] and [Parameters] learn it from their first. */
+int config_start_section(ParseState *s, const char *name) {
+        s->section = section_find(name, strcmp);
+        if (!s->section)
+                return unknown_section(s, name);
+        s->section_line = s->line;
+        s->named = false;
+        s->root = NULL;
+        s->layer = NULL;
+        s->parameters = NULL;
+        if (strcmp(s->section, "Root") == 0)
+                return start_root(s);
+        if (strcmp(s->section, "Trust") == 0)
+                s->root = &s->config->trust;
+        if (strcmp(s->section, "Policy") == 0)
+                s->layer = &s->config->policy.global;
+        if (strcmp(s->section, "Parameters") == 0)
+                return config_start_parameters(s);
+        return 0;
 }
 
 static int unknown_key(ParseState *s, const char *key) {
@@ -683,16 +631,23 @@ static int unknown_key(ParseState *s, const char *key) {
         return parse_error(s, -EINVAL, "unknown key %s= in section [%s]", key, s->section);
 }
 
-static int parse_assignment(ParseState *s, char *line) {
-        const Setting *setting;
-        char *eq, *key, *value;
+static int check_key_order(ParseState *s, const Setting *setting) {
+        const Setting *first = section_key(s->section, SETTING_FIRST);
 
-        eq = strchr(line, '=');
-        if (!eq)
-                return parse_error(s, -EBADMSG, "expected [Section], Key=Value or a comment, got: %s", line);
-        *eq = '\0';
-        key = strstrip(line);
-        value = strstrip(eq + 1);
+        if (!first)
+                return 0;
+        if (setting != first && !s->named)
+                return parse_error(s, -EINVAL, "%s= comes before %s= in a [%s] section: %s= must come first",
+                                   setting->key, first->key, s->section, first->key);
+        if (setting == first && s->named)
+                return parse_error(s, -EINVAL, "%s= is given twice in one [%s] section", setting->key, s->section);
+        return 0;
+}
+
+int config_parse_assignment(ParseState *s, const char *key, const char *value) {
+        const Setting *setting;
+        int r;
+
         if (key[0] == '\0')
                 return parse_error(s, -EBADMSG, "assignment without a key: =%s", value);
         if (!s->section)
@@ -701,77 +656,10 @@ static int parse_assignment(ParseState *s, char *line) {
         setting = setting_find(s->section, key, strcmp);
         if (!setting)
                 return unknown_key(s, key);
-        return setting->parse(s, key, value);
-}
-
-/* Refuses bytes that have no place in a text line, so that messages echo only printable text. */
-static int check_line_bytes(ParseState *s, const char *line, size_t n) {
-        if (n > CONFIG_LINE_MAX)
-                return parse_error(s, -EBADMSG, "line is longer than %d bytes", CONFIG_LINE_MAX);
-        for (size_t i = 0; i < n; i++) {
-                unsigned char c = (unsigned char) line[i];
-
-                if (c == '\0')
-                        return parse_error(s, -EBADMSG, "line contains a NUL byte");
-                if ((c < ' ' && c != '\t') || c == 0x7f)
-                        return parse_error(s, -EBADMSG, "line contains the control character 0x%02x", c);
-        }
-        return 0;
-}
-
-/* One line, without its '\n' (and with line[n] == '\0'). */
-static int parse_line(ParseState *s, char *line, size_t n) {
-        int r;
-
-        if (n > 0 && line[n - 1] == '\r')
-                line[--n] = '\0';
-        r = check_line_bytes(s, line, n);
+        r = check_key_order(s, setting);
         if (r < 0)
                 return r;
-
-        line = strstrip(line);
-        if (line[0] == '\0' || line[0] == '#' || line[0] == ';')
-                return 0;
-        if (line[0] == '[')
-                return parse_section(s, line);
-        return parse_assignment(s, line);
-}
-
-/* buf holds size bytes and a '\0' after them. */
-static int parse_buffer(ParseState *s, char *buf, size_t size) {
-        char *p = buf, *end = buf + size;
-        int r;
-
-        /* A byte order mark, as some editors write. */
-        if (size >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
-                p += 3;
-
-        while (p < end) {
-                char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t n = nl ? (size_t) (nl - p) : (size_t) (end - p);
-
-                s->line++;
-                p[n] = '\0';
-                r = parse_line(s, p, n);
-                if (r < 0)
-                        return r;
-                p += n + 1;
-        }
-        return finish_section(s);
-}
-
-int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message) {
-        ParseState s = { .config = c, .filename = filename, .reterr_message = reterr_message };
-        _cleanup_free_ char *buf = NULL;
-        size_t size;
-        int r;
-
-        r = read_full_stream(f, CONFIG_FILE_MAX, &buf, &size);
-        if (r == -EFBIG)
-                return parse_error(&s, r, "file is larger than %d MiB", CONFIG_FILE_MAX / (1024 * 1024));
-        if (r < 0)
-                return parse_error(&s, r, "failed to read: %s", strerror(-r));
-        return parse_buffer(&s, buf, size);
+        return setting->parse(s, key, value);
 }
 
 /* Settings can turn trust checks off: only root (or the caller, for tests) may write them. */

@@ -87,15 +87,22 @@ int config_read_cmdline_root_hashes(char ***ret);
  * "sha512:" and 128. */
 int config_normalize_fsverity_digest(char *s);
 
+/* Checks a module name glob (fnmatch(3): letters, digits, '_' and '-', and * ? [ ] !) and makes it
+ * canonical: '-' becomes '_' outside bracket expressions, where it may be a range. -EINVAL. */
+int config_normalize_module_glob(char *s);
+
 #define CONFIG_WORKERS_DEFAULT 4u
 #define CONFIG_WORKERS_MAX 64u
 #define CONFIG_IDLE_EXIT_USEC_DEFAULT (30 * USEC_PER_SEC)
 
 /* Caps, each with its own error message. */
-#define CONFIG_LINE_MAX 4096            /* bytes in a line, without its newline */
+#define CONFIG_LINE_MAX 198             /* bytes in a line, without its newline: what libinih takes
+                                         * (INI_MAX_LINE - 2); a list is split over several assignments */
 #define CONFIG_FILE_MAX (1024 * 1024)   /* bytes in a file */
 #define CONFIG_LIST_MAX 1024            /* entries in a list setting */
 #define CONFIG_ROOTS_MAX 64             /* [Root] sections */
+#define CONFIG_PARAMETERS_MAX 256       /* [Parameters] sections. A [Source] section adds no storage
+                                         * of its own: its lists have CONFIG_LIST_MAX. */
 
 /* Where modgate.conf and modgate.conf.d/ are looked for, highest priority first (NULL-terminated). */
 extern const char *const config_dirs[];
@@ -104,17 +111,20 @@ extern const char *const config_dirs[];
 void config_init_defaults(Config *c);
 void config_done(Config *c);
 
-/* Applies one file to c. The syntax is that of systemd unit files, without line continuation or
- * quoting: [Section] headers, Key=Value assignments, comment lines starting with '#' or ';', blank
- * lines; whitespace around keys and values is ignored; CRLF line ends and a UTF-8 byte order mark
- * are accepted. A later assignment overrides an earlier one; list settings accumulate, and an empty
- * assignment empties the list (and sets any other setting back to its default). Each [Root]
- * header starts the settings of one more trusted root, which must have a Path=.
+/* Applies one file to c. The syntax is that of systemd unit files as libinih reads it, without line
+ * continuation or quoting: [Section] headers, Key=Value (or Key:Value) assignments, comment lines
+ * starting with '#' or ';', blank lines; a ';' after whitespace starts a comment in a value too.
+ * Whitespace around keys and values, and the indentation of a line, is ignored; CRLF line ends and a
+ * UTF-8 byte order mark are accepted. A line has at most CONFIG_LINE_MAX bytes. A later assignment
+ * overrides an earlier one; list settings accumulate, and an empty assignment empties the list (and
+ * sets any other setting back to its default). Each [Root] header starts the settings of one more
+ * trusted root, which must have a Path=. A [Source] section must begin with Name=, which says whose
+ * layer of the policy it adds to; a [Parameters] section with Module=, and is a rule of its own.
  *
- * Parsing stops at the first error, which is never skipped: an unknown section or key is an error,
+ * The first error is the one returned, and none is skipped: an unknown section or key is an error,
  * so that a typo cannot silently leave a security setting at a weaker value. Returns 0, or:
- *   -EBADMSG  a line that is not [Section], Key=Value, a comment or blank; too long; NUL or other
- *             control characters
+ *   -EBADMSG  a line that is not [Section], Key=Value, a comment or blank; longer than
+ *             CONFIG_LINE_MAX; NUL or other control characters
  *   -EINVAL   an unknown section or key, or a value that is invalid or out of range
  *   -EFBIG    the file is larger than CONFIG_FILE_MAX
  *   -ENOMEM, or the error reading f.

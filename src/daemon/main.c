@@ -19,7 +19,9 @@
 #include "manifest.h"
 #include "module-name.h"
 #include "origin.h"
+#include "policy.h"
 #include "probe-client.h"
+#include "request.h"
 #include "strv.h"
 #include "trust.h"
 
@@ -212,6 +214,44 @@ static void print_list(const char *key, char *const *l) {
         printf("\n");
 }
 
+/* A setting of the policy, and where it was written (nothing for a default). */
+static void print_rule(const char *setting, const PolicyRule *r) {
+        if (!r->file)
+                printf("%s\n", setting);
+        else if (r->line == 0)
+                printf("%-39s # %s\n", setting, r->file);
+        else
+                printf("%-39s # %s:%u\n", setting, r->file, r->line);
+}
+
+static void print_layer(const PolicyLayer *l) {
+        print_rule(l->default_deny ? "Default=deny" : "Default=allow", &l->default_rule);
+        for (size_t i = 0; i < l->n_rules; i++)
+                print_rule(l->rules[i].option, &l->rules[i]);
+}
+
+static void print_policy(const Policy *p) {
+        _cleanup_free_ char *mode = NULL;
+
+        if (asprintf(&mode, "Mode=%s", policy_mode_to_string(p->mode)) < 0)
+                return (void) log_oom();
+        printf("\n[Policy]\n");
+        print_rule(mode, &p->mode_rule);
+        print_rule(p->request_parameters_any ? "RequestParameters=any" : "RequestParameters=none",
+                   &p->request_parameters_rule);
+        print_layer(&p->global);
+        for (RequestSource s = 0; s < _SOURCE_MAX; s++)
+                if (p->sources[s].default_deny || p->sources[s].n_rules > 0) {
+                        printf("\n[Source]\nName=%s\n", request_source_to_string(s));
+                        print_layer(&p->sources[s]);
+                }
+        for (size_t i = 0; i < p->n_parameters; i++) {
+                printf("\n[Parameters]\n");
+                print_rule(p->parameters[i].rule.option, &p->parameters[i].rule);
+                print_list("Allow", p->parameters[i].allow);
+        }
+}
+
 static void print_config(const Config *c) {
         _cleanup_free_ char *evidence = NULL;
 
@@ -226,6 +266,7 @@ static void print_config(const Config *c) {
         print_list("RootHash", c->trust.root_hashes);
         print_list("FsVerityDigest", c->trust.fsverity_digests);
         printf("RequireIMASignature=%s\n", c->trust.require_ima ? "yes" : "no");
+        print_policy(&c->policy);
 }
 
 /* What the kernel itself enforces, as this process sees it: -n runs with its caller's privileges, the

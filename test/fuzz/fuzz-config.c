@@ -8,6 +8,40 @@
 #include "config.h"
 #include "fuzz.h"
 #include "module-name.h"
+#include "policy.h"
+#include "strv.h"
+
+/* A stored module glob is canonical already, and each rule says where it was written. */
+static void check_rule(const PolicyRule *r, bool module_glob) {
+        char buf[CONFIG_LINE_MAX + 1];
+
+        fuzz_assert(r->file && strcmp(r->file, "fuzz.conf") == 0 && r->line > 0 && r->option);
+        if (!module_glob)
+                return;
+        fuzz_assert(r->pattern && strlen(r->pattern) < sizeof(buf));
+        strcpy(buf, r->pattern);
+        fuzz_assert(config_normalize_module_glob(buf) == 0 && strcmp(buf, r->pattern) == 0);
+}
+
+static void check_layer(const PolicyLayer *l) {
+        fuzz_assert(l->n_rules <= 3 * CONFIG_LIST_MAX);
+        for (size_t i = 0; i < l->n_rules; i++)
+                check_rule(&l->rules[i], l->rules[i].kind != RULE_DENY_REQUEST);
+        if (l->default_deny)
+                check_rule(&l->default_rule, false);
+}
+
+static void check_policy(const Policy *p) {
+        check_layer(&p->global);
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                check_layer(&p->sources[i]);
+        fuzz_assert(p->n_parameters <= CONFIG_PARAMETERS_MAX);
+        for (size_t i = 0; i < p->n_parameters; i++) {
+                check_rule(&p->parameters[i].rule, true);
+                fuzz_assert(strcmp(p->parameters[i].module, p->parameters[i].rule.pattern) == 0);
+                fuzz_assert(strv_length(p->parameters[i].allow) <= CONFIG_LIST_MAX);
+        }
+}
 
 static void check_config(const Config *c) {
         fuzz_assert(c->workers >= 1 && c->workers <= CONFIG_WORKERS_MAX);
@@ -15,6 +49,7 @@ static void check_config(const Config *c) {
                 fuzz_assert(module_name_is_valid(*p) && !strchr(*p, '-'));
         for (char **p = c->trusted_roots; p && *p; p++)
                 fuzz_assert((*p)[0] == '/');
+        check_policy(&c->policy);
 }
 
 /* Every refusal names the file, and echoes only printable text back. */

@@ -3,6 +3,8 @@
 #include <errno.h>
 
 #include "config.h"
+#include "policy.h"
+#include "request.h"
 #include "fileio.h"
 #include "strv.h"
 #include "trust.h"
@@ -391,9 +393,11 @@ TEST(roots) {
 TEST(unknown_names) {
         check_error("[Laod]\nWorkers=4\n", -EINVAL,
                     "modgate.conf:1: unknown section [Laod]; "
-                    "the sections are [Load], [Manager], [Trust] and [Root]");
+                    "the sections are [Load], [Manager], [Trust], "
+                    "[Root], [Policy], [Source] and [Parameters]");
         check_error("[]\n", -EINVAL,
-                    "modgate.conf:1: unknown section []; the sections are [Load], [Manager], [Trust] and [Root]");
+                    "modgate.conf:1: unknown section []; the sections are [Load], [Manager], [Trust], "
+                    "[Root], [Policy], [Source] and [Parameters]");
         check_error("[load]\n", -EINVAL, "modgate.conf:1: unknown section [load] (did you mean [Load]?)");
         check_error("[Load]\nWorker=4\n", -EINVAL, "modgate.conf:2: unknown key Worker= in section [Load]");
         check_error("[Trust]\nrequirereadonlysuperblock=no\n", -EINVAL,
@@ -407,11 +411,19 @@ TEST(syntax_errors) {
         check_error("Workers=4\n", -EBADMSG,
                     "modgate.conf:1: Workers= comes before the first [Section] header");
         check_error("[Load]\nWorkers\n", -EBADMSG,
-                    "modgate.conf:2: expected [Section], Key=Value or a comment, got: Workers");
+                    "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Load]\n\xef\xbb\xbf\n", -EBADMSG, "modgate.conf:2: expected [Section], Key=Value or a comment");
+        /* libinih would skip a second byte order mark on the first line, and with it a header. */
+        check_error("\xef\xbb\xbf\xef\xbb\xbf[Root]\n", -EBADMSG,
+                    "modgate.conf:1: expected [Section], Key=Value or a comment");
         check_error("[Load]\n = 4\n", -EBADMSG, "modgate.conf:2: assignment without a key: =4");
         check_error("[Load\n", -EBADMSG, "modgate.conf:1: section header [Load is missing ']'");
         check_error("[Load] Workers=4\n", -EBADMSG,
                     "modgate.conf:1: unexpected text after ']' in section header [Load] Workers=4");
+        check_error("[Load] # load\n", -EBADMSG,
+                    "modgate.conf:1: unexpected text after ']' in section header [Load] # load");
+        check_error("[Load];load\n", -EBADMSG,
+                    "modgate.conf:1: unexpected text after ']' in section header [Load];load");
         check_error("[Load]\nWorkers=4\x01\n", -EBADMSG,
                     "modgate.conf:2: line contains the control character 0x01");
         check_error("[Load]\nWorkers=4\rWorkers=0\n", -EBADMSG,
@@ -421,6 +433,58 @@ TEST(syntax_errors) {
         check_error_n("[Load]\nWorkers=4\0\n", 18, -EBADMSG, "modgate.conf:2: line contains a NUL byte");
         /* The line number counts CRLF lines, and the message has no stray '\r'. */
         check_error("[Load]\r\nWorkers=0\r\n", -EINVAL, "modgate.conf:2: Workers=0 is out of range 1..64");
+}
+
+TEST(first_error_is_reported) {
+        /* libinih reports a line it cannot parse only at the end, and goes on after it. */
+        check_error("[Load]\nWorkers\nWorkers=0\n", -EBADMSG,
+                    "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Load]\nWorkers\n[Laod]\n", -EBADMSG,
+                    "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Load]\nWorkers=0\nWorkers\n", -EINVAL, "modgate.conf:2: Workers=0 is out of range 1..64");
+        check_error("[Root]\nWorkers\n", -EBADMSG, "modgate.conf:2: expected [Section], Key=Value or a comment");
+        check_error("[Root]\n= x\n", -EBADMSG, "modgate.conf:2: assignment without a key: =x");
+}
+
+TEST(line_numbers) {
+        /* Comments, blank lines and headers count; so does a last line without a newline. */
+        check_error("# one\n; two\n\n   # four\n[Load]\n\t\n;seven\nWorkers=0", -EINVAL,
+                    "modgate.conf:8: Workers=0 is out of range 1..64");
+        /* An empty [Root] is reported at its header, when the next one or the end of the file comes. */
+        check_error("# one\n[Root]\n# three\n[Load]\nWorkers=2\n", -EINVAL,
+                    "modgate.conf:2: [Root] section has no Path=");
+        check_error("[Load]\n# two\n  [Root]  \n\n", -EINVAL, "modgate.conf:3: [Root] section has no Path=");
+        check_error("[Root]\nPath=/a\n[Root]\n", -EINVAL, "modgate.conf:3: [Root] section has no Path=");
+        check_error("# one\n\n[Laod]\n", -EINVAL,
+                    "modgate.conf:3: unknown section [Laod]; the sections are [Load], [Manager], [Trust], "
+                    "[Root], [Policy], [Source] and [Parameters]");
+}
+
+TEST(libinih_syntax) {
+        _cleanup_(config_done) Config c = {};
+
+        /* A ';' after whitespace starts a comment, in a value and after a header; a '#' does not. */
+        parse_ok(&c, "[Load] ; the loader\nWorkers=8 ; eight\nLoadAlone=a b ;c d\n"
+                     "[Trust]\nTrustedRoot=/e;f\t;/g\n");
+        check(c.workers == 8);
+        check_strv(c.load_alone, (const char *const[]) { "a", "b" }, 2);
+        check_strv(c.trusted_roots, (const char *const[]) { "/e;f" }, 1);
+        config_done(&c);
+
+        /* ':' separates too, as in Python's configparser; the first '=' or ':' does. */
+        parse_ok(&c, "[Load]\nWorkers : 3\n[Trust]\nFsVerityDigest=" DIGEST_A "\n");
+        check(c.workers == 3);
+        check_strv(c.trust.fsverity_digests, (const char *const[]) { DIGEST_A }, 1);
+        config_done(&c);
+
+        /* An indented line is a line of its own, never the continuation of the value before it. */
+        parse_ok(&c, "[Load]\nLoadAlone=a\n  LoadAlone=b\n\tWorkers=5\n");
+        check_strv(c.load_alone, (const char *const[]) { "a", "b" }, 2);
+        check(c.workers == 5);
+        check_error("[Load]\nLoadAlone=a\n  c\n", -EBADMSG,
+                    "modgate.conf:3: expected [Section], Key=Value or a comment");
+        check_error("[Load]\nWorkers=2\n  0\n", -EBADMSG,
+                    "modgate.conf:3: expected [Section], Key=Value or a comment");
 }
 
 TEST(first_error_stops) {
@@ -444,18 +508,30 @@ static char *repeat(char ch, size_t n) {
         return s;
 }
 
+#define LONG_LINE_ERROR "line is longer than 198 bytes; a list setting can be split over several assignments"
+
 TEST(line_length_cap) {
         _cleanup_free_ char *ok = repeat('#', CONFIG_LINE_MAX);
         _cleanup_free_ char *long_line = repeat('#', CONFIG_LINE_MAX + 1);
-        _cleanup_free_ char *text = NULL, *crlf = NULL;
+        _cleanup_free_ char *path = repeat('a', CONFIG_LINE_MAX - strlen("TrustedRoot=/"));
+        _cleanup_free_ char *text = NULL, *crlf = NULL, *assignment = NULL, *longer = NULL;
         _cleanup_(config_done) Config c = {};
 
+        check(CONFIG_LINE_MAX == 198);
         parse_ok(&c, ok);
         check(asprintf(&crlf, "%s\r\n", ok) > 0);
         parse_ok(&c, crlf);
         check(asprintf(&text, "[Load]\n%s\n", long_line) > 0);
-        check_error(text, -EBADMSG, "modgate.conf:2: line is longer than 4096 bytes");
-        check_error(long_line, -EBADMSG, "modgate.conf:1: line is longer than 4096 bytes");
+        check_error(text, -EBADMSG, "modgate.conf:2: " LONG_LINE_ERROR);
+        check_error(long_line, -EBADMSG, "modgate.conf:1: " LONG_LINE_ERROR);
+
+        /* The longest assignment arrives whole, not split by libinih's buffer. */
+        check(asprintf(&assignment, "[Trust]\r\nTrustedRoot=/%s\r\n", path) > 0);
+        parse_ok(&c, assignment);
+        check(strv_length(c.trusted_roots) == 1 && strlen(c.trusted_roots[0]) == strlen(path) + 1);
+        /* Indentation counts. */
+        check(asprintf(&longer, "[Trust]\n TrustedRoot=/%s\n", path) > 0);
+        check_error(longer, -EBADMSG, "modgate.conf:2: " LONG_LINE_ERROR);
 }
 
 TEST(file_size_cap) {
@@ -579,6 +655,320 @@ TEST(load_refuses_unsafe_files) {
         check(!c.require_superblock_ro);
 }
 
+/* Parses text over what c holds, as config_load() applies a later file. */
+static int parse_more(Config *c, const char *text) {
+        return parse_n(c, text, strlen(text), NULL);
+}
+
+static void check_rule(const PolicyRule *r, RuleKind kind, const char *pattern, unsigned line, const char *option) {
+        check(r->kind == kind);
+        check(streq_ptr(r->pattern, pattern));
+        check_streq(r->file, "modgate.conf");
+        check(r->line == line);
+        check_streq(r->option, option);
+}
+
+static void check_no_rule(const PolicyRule *r) {
+        check(!r->pattern && !r->file && !r->option && r->line == 0);
+}
+
+TEST(policy_defaults) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c, "[Policy]\n[Policy]\n");
+        check(c.policy.mode == POLICY_ENFORCE);
+        check_no_rule(&c.policy.mode_rule);
+        check(!c.policy.global.default_deny && c.policy.global.n_rules == 0);
+        check(c.policy.request_parameters_any);
+        check(c.policy.n_parameters == 0);
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                check(!c.policy.sources[i].default_deny && c.policy.sources[i].n_rules == 0);
+}
+
+TEST(policy_mode) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c, "[Policy]\n# testing\nMode=permissive\n");
+        check(c.policy.mode == POLICY_PERMISSIVE);
+        check_rule(&c.policy.mode_rule, RULE_DEFAULT, NULL, 3, "Mode=permissive");
+        config_done(&c);
+        parse_ok(&c, "[Policy]\nMode=permissive\nMode=enforce\n");
+        check(c.policy.mode == POLICY_ENFORCE);
+        check_rule(&c.policy.mode_rule, RULE_DEFAULT, NULL, 3, "Mode=enforce");
+        config_done(&c);
+        parse_ok(&c, "[Policy]\nMode=permissive\nMode=\n");
+        check(c.policy.mode == POLICY_ENFORCE);
+        check_no_rule(&c.policy.mode_rule);
+
+        check_error("[Policy]\nMode=strict\n", -EINVAL,
+                    "modgate.conf:2: Mode=strict: the modes are enforce and permissive");
+        check_error("[Policy]\nMode=Permissive\n", -EINVAL,
+                    "modgate.conf:2: Mode=Permissive: the modes are enforce and permissive");
+        check_error("[Source]\nName=udev\nMode=permissive\n", -EINVAL,
+                    "modgate.conf:3: Mode= belongs in section [Policy], not [Source]");
+}
+
+TEST(policy_default) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c, "[Policy]\nDefault=deny\n");
+        check(c.policy.global.default_deny);
+        check_rule(&c.policy.global.default_rule, RULE_DEFAULT, NULL, 2, "Default=deny");
+        /* Across files: a later drop-in gives the default back. */
+        check(parse_more(&c, "[Policy]\nDefault=allow\n") == 0);
+        check(!c.policy.global.default_deny);
+        check_no_rule(&c.policy.global.default_rule);
+        config_done(&c);
+        parse_ok(&c, "[Policy]\nDefault=deny\nDefault=\n");
+        check(!c.policy.global.default_deny);
+        check_no_rule(&c.policy.global.default_rule);
+
+        check_error("[Policy]\nDefault=block\n", -EINVAL, "modgate.conf:2: Default=block is neither allow nor deny");
+}
+
+TEST(policy_rules) {
+        _cleanup_(config_done) Config c = {};
+        const PolicyRule *r;
+
+        parse_ok(&c,
+                 "[Policy]\n"
+                 "Allow=snd-hda-* e1000e\n"
+                 "Deny=algif-aead [a-c]-x? algif_aead\n"
+                 "DenyRequest=net-pf-38 char-major-10-* crypto-*\n");
+        check(c.policy.global.n_rules == 7);
+        r = c.policy.global.rules;
+        check_rule(&r[0], RULE_ALLOW, "snd_hda_*", 2, "Allow=snd-hda-*");
+        check_rule(&r[1], RULE_ALLOW, "e1000e", 2, "Allow=e1000e");
+        /* '-' is '_' outside brackets, where it is a range; a pattern is kept once. */
+        check_rule(&r[2], RULE_DENY, "algif_aead", 3, "Deny=algif-aead");
+        check_rule(&r[3], RULE_DENY, "[a-c]_x?", 3, "Deny=[a-c]-x?");
+        /* Request keys are kept as asked. */
+        check_rule(&r[4], RULE_DENY_REQUEST, "net-pf-38", 4, "DenyRequest=net-pf-38");
+        check_rule(&r[5], RULE_DENY_REQUEST, "char-major-10-*", 4, "DenyRequest=char-major-10-*");
+        check_rule(&r[6], RULE_DENY_REQUEST, "crypto-*", 4, "DenyRequest=crypto-*");
+
+        /* A later [Policy] adds to the same layer. */
+        config_done(&c);
+        parse_ok(&c, "[Policy]\nDeny=a\n[Load]\n[Policy]\nDeny=b\n");
+        check(c.policy.global.n_rules == 2);
+        check_rule(&c.policy.global.rules[1], RULE_DENY, "b", 5, "Deny=b");
+
+        check_error("[Policy]\nDeny=ok ../evil\n", -EINVAL, "modgate.conf:2: Deny=../evil is not a module name glob "
+                    "(letters, digits, '_', '-' and * ? [ ] !)");
+        check_error("[Policy]\nAllow=snd.hda\n", -EINVAL, "modgate.conf:2: Allow=snd.hda is not a module name glob "
+                    "(letters, digits, '_', '-' and * ? [ ] !)");
+        check_error("[Policy]\nDenyRequest=fs-cramfs a/b\n", -EINVAL, "modgate.conf:2: DenyRequest=a/b is not a "
+                    "request key glob (printable ASCII without '/', '\\' or quotes)");
+        check_error("[Policy]\nDenyRequest=\"x\"\n", -EINVAL, "modgate.conf:2: DenyRequest=\"x\" is not a "
+                    "request key glob (printable ASCII without '/', '\\' or quotes)");
+        check_error("[Policy]\nDenyRequest=\xc3\xa9\n", -EINVAL, "modgate.conf:2: DenyRequest=\xc3\xa9 is not a "
+                    "request key glob (printable ASCII without '/', '\\' or quotes)");
+        check_error("[Policy]\ndeny=a\n", -EINVAL,
+                    "modgate.conf:2: unknown key deny= in section [Policy] (did you mean Deny=?)");
+}
+
+TEST(policy_rules_reset) {
+        _cleanup_(config_done) Config c = {};
+
+        /* An empty assignment drops that kind's rules written so far, and only those. */
+        parse_ok(&c, "[Policy]\nAllow=a\nDeny=b\nAllow=c\nAllow=\nAllow=d\n");
+        check(c.policy.global.n_rules == 2);
+        check_rule(&c.policy.global.rules[0], RULE_DENY, "b", 3, "Deny=b");
+        check_rule(&c.policy.global.rules[1], RULE_ALLOW, "d", 6, "Allow=d");
+        /* Across files, as drop-ins: a later file empties what an earlier one wrote. */
+        check(parse_more(&c, "[Policy]\nDeny=\nDenyRequest=\n") == 0);
+        check(c.policy.global.n_rules == 1);
+        check_rule(&c.policy.global.rules[0], RULE_ALLOW, "d", 6, "Allow=d");
+}
+
+TEST(policy_request_parameters) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c, "[Policy]\nRequestParameters=none\n");
+        check(!c.policy.request_parameters_any);
+        check_rule(&c.policy.request_parameters_rule, RULE_PARAMETERS, NULL, 2, "RequestParameters=none");
+        check(parse_more(&c, "[Policy]\nRequestParameters=\n") == 0);
+        check(c.policy.request_parameters_any);
+        check_no_rule(&c.policy.request_parameters_rule);
+        check(parse_more(&c, "[Policy]\nRequestParameters=any\n") == 0);
+        check(c.policy.request_parameters_any);
+        check_rule(&c.policy.request_parameters_rule, RULE_PARAMETERS, NULL, 2, "RequestParameters=any");
+
+        check_error("[Policy]\nRequestParameters=some\n", -EINVAL,
+                    "modgate.conf:2: RequestParameters=some is neither any nor none");
+}
+
+TEST(source_sections) {
+        _cleanup_(config_done) Config c = {};
+        const PolicyLayer *udev, *kernel;
+
+        parse_ok(&c,
+                 "[Source]\nName=udev\nDefault=deny\nAllow=snd-*\n"
+                 "[Source]\nName=kernel\nDenyRequest=net-pf-*\n"
+                 "[Source]\nName=udev\nDeny=floppy\n"
+                 "[Source]\nName=boot\n[Source]\nName=admin\nDefault=allow\n");
+        udev = &c.policy.sources[SOURCE_UDEV];
+        kernel = &c.policy.sources[SOURCE_KERNEL];
+        check(udev->default_deny);
+        check_rule(&udev->default_rule, RULE_DEFAULT, NULL, 3, "Default=deny");
+        check(udev->n_rules == 2);
+        check_rule(&udev->rules[0], RULE_ALLOW, "snd_*", 4, "Allow=snd-*");
+        check_rule(&udev->rules[1], RULE_DENY, "floppy", 10, "Deny=floppy");
+        check(!kernel->default_deny && kernel->n_rules == 1);
+        check_rule(&kernel->rules[0], RULE_DENY_REQUEST, "net-pf-*", 7, "DenyRequest=net-pf-*");
+        check(c.policy.sources[SOURCE_BOOT].n_rules == 0 && c.policy.sources[SOURCE_ADMIN].n_rules == 0);
+        check(!c.policy.sources[SOURCE_ADMIN].default_deny);
+        check(c.policy.global.n_rules == 0 && !c.policy.global.default_deny);
+
+        /* A reset in one section of a source empties what its earlier sections wrote. */
+        config_done(&c);
+        parse_ok(&c, "[Source]\nName=udev\nAllow=a\n[Source]\nName=udev\nAllow=\n");
+        check(c.policy.sources[SOURCE_UDEV].n_rules == 0);
+
+        check_error("[Source]\nAllow=a\n", -EINVAL,
+                    "modgate.conf:2: Allow= comes before Name= in a [Source] section: Name= must come first");
+        check_error("[Source]\nName=udev\n[Source]\n# none\nDefault=deny\n", -EINVAL,
+                    "modgate.conf:5: Default= comes before Name= in a [Source] section: Name= must come first");
+        check_error("[Source]\n# nothing\n[Load]\n", -EINVAL, "modgate.conf:1: [Source] section has no Name=");
+        check_error("[Load]\n[Source]\n", -EINVAL, "modgate.conf:2: [Source] section has no Name=");
+        check_error("[Source]\nName=usb\n", -EINVAL, "modgate.conf:2: Name=usb: the sources are kernel, udev, boot "
+                    "and admin");
+        check_error("[Source]\nName=\n", -EINVAL, "modgate.conf:2: Name=: the sources are kernel, udev, boot "
+                    "and admin");
+        check_error("[Source]\nName=udev\nName=boot\n", -EINVAL,
+                    "modgate.conf:3: Name= is given twice in one [Source] section");
+        check_error("[Source]\nName=udev\nRequestParameters=none\n", -EINVAL,
+                    "modgate.conf:3: RequestParameters= belongs in section [Policy], not [Source]");
+        check_error("[Policy]\nName=udev\n", -EINVAL, "modgate.conf:2: Name= belongs in section [Source], not [Policy]");
+        check_error("[Source]\nName=udev\nDeny=a/b\n", -EINVAL, "modgate.conf:3: Deny=a/b is not a module name "
+                    "glob (letters, digits, '_', '-' and * ? [ ] !)");
+}
+
+TEST(parameters_sections) {
+        _cleanup_(config_done) Config c = {};
+        const ParameterRule *p;
+
+        parse_ok(&c,
+                 "[Parameters]\nModule=snd-hda-*\nAllow=index=* enable-msi=[01] mode=a-b\nAllow=*\n"
+                 "[Parameters]\nModule=e1000e\n"
+                 "[Parameters]\nModule=x\nAllow=a=1\nAllow=\nAllow=b=2 b=2\n");
+        check(c.policy.n_parameters == 3);
+        p = c.policy.parameters;
+        check_streq(p[0].module, "snd_hda_*");
+        /* The name is canonical, the value kept as written. */
+        check_strv(p[0].allow, (const char *const[]) { "index=*", "enable_msi=[01]", "mode=a-b", "*" }, 4);
+        check_rule(&p[0].rule, RULE_PARAMETERS, "snd_hda_*", 1, "Module=snd-hda-*");
+        /* No Allow=: no request parameters at all. */
+        check_streq(p[1].module, "e1000e");
+        check(strv_length(p[1].allow) == 0);
+        check_rule(&p[1].rule, RULE_PARAMETERS, "e1000e", 5, "Module=e1000e");
+        check_strv(p[2].allow, (const char *const[]) { "b=2" }, 1);
+        check_rule(&p[2].rule, RULE_PARAMETERS, "x", 7, "Module=x");
+
+        check_error("[Parameters]\nAllow=*\n", -EINVAL,
+                    "modgate.conf:2: Allow= comes before Module= in a [Parameters] section: Module= must come first");
+        check_error("[Parameters]\n\n", -EINVAL, "modgate.conf:1: [Parameters] section has no Module=");
+        check_error("[Parameters]\nModule=a\nModule=b\n", -EINVAL,
+                    "modgate.conf:3: Module= is given twice in one [Parameters] section");
+        check_error("[Parameters]\nModule=a b\n", -EINVAL,
+                    "modgate.conf:2: Module=a b: a [Parameters] section is about one module name glob");
+        check_error("[Parameters]\nModule=\n", -EINVAL, "modgate.conf:2: Module= is not a module name glob "
+                    "(letters, digits, '_', '-' and * ? [ ] !)");
+        check_error("[Parameters]\nModule=../a\n", -EINVAL, "modgate.conf:2: Module=../a is not a module name glob "
+                    "(letters, digits, '_', '-' and * ? [ ] !)");
+        check_error("[Parameters]\nModule=a\nAllow=debug\n", -EINVAL,
+                    "modgate.conf:3: Allow=debug is neither KEY=VALUE nor *");
+        check_error("[Parameters]\nModule=a\nAllow=a.b=1\n", -EINVAL,
+                    "modgate.conf:3: Allow=a.b=1: a parameter name is letters, digits, '_' and '-', or a glob of them");
+        check_error("[Parameters]\nModule=a\nAllow==1\n", -EINVAL,
+                    "modgate.conf:3: Allow==1: a parameter name is letters, digits, '_' and '-', or a glob of them");
+        check_error("[Parameters]\nModule=a\nAllow=a=\xc3\xa9\n", -EINVAL,
+                    "modgate.conf:3: Allow=a=\xc3\xa9: a parameter value is printable ASCII");
+        check_error("[Parameters]\nModule=a\nDeny=b\n", -EINVAL,
+                    "modgate.conf:3: Deny= belongs in section [Policy], not [Parameters]");
+}
+
+TEST(policy_caps) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(config_done) Config c = {};
+        size_t n = 0, size = 64 + 24 * (CONFIG_LIST_MAX + 1);
+
+        text = malloc(size);
+        check(text);
+        n += sprintf(text, "[Policy]\nAllow=a\n");
+        for (int i = 0; i < CONFIG_LIST_MAX; i++)
+                n += sprintf(text + n, "Deny=m%d m%d\n", i, i);
+        check(n + sizeof("Deny=one_more\n") <= size);
+        parse_ok(&c, text);
+        check(c.policy.global.n_rules == CONFIG_LIST_MAX + 1);
+        /* A pattern already there is no new entry; another list has its own count. */
+        check(parse_more(&c, "[Policy]\nDeny=m0\nAllow=b\n") == 0);
+        check_error(strcat(text, "Deny=one-more\n"), -EINVAL, "modgate.conf:1027: Deny= has more than 1024 entries");
+}
+
+TEST(parameters_cap) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(config_done) Config c = {};
+        size_t n = 0, size = 32 * (CONFIG_PARAMETERS_MAX + 1);
+
+        text = malloc(size);
+        check(text);
+        text[0] = '\0';
+        for (int i = 0; i < CONFIG_PARAMETERS_MAX; i++)
+                n += sprintf(text + n, "[Parameters]\nModule=m%d\n", i);
+        check(n + sizeof("[Parameters]\nModule=one_more\n") <= size);
+        parse_ok(&c, text);
+        check(c.policy.n_parameters == CONFIG_PARAMETERS_MAX);
+        check_error(strcat(text, "[Parameters]\nModule=one_more\n"), -EINVAL,
+                    "modgate.conf:513: more than 256 [Parameters] sections");
+}
+
+TEST(load_policy) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *dropin = tmp_path(root, "etc/modgate/modgate.conf.d/50-cve.conf");
+        _cleanup_(config_done) Config c = {};
+        const PolicyRule *r;
+
+        tmp_write(root, "usr/lib/modgate/modgate.conf", "[Policy]\nDeny=a\n");
+        tmp_write(root, "etc/modgate/modgate.conf.d/50-cve.conf",
+                  "[Policy]\nDeny=\nDeny=algif-aead\n[Source]\nName=udev\nAllow=c\n");
+        check(load(&c, root, NULL) == 0);
+        check(c.policy.global.n_rules == 1);
+        r = &c.policy.global.rules[0];
+        check(r->kind == RULE_DENY && r->line == 3);
+        check_streq(r->pattern, "algif_aead");
+        check_streq(r->file, dropin);
+        check(c.policy.sources[SOURCE_UDEV].n_rules == 1);
+        check_streq(c.policy.sources[SOURCE_UDEV].rules[0].file, dropin);
+}
+
+TEST(module_glob) {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "snd-hda-intel", "snd_hda_intel" },
+                { "snd-*", "snd_*" },
+                { "[a-z]-[!-]?", "[a-z]_[!-]?" },
+                { "*", "*" },
+        };
+        static const char *const bad[] = { "", "a/b", "a b", "a.ko", "mod\\x", "é" };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char s[32];
+
+                strcpy(s, cases[i].in);
+                check(config_normalize_module_glob(s) == 0);
+                check_streq(s, cases[i].out);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char s[32];
+
+                strcpy(s, bad[i]);
+                check(config_normalize_module_glob(s) == -EINVAL);
+                check_streq(s, bad[i]);
+        }
+}
+
 static void check_defaults(const Config *c) {
         check(c->workers == CONFIG_WORKERS_DEFAULT);
         check(strv_length(c->load_alone) == 0);
@@ -590,6 +980,9 @@ static void check_defaults(const Config *c) {
         check(strv_length(c->trust.root_hashes) == 0 && strv_length(c->trust.fsverity_digests) == 0);
         check(!c->trust.require_ima);
         check(c->n_roots == 0);
+        check(c->policy.mode == POLICY_ENFORCE);
+        check(!c->policy.global.default_deny && c->policy.global.n_rules == 0);
+        check(c->policy.request_parameters_any && c->policy.n_parameters == 0);
 }
 
 /* "#Key=value" lines, with the '#' removed; *ret_n counts them. */
@@ -632,7 +1025,7 @@ TEST(example_file_documents_defaults) {
         parse_ok(&a, text);
         check_defaults(&a);
         uncommented = uncomment_settings(text, &n);
-        check(n == 10);
+        check(n == 16);
         parse_ok(&b, uncommented);
         check_defaults(&b);
 }
@@ -653,6 +1046,9 @@ int main(void) {
         RUN(roots);
         RUN(unknown_names);
         RUN(syntax_errors);
+        RUN(first_error_is_reported);
+        RUN(line_numbers);
+        RUN(libinih_syntax);
         RUN(first_error_stops);
         RUN(line_length_cap);
         RUN(file_size_cap);
@@ -662,6 +1058,18 @@ int main(void) {
         RUN(load_masked_main_file);
         RUN(load_error_keeps_config);
         RUN(load_refuses_unsafe_files);
+        RUN(policy_defaults);
+        RUN(policy_mode);
+        RUN(policy_default);
+        RUN(policy_rules);
+        RUN(policy_rules_reset);
+        RUN(policy_request_parameters);
+        RUN(source_sections);
+        RUN(parameters_sections);
+        RUN(policy_caps);
+        RUN(parameters_cap);
+        RUN(load_policy);
+        RUN(module_glob);
         RUN(example_file_documents_defaults);
         return tests_done();
 }
