@@ -176,7 +176,7 @@ def test_deny_load(vm):
         reply, error = guest.load(vm, AEAD_MODULE)
         assert error == POLICY_DENIED, "Load %s answered %s %r, not %s" % (AEAD_MODULE, error, reply, POLICY_DENIED)
         assert reply.get("module") == AEAD_MODULE and reply.get("rule") == rule, reply
-        assert reply.get("reason") and AEAD_MODULE in json.dumps(reply.get("chain")), reply
+        assert reply.get("reason") == "%s, denied by %s" % (AEAD_MODULE, rule), reply
         print("# %s: %s" % (error, json.dumps(reply)))
         assert guest.live_modules(vm)[AEAD_MODULE] == 0
         recs = since(vm, start, "MESSAGE_ID=" + DENIED_ID, "MODGATE_MODULE=" + AEAD_MODULE)
@@ -184,6 +184,26 @@ def test_deny_load(vm):
         assert_policy_record(recs[0], rule, "admin")
         assert recs[0]["MODGATE_REASON"] == reply["reason"], (recs[0], reply)
         assert recs[0].get("MODGATE_REQUEST_NAME") == AEAD_MODULE, recs[0]
+    finally:
+        remove_policy(vm)
+
+
+def test_deny_dependency(vm):
+    """Deny=af_alg: a Load of algif_aead, which needs it, is refused with the chain; neither loads"""
+    unload(vm, AEAD_MODULE, FAMILY_MODULE)
+    try:
+        rule = apply_policy(vm, ["Deny=" + FAMILY_MODULE])["Deny=" + FAMILY_MODULE]
+        start = mark(vm)
+        reply, error = guest.load(vm, AEAD_MODULE)
+        assert error == POLICY_DENIED, "Load %s answered %s %r, not %s" % (AEAD_MODULE, error, reply, POLICY_DENIED)
+        assert reply.get("module") == AEAD_MODULE and reply.get("rule") == rule, reply
+        assert reply.get("reason") == "%s needs %s, denied by %s" % (AEAD_MODULE, FAMILY_MODULE, rule), reply
+        print("# %s" % reply["reason"])
+        live = guest.live_modules(vm)
+        assert not live[AEAD_MODULE] and not live[FAMILY_MODULE], live
+        recs = since(vm, start, "MESSAGE_ID=" + DENIED_ID, "MODGATE_MODULE=" + AEAD_MODULE)
+        assert len(recs) == 1 and recs[0]["MODGATE_REASON"] == reply["reason"], recs
+        assert_policy_record(recs[0], rule, "admin")
     finally:
         remove_policy(vm)
 
