@@ -13,25 +13,32 @@
 #include "log.h"
 #include "macro.h"
 #include "module-name.h"
+#include "request.h"
 
 #define DEFAULT_ADDRESS "/run/modgate/io.modgate"
 
 static const char *arg_address = DEFAULT_ADDRESS;
 static const char *arg_parameters = NULL;
+static const char *arg_source = NULL;
 static bool arg_modalias = false;
 static bool arg_json = false;
+static bool arg_dry_run = false;
 
 static void help(void) {
         printf("%s [OPTIONS...] COMMAND ...\n\n"
                "Ask modgated to load or unload kernel modules.\n\n"
                "Commands:\n"
                "  load NAME|PATH...       Load modules by name, alias, or file path beneath a trusted root\n"
-               "  unload NAME...          Unload modules that nothing uses\n\n"
+               "  unload NAME...          Unload modules that nothing uses\n"
+               "  explain NAME|PATH...    Show what load would do, step by step; load nothing\n"
+               "  reload                  Read the configuration again and put its policy in force\n\n"
                "Options:\n"
                "  -h --help               Show this help\n"
                "     --address=PATH       Talk to this socket (default: " DEFAULT_ADDRESS ")\n"
-               "  -m --modalias           Treat the arguments of load as modaliases\n"
+               "  -m --modalias           Treat the arguments of load and explain as modaliases\n"
                "  -p --parameters=PARAMS  Module parameters for the requested module ('a=1 b=2')\n"
+               "     --source=SOURCE      explain: judge as a request of kernel, udev, boot or admin\n"
+               "     --dry-run            load: explain instead\n"
                "     --json               Print the daemon's replies as JSON\n",
                program_invocation_short_name);
 }
@@ -75,7 +82,50 @@ static int print_reply(const char *what, sd_json_variant *reply, const char *err
         return log_refusal(EIO, what, error, str(reply, "reason"));
 }
 
-static int call(sd_varlink *vl, const char *method, const char *what, sd_json_variant *params) {
+static void print_origin(sd_json_variant *o) {
+        sd_json_variant *t = o ? sd_json_variant_by_key(o, "trusted") : NULL;
+
+        if (!o)
+                return;
+        if (t && sd_json_variant_boolean(t))
+                printf("    file: trusted by %s evidence (%s on %s)\n", str(o, "evidence") ?: "?",
+                       str(o, "fstype") ?: "?", str(o, "backing") ?: str(o, "device") ?: "?");
+        else
+                printf("    file: not trusted: %s\n", str(o, "reason") ?: "?");
+}
+
+/* What a load would do, for a person: the verdict first, then each module with its checks. */
+static int print_explanation(const char *what, sd_json_variant *reply, const char *error) {
+        sd_json_variant *mods = reply ? sd_json_variant_by_key(reply, "modules") : NULL;
+        const char *verdict = str(reply, "verdict");
+
+        if (arg_json || error)
+                return print_reply(what, reply, error);
+
+        printf("%s: %s%s%s\n", what, verdict ?: "?", str(reply, "reason") ? ": " : "", str(reply, "reason") ?: "");
+        printf("  source %s, mode %s, policy %.12s\n", str(reply, "source") ?: "?", str(reply, "mode") ?: "?",
+               str(reply, "policyDigest") ?: "?");
+        for (size_t i = 0; mods && i < sd_json_variant_elements(mods); i++) {
+                sd_json_variant *m = sd_json_variant_by_index(mods, i);
+
+                printf("  %-22s %-12s %-8s policy %s%s%s\n", str(m, "name") ?: "-", str(m, "role") ?: "-",
+                       str(m, "state") ?: "-", str(m, "policy") ?: "-", str(m, "rule") ? " by " : "",
+                       str(m, "rule") ?: "");
+                print_origin(sd_json_variant_by_key(m, "origin"));
+        }
+        return verdict && (strcmp(verdict, "denied") == 0 || strcmp(verdict, "untrusted") == 0 ||
+                           strcmp(verdict, "not_found") == 0 || strcmp(verdict, "failed") == 0) ? -EPERM : 0;
+}
+
+static int print_reload(const char *what, sd_json_variant *reply, const char *error) {
+        if (arg_json || error)
+                return print_reply(what, reply, error);
+        printf("policy %s (%s) in force\n", str(reply, "policyDigest") ?: "?", str(reply, "mode") ?: "?");
+        return 0;
+}
+
+static int call(sd_varlink *vl, const char *method, const char *what, sd_json_variant *params,
+                int (*print)(const char *what, sd_json_variant *reply, const char *error)) {
         sd_json_variant *reply = NULL;
         const char *error = NULL;
         int r;
@@ -83,7 +133,7 @@ static int call(sd_varlink *vl, const char *method, const char *what, sd_json_va
         r = sd_varlink_call(vl, method, params, &reply, &error);
         if (r < 0)
                 return log_error_errno(r, "Failed to call %s: %m", method);
-        return print_reply(what, reply, error);
+        return print(what, reply, error);
 }
 
 /* Each verb builds its parameters and checks them as the daemon would: what it would refuse as
@@ -97,7 +147,10 @@ static int build_load(const char *arg, sd_json_variant **ret) {
 
         r = sd_json_buildo(&p, SD_JSON_BUILD_PAIR_STRING(key, arg),
                            SD_JSON_BUILD_PAIR_CONDITION(!!arg_parameters, "parameters",
-                                                        SD_JSON_BUILD_STRING(arg_parameters)));
+                                                        SD_JSON_BUILD_STRING(arg_parameters)),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!arg_source, "context",
+                                                        SD_JSON_BUILD_OBJECT(SD_JSON_BUILD_PAIR_STRING(
+                                                                        "source", arg_source))));
         if (r < 0)
                 return log_oom();
         r = load_parameters_parse(p, &lp, &f);
@@ -118,15 +171,23 @@ static int build_unload(const char *arg, sd_json_variant **ret) {
         return 0;
 }
 
+static int build_none(const char *arg, sd_json_variant **ret) {
+        return sd_json_variant_new_object(ret, NULL, 0) < 0 ? log_oom() : 0;
+}
+
 typedef struct Verb {
         const char *name;
         const char *method;
+        bool takes_arguments;   /* one call per argument; else one call without */
         int (*build)(const char *arg, sd_json_variant **ret);
+        int (*print)(const char *what, sd_json_variant *reply, const char *error);
 } Verb;
 
 static const Verb verbs[] = {
-        { "load", "io.modgate.Manager.Load", build_load },
-        { "unload", "io.modgate.Manager.Unload", build_unload },
+        { "load", "io.modgate.Manager.Load", true, build_load, print_reply },
+        { "unload", "io.modgate.Manager.Unload", true, build_unload, print_reply },
+        { "explain", "io.modgate.Manager.Explain", true, build_load, print_explanation },
+        { "reload", "io.modgate.Manager.Reload", false, build_none, print_reload },
 };
 
 /* Asks for each argument whose request was built; connects only when there is one. */
@@ -142,7 +203,7 @@ static int send_all(const Verb *verb, char **args, sd_json_variant **params, siz
                         if (r < 0)
                                 return log_error_errno(r, "Failed to connect to %s: %m", arg_address);
                 }
-                r = call(vl, verb->method, args[i], params[i]);
+                r = call(vl, verb->method, args[i], params[i], verb->print);
                 if (r < 0 && ret == 0)
                         ret = r;
         }
@@ -150,13 +211,15 @@ static int send_all(const Verb *verb, char **args, sd_json_variant **params, siz
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_ADDRESS = 0x100, ARG_JSON };
+        enum { ARG_ADDRESS = 0x100, ARG_JSON, ARG_SOURCE, ARG_DRY_RUN };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "modalias", no_argument, NULL, 'm' },
                 { "parameters", required_argument, NULL, 'p' },
                 { "json", no_argument, NULL, ARG_JSON },
+                { "source", required_argument, NULL, ARG_SOURCE },
+                { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 {}
         };
         int c;
@@ -178,14 +241,23 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_JSON:
                         arg_json = true;
                         break;
+                case ARG_SOURCE:
+                        if (request_source_from_string(optarg) < 0)
+                                return log_error_errno(EINVAL, "--source=%s: the sources are kernel, udev, boot "
+                                                       "and admin.", optarg);
+                        arg_source = optarg;
+                        break;
+                case ARG_DRY_RUN:
+                        arg_dry_run = true;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
                         abort();
                 }
 
-        if (argc - optind < 2)
-                return log_error_errno(EINVAL, "Expected a command and at least one argument; see --help.");
+        if (argc - optind < 1)
+                return log_error_errno(EINVAL, "Expected a command; see --help.");
         return 1;
 }
 
@@ -207,11 +279,22 @@ static int run(int argc, char *argv[]) {
         if (r <= 0)
                 return r;
 
-        verb = verb_find(argv[optind]);
+        verb = verb_find(arg_dry_run && streq_ptr(argv[optind], "load") ? "explain" : argv[optind]);
         if (!verb)
                 return log_error_errno(EINVAL, "Unknown command '%s'; see --help.", argv[optind]);
-
         n = (size_t) (argc - optind - 1);
+        if (verb->takes_arguments && n == 0)
+                return log_error_errno(EINVAL, "%s needs at least one argument; see --help.", verb->name);
+        if (!verb->takes_arguments && n > 0)
+                return log_error_errno(EINVAL, "%s takes no arguments.", verb->name);
+        if (!verb->takes_arguments) {
+                char *none[] = { (char *) verb->name };
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *p = NULL;
+
+                r = verb->build(NULL, &p);
+                return r < 0 ? r : send_all(verb, none, &p, 1);
+        }
+
         params = calloc(n, sizeof(sd_json_variant *));
         if (!params)
                 return log_oom();

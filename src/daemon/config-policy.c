@@ -61,16 +61,14 @@ static int check_request_glob(ParseState *s, const char *key, char *word) {
 /* Where a setting was written. r is replaced only on success. */
 static int rule_set(ParseState *s, PolicyRule *r, RuleKind kind, const char *pattern, unsigned line,
                     const char *key, const char *value) {
-        PolicyRule t = { .kind = kind, .line = line };
+        _cleanup_free_ char *option = NULL;
 
-        if (strdup_or_null(pattern, &t.pattern) < 0 || strdup_or_null(s->filename, &t.file) < 0 ||
-            asprintf(&t.option, "%s=%s", key, value) < 0) {
-                t.option = NULL;
-                policy_rule_done(&t);
+        if (asprintf(&option, "%s=%s", key, value) < 0) {
+                option = NULL;
                 return parse_error(s, -ENOMEM, "out of memory");
         }
-        policy_rule_done(r);
-        *r = t;
+        if (policy_rule_set(r, kind, pattern, s->filename, line, option) < 0)
+                return parse_error(s, -ENOMEM, "out of memory");
         return 0;
 }
 
@@ -125,20 +123,6 @@ static size_t layer_count(const PolicyLayer *l, RuleKind kind, const char *patte
         return n;
 }
 
-/* systemd's list reset: an empty Allow= drops the layer's Allow= rules written so far. It would be
- * policy_layer_clear_kind() in policy.c. */
-static void layer_clear_kind(PolicyLayer *l, RuleKind kind) {
-        size_t k = 0;
-
-        for (size_t i = 0; i < l->n_rules; i++) {
-                if (l->rules[i].kind == kind)
-                        policy_rule_done(&l->rules[i]);
-                else
-                        l->rules[k++] = l->rules[i];
-        }
-        l->n_rules = k;
-}
-
 /* One rule per word, once per pattern; the option names the word as it was written. */
 static int add_rule(ParseState *s, const char *key, RuleKind kind, const char *word, const char *pattern) {
         _cleanup_free_ char *option = NULL;
@@ -159,7 +143,8 @@ static int add_rule(ParseState *s, const char *key, RuleKind kind, const char *w
 
 static int parse_rules(ParseState *s, const char *key, const char *value, RuleKind kind, WordCheck check) {
         if (value[0] == '\0') {
-                layer_clear_kind(s->layer, kind);
+                /* systemd's list reset: the layer's rules of this kind written so far go. */
+                policy_layer_clear_kind(s->layer, kind);
                 return 0;
         }
 

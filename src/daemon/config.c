@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,25 @@ static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
                 return parse_error(s, -EINVAL, "%s=%s is not a time span (such as 30s, 5min, infinity)",
                                    key, value);
         s->config->idle_exit_usec = v == USEC_INFINITY ? 0 : v;
+        return 0;
+}
+
+/* A group name, resolved now, or a number. */
+static int parse_read_group(ParseState *s, const char *key, const char *value) {
+        struct group g, *found = NULL;
+        char buf[4096];
+        unsigned v;
+
+        s->config->have_read_group = false;
+        if (value[0] == '\0')
+                return 0;
+        if (parse_unsigned(value, &v) >= 0 && v < (unsigned) -1)
+                s->config->read_group = (gid_t) v;
+        else if (getgrnam_r(value, &g, buf, sizeof(buf), &found) == 0 && found)
+                s->config->read_group = found->gr_gid;
+        else
+                return parse_error(s, -EINVAL, "%s=%s is not a group of this system", key, value);
+        s->config->have_read_group = true;
         return 0;
 }
 
@@ -504,6 +524,7 @@ static const Setting settings[] = {
         { "Load",       "Workers",                   parse_workers                   },
         { "Load",       "LoadAlone",                 parse_load_alone                },
         { "Manager",    "IdleExitSec",               parse_idle_exit                 },
+        { "Manager",    "ReadGroup",                 parse_read_group                },
         { "Trust",      "TrustedRoot",               parse_trusted_root              },
         { "Trust",      "RequireReadOnlySuperblock", parse_require_superblock_ro     },
         { "Trust",      "Evidence",                  parse_evidence                  },

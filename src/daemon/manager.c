@@ -414,6 +414,8 @@ int manager_reload(Manager *m, char **ret_error) {
         policy_init(&c.policy);
         memcpy(m->policy_digest, digest, sizeof(digest));
         manager_log_policy(m, "Reloaded");
+        m->config.have_read_group = c.have_read_group;
+        m->config.read_group = c.read_group;
 
         if (!m->keep_load_alone) {
                 /* Jobs read the list only on this thread, when they are made. */

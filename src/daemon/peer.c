@@ -99,6 +99,12 @@ static bool in_other_userns(pid_t pid) {
         return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
 }
 
+/* Signal 0 through the pidfd: the process is there unless the kernel says ESRCH. EPERM is an answer
+ * too (the daemon has no CAP_KILL over another uid's process), and means it exists. */
+static bool pidfd_alive(int pidfd) {
+        return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) >= 0 || errno == EPERM;
+}
+
 /* The "Groups:" of /proc/PID/status: decimal gids separated by blanks. */
 static size_t parse_groups(const char *s, gid_t *a, size_t max) {
         size_t n = 0;
@@ -154,7 +160,7 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
 
         /* Everything above was read by pid: it must still be the process the pidfd names, or a new
          * process with a reused pid was read. */
-        if (pidfd_pid(pidfd, &again) < 0 || again != p.pid || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+        if (pidfd_pid(pidfd, &again) < 0 || again != p.pid || !pidfd_alive(pidfd)) {
                 peer_identity_done(&p);
                 return 0;
         }

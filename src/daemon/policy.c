@@ -46,8 +46,8 @@ void policy_rule_done(PolicyRule *r) {
         *r = (PolicyRule) {};
 }
 
-static int policy_rule_set(PolicyRule *r, RuleKind kind, const char *pattern, const char *file, unsigned line,
-                           const char *option) {
+int policy_rule_set(PolicyRule *r, RuleKind kind, const char *pattern, const char *file, unsigned line,
+                    const char *option) {
         PolicyRule t = { .kind = kind, .line = line };
 
         if (strdup_or_null(pattern, &t.pattern) < 0 || strdup_or_null(file, &t.file) < 0 ||
@@ -88,6 +88,18 @@ void policy_done(Policy *p) {
         }
         free(p->parameters);
         *p = (Policy) {};
+}
+
+void policy_layer_clear_kind(PolicyLayer *l, RuleKind kind) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < l->n_rules; i++) {
+                if (l->rules[i].kind == kind)
+                        policy_rule_done(&l->rules[i]);
+                else
+                        l->rules[k++] = l->rules[i];
+        }
+        l->n_rules = k;
 }
 
 int policy_layer_add(PolicyLayer *l, RuleKind kind, const char *pattern, const char *file, unsigned line,

@@ -81,12 +81,18 @@ typedef struct Policy {
 void policy_init(Policy *p);
 void policy_done(Policy *p);
 void policy_rule_done(PolicyRule *r);
+/* Sets r to a rule with copies of the strings; r is replaced only on success. 0 or -ENOMEM. */
+int policy_rule_set(PolicyRule *r, RuleKind kind, const char *pattern, const char *file, unsigned line,
+                    const char *option);
 
 /* Appends a rule to a layer; copies the strings. Returns 0 or -ENOMEM (or -E2BIG past
  * POLICY_RULES_MAX). */
 int policy_layer_add(PolicyLayer *l, RuleKind kind, const char *pattern, const char *file, unsigned line,
                      const char *option);
 #define POLICY_RULES_MAX 16384U
+
+/* Removes a layer's rules of one kind: an empty Deny= drops the Deny= rules written before it. */
+void policy_layer_clear_kind(PolicyLayer *l, RuleKind kind);
 
 /* Applies the kernel command line: module_blacklist= and modprobe.blacklist= (comma-separated, as the
  * kernel and modprobe read them) become [Policy] denies; modgate.mode= sets the mode. A malformed

@@ -777,8 +777,10 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
         Manager *m = userdata;
         int r;
 
+        static const sd_json_dispatch_field table[] = { {} };
+
         manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, NULL, NULL);
+        r = sd_varlink_dispatch(link, parameters, table, NULL);
         if (r != 0)
                 return r;
         r = peer_identify(link, &peer);

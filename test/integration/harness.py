@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 
 CLONE_NEWNS = 0x00020000
 MODULE_INIT_COMPRESSED_FILE = 4
@@ -325,6 +326,11 @@ class Tap:
             print("not ok %d - %s" % (self.n, name), flush=True)
             for line in ("%s: %s" % (type(e).__name__, e)).splitlines():
                 print("# " + line, flush=True)
+            # Where, in the test: an assertion without a message says nothing else.
+            frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != __file__]
+            if frames:
+                print("# at %s:%d: %s" % (os.path.basename(frames[-1].filename), frames[-1].lineno,
+                                          frames[-1].line), flush=True)
         else:
             print("ok %d - %s" % (self.n, name), flush=True)
 

@@ -1025,7 +1025,7 @@ TEST(example_file_documents_defaults) {
         parse_ok(&a, text);
         check_defaults(&a);
         uncommented = uncomment_settings(text, &n);
-        check(n == 16);
+        check(n == 17);
         parse_ok(&b, uncommented);
         check_defaults(&b);
 }

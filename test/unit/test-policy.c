@@ -63,6 +63,25 @@ TEST(deny_wins) {
         policy_done(&p);
 }
 
+/* An empty Deny= in a later drop-in takes back the Deny= rules before it, and only those. */
+TEST(clear_kind) {
+        Policy p;
+
+        policy_init(&p);
+        add(&p.global, RULE_DENY, "tipc", 1);
+        add(&p.global, RULE_ALLOW, "vxlan", 2);
+        add(&p.global, RULE_DENY, "dccp", 3);
+        add(&p.global, RULE_DENY_REQUEST, "net-pf-33", 4);
+        policy_layer_clear_kind(&p.global, RULE_DENY);
+        check(p.global.n_rules == 2);
+        check_module(&p, SOURCE_ADMIN, "tipc", VERDICT_ALLOW, 0);
+        check_module(&p, SOURCE_ADMIN, "vxlan", VERDICT_ALLOW, 2);
+        check(policy_check_request(&p, SOURCE_ADMIN, "net-pf-33").verdict == VERDICT_DENY);
+        add(&p.global, RULE_DENY, "tipc", 5);
+        check_module(&p, SOURCE_ADMIN, "tipc", VERDICT_DENY, 5);
+        policy_done(&p);
+}
+
 TEST(source_deny) {
         Policy p;
 
@@ -360,6 +379,7 @@ TEST(plan_softdep) {
 int main(void) {
         RUN(empty_allows);
         RUN(deny_wins);
+        RUN(clear_kind);
         RUN(source_deny);
         RUN(allowlist);
         RUN(source_allowlist);
