@@ -358,3 +358,48 @@ void journal_record_refused_caller(const Requester *who, const char *method, con
         }
         record_send(&rec);
 }
+
+void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned window_sec) {
+        _cleanup_free_ char *top = NULL;
+        size_t size = 0;
+        Record rec = {};
+        FILE *f;
+
+        f = open_memstream(&top, &size);
+        for (size_t i = 0; f && i < s->n_top; i++)
+                fprintf(f, "%s%s=%lu", i > 0 ? " " : "", s->top[i].key, s->top[i].n);
+        if (!f || fclose(f) != 0)
+                top = NULL;
+
+        if (kind == CHATTER_NOT_FOUND)
+                record_add(&rec, "MESSAGE=%lu more requests in the last %us matched no module, for %zu keys: %s.",
+                           s->total, window_sec, s->n_keys, top ?: "?");
+        else
+                record_add(&rec, "MESSAGE=%lu more requests in the last %us were for modules already loaded or "
+                           "builtin, %zu modules: %s.", s->total, window_sec, s->n_keys, top ?: "?");
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_SUMMARY);
+        record_add(&rec, "PRIORITY=%d", LOG_INFO);
+        record_add(&rec, "MODGATE_OUTCOME=%s", kind == CHATTER_NOT_FOUND ? "not_found" : "already_loaded");
+        record_add(&rec, "MODGATE_COUNT=%lu", s->total);
+        record_add(&rec, "MODGATE_KEYS=%zu", s->n_keys);
+        record_add(&rec, "MODGATE_WINDOW_SEC=%u", window_sec);
+        if (top)
+                record_add(&rec, "MODGATE_TOP=%s", top);
+        record_send(&rec);
+}
+
+void journal_record_started(const char *version, const char *policy_digest, const char *mode,
+                            const char *enforcement, const char *tree) {
+        Record rec = {};
+
+        record_add(&rec, "MESSAGE=modgated %s started: policy %.12s (%s), module tree %s; kernel: %s.", version,
+                   policy_digest, mode, tree, enforcement);
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_STARTED);
+        record_add(&rec, "PRIORITY=%d", LOG_INFO);
+        record_add(&rec, "MODGATE_VERSION=%s", version);
+        record_add(&rec, "MODGATE_POLICY_DIGEST=%s", policy_digest);
+        record_add(&rec, "MODGATE_MODE=%s", mode);
+        record_add(&rec, "MODGATE_ENFORCEMENT=%s", enforcement);
+        record_add(&rec, "MODGATE_TREE=%s", tree);
+        record_send(&rec);
+}

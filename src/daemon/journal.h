@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "chatter.h"
 #include "loader.h"
 #include "request.h"
 
@@ -18,6 +19,8 @@
 #define MODGATE_MESSAGE_ROOT_CHANGED "6612a8c94965478dbfa239919e1ab334"
 #define MODGATE_MESSAGE_CALLER_REFUSED "f68712d0c1414e768ead0ce5ff450860"
 #define MODGATE_MESSAGE_WOULD_DENY "ac5ab2e33ad24e5fb0c5cc6c3c2f8e4b"
+#define MODGATE_MESSAGE_SUMMARY "c8d1b1d2700740cfa317dadecaa59c5f"
+#define MODGATE_MESSAGE_STARTED "0b62bd3196754f93821022336e8ce9fa"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -67,6 +70,13 @@ typedef struct PolicyRecord {
 } PolicyRecord;
 
 void journal_record_policy(const Requester *who, const PolicyRecord *pr);
+
+/* One window's repeated answers of a kind, counted instead of journaled one by one. */
+void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned window_sec);
+
+/* The daemon started: its version, the policy in force, what the kernel enforces, the module tree. */
+void journal_record_started(const char *version, const char *policy_digest, const char *mode,
+                            const char *enforcement, const char *tree);
 
 /* A trusted root pinned: its identity now, and what was recorded at its first pin this boot (NULL
  * when this is the first); changed when the two differ. */

@@ -23,6 +23,23 @@
 #include "udevd-check.h"
 #include "varlink.h"
 
+void manager_write_summaries(Manager *m) {
+        uint64_t now = now_usec();
+        unsigned sec = (unsigned) ((now - m->summary_since_usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
+        ChatterSummary s;
+
+        for (ChatterKind k = 0; m->chatter && k < _CHATTER_KIND_MAX; k++)
+                if (chatter_take(m->chatter, k, &s))
+                        journal_record_summary(k, &s, sec);
+        m->summary_since_usec = now;
+}
+
+/* A timer of its own, never touching the idle clock: it does not keep an idle daemon running. */
+static int on_summary_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager_write_summaries(userdata);
+        return sd_event_source_set_time_relative(s, CHATTER_WINDOW_USEC);
+}
+
 int manager_new(Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -44,6 +61,18 @@ int manager_new(Manager **ret) {
         if (r < 0)
                 return r;
 
+        r = chatter_new(&m->chatter);
+        if (r < 0)
+                return r;
+        m->summary_since_usec = now_usec();
+        r = sd_event_add_time_relative(m->event, &m->summary_timer, CLOCK_MONOTONIC, CHATTER_WINDOW_USEC,
+                                       USEC_PER_SEC, on_summary_timer, m);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_enabled(m->summary_timer, SD_EVENT_ON);
+        if (r < 0)
+                return r;
+
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -53,6 +82,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
 
         sd_event_source_disable_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->summary_timer);
         /* Workers first: a load in progress completes, nothing new starts. */
         m->scheduler = scheduler_free(m->scheduler);
         manager_free_requests(m);
@@ -66,6 +96,9 @@ Manager *manager_free(Manager *m) {
         free(m->probe_address);
         free(m->runtime_dir);
         sd_event_unref(m->event);
+        /* What was counted and not yet summarized is summarized, on the way out too. */
+        manager_write_summaries(m);
+        chatter_free(m->chatter);
         config_done(&m->config);
         free(m->listen_address);
         free(m);
@@ -266,13 +299,21 @@ static int manager_read_cmdline(Manager *m) {
 }
 
 /* Only the kernel stops root: say once, at start, which of its mechanisms are in force, as seen from
- * inside the service's sandbox and with its one capability. */
-static void manager_log_enforcement(void) {
+ * inside the service's sandbox and with its one capability; and a record of what this instance is. */
+static void manager_log_enforcement(Manager *m) {
         _cleanup_free_ char *line = NULL;
+        char tree[256];
+        RootIdentity id;
         Enforcement e;
         int r;
 
+        if (root_identity_of(m->roots[0]->fd, m->load_context.probe_address, &id) >= 0)
+                root_identity_format(&id, tree, sizeof(tree));
+        else
+                snprintf(tree, sizeof(tree), "unknown");
         r = enforcement_describe("/", &e, &line);
+        journal_record_started(PROJECT_VERSION, m->policy_digest, policy_mode_to_string(m->config.policy.mode),
+                               r >= 0 ? line : "unknown", tree);
         if (r < 0) {
                 log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
                 return;
@@ -327,6 +368,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
+        scheduler_set_chatter(m->scheduler, m->chatter);
 
         log_info("The kernel decompresses %s modules; %u workers.", compression_to_string(m->kernel_compression),
                  m->config.workers);
@@ -340,7 +382,7 @@ int manager_startup(Manager *m) {
         else
                 log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
 
-        manager_log_enforcement();
+        manager_log_enforcement(m);
 
         return manager_varlink_init(m);
 }

@@ -5,6 +5,7 @@
 #include <systemd/sd-varlink.h>
 
 #include "authorize.h"
+#include "chatter.h"
 #include "compression.h"
 #include "config.h"
 #include "manifest.h"
@@ -40,6 +41,9 @@ typedef struct Manager {
         UdevRuleName *udev_rule_names;  /* the modules udev's installed rules name to modgate-udev */
         size_t n_udev_rule_names;
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
+        Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
+        sd_event_source *summary_timer; /* writes the counts as summaries, each CHATTER_WINDOW_USEC */
+        uint64_t summary_since_usec;    /* when the window began */
         LoadContext load_context;       /* what the workers check files with; Explain checks the same */
         Scheduler *scheduler;
 
@@ -59,6 +63,9 @@ int manager_run(Manager *m);
  * (Workers= and the trust settings wait for the next start). On an invalid configuration nothing
  * changes, and *ret_error (when not NULL) says which file and line. Returns 0 or -errno. */
 int manager_reload(Manager *m, char **ret_error);
+
+/* Journals the counted repeated answers as summaries, and starts a new window. */
+void manager_write_summaries(Manager *m);
 
 /* Notes that a client or a job did something, which postpones the idle exit. */
 void manager_touch(Manager *m);

@@ -73,6 +73,7 @@ struct Scheduler {
         sd_event_source *done_source;
         LoadContext ctx;
         char *const *load_alone;
+        Chatter *chatter;       /* borrowed: counts "already loaded" answers instead of journaling each */
 
         /* Event loop thread only. */
         Hashmap *jobs;          /* module name → Job in flight, holding a reference */
@@ -206,6 +207,16 @@ static void remember_denial(Scheduler *s, const ModuleResult *r) {
 static void job_try_start(Job *j);
 static void scheduler_dispatch(Scheduler *s);
 
+/* Every decision is journaled; a module that was there already is counted after its first time. */
+static void job_record(Job *j) {
+        Outcome o = j->result.outcome;
+
+        if (j->scheduler->chatter && (o == OUTCOME_ALREADY_LOADED || o == OUTCOME_BUILTIN) &&
+            chatter_note(j->scheduler->chatter, CHATTER_PRESENT, j->result.name) == 0)
+                return;
+        journal_record_module(&j->requester, j->n_requesters, &j->result);
+}
+
 static void job_finish(Job *j) {
         Scheduler *s = j->scheduler;
         Job **dependents;
@@ -215,7 +226,7 @@ static void job_finish(Job *j) {
         j->state = JOB_DONE;
         j->coming_timer = sd_event_source_disable_unref(j->coming_timer);
 
-        journal_record_module(&j->requester, j->n_requesters, &j->result);
+        job_record(j);
         remember_denial(s, &j->result);
 
         if (hashmap_get(s->jobs, j->result.name) == j) {
@@ -586,6 +597,10 @@ size_t scheduler_n_jobs(Scheduler *s) {
 
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         s->load_alone = names;
+}
+
+void scheduler_set_chatter(Scheduler *s, Chatter *c) {
+        s->chatter = c;
 }
 
 void scheduler_flush_denials(Scheduler *s) {

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
+#include "chatter.h"
 #include "journal.h"
 #include "loader.h"
 #include "resolver.h"
@@ -26,6 +27,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Scheduler *, scheduler_free);
 /* Modules that must load while nothing else loads (drivers known to race). Names are canonical; the
  * array is borrowed and must stay valid. */
 void scheduler_set_load_alone(Scheduler *s, char *const *names);
+
+/* Where "already loaded" and "builtin" answers are counted rather than journaled each (borrowed). */
+void scheduler_set_chatter(Scheduler *s, Chatter *c);
 
 /* Forgets remembered denials, when the index or the policy changed. */
 void scheduler_flush_denials(Scheduler *s);

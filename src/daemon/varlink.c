@@ -184,6 +184,15 @@ static int reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRe
         return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
 }
 
+/* A request that matched nothing is journaled the first time for its key, then counted. */
+static void record_not_found(Manager *m, const Requester *who, char *const *blacklisted) {
+        const char *key = who->name ?: who->modalias ?: who->path;
+
+        if (key && m->chatter && chatter_note(m->chatter, CHATTER_NOT_FOUND, key) == 0)
+                return;
+        journal_record_not_found(who, blacklisted);
+}
+
 static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
                      const Plan **ret_plan, Plan **ret_owned) {
         const Plan *plan = NULL;
@@ -210,7 +219,7 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
 
         r = resolver_plan_key(m->resolver, p->name ?: p->modalias, &plan);
         if (r == -ENOENT) {
-                journal_record_not_found(who, plan ? plan->blacklisted : NULL);
+                record_not_found(m, who, plan ? plan->blacklisted : NULL);
                 return sd_varlink_errorbo(
                                 link, "io.modgate.Manager.ModuleNotFound",
                                 SD_JSON_BUILD_PAIR_CONDITION(!!p->name, "name", SD_JSON_BUILD_STRING(p->name)),
@@ -234,7 +243,7 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
         if (p->name && plan->key_blacklisted && (p->context.source == SOURCE_BOOT || p->context.source == SOURCE_UDEV)) {
                 char *one[2] = { (char *) p->name, NULL };
 
-                journal_record_not_found(who, one);
+                record_not_found(m, who, one);
                 return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleNotFound",
                                           SD_JSON_BUILD_PAIR_STRING("name", p->name),
                                           SD_JSON_BUILD_PAIR_STRV("blacklisted", one));
