@@ -403,3 +403,21 @@ void journal_record_started(const char *version, const char *policy_digest, cons
         record_add(&rec, "MODGATE_TREE=%s", tree);
         record_send(&rec);
 }
+
+void journal_record_outside(const char *module, const char *taint, const char *how, bool gone) {
+        Record rec = {};
+
+        if (gone)
+                record_add(&rec, "MESSAGE=Module %s was unloaded outside modgate (%s).", module, how);
+        else
+                record_add(&rec, "MESSAGE=Module %s was loaded outside modgate (%s)%s%s.", module, how,
+                           taint && *taint ? "; taint " : "", taint && *taint ? taint : "");
+        record_add(&rec, "MESSAGE_ID=%s", gone ? MODGATE_MESSAGE_GONE : MODGATE_MESSAGE_OUTSIDE);
+        record_add(&rec, "PRIORITY=%d", LOG_NOTICE);
+        record_add(&rec, "MODGATE_MODULE=%s", module);
+        record_add(&rec, "MODGATE_OUTCOME=%s", gone ? "unloaded_outside" : "loaded_outside");
+        record_add(&rec, "MODGATE_REASON=%s", how);
+        if (taint && *taint)
+                record_add(&rec, "MODGATE_TAINT=%s", taint);
+        record_send(&rec);
+}

@@ -21,6 +21,8 @@
 #define MODGATE_MESSAGE_WOULD_DENY "ac5ab2e33ad24e5fb0c5cc6c3c2f8e4b"
 #define MODGATE_MESSAGE_SUMMARY "c8d1b1d2700740cfa317dadecaa59c5f"
 #define MODGATE_MESSAGE_STARTED "0b62bd3196754f93821022336e8ce9fa"
+#define MODGATE_MESSAGE_OUTSIDE "768173c3df9f4d60887b5916985cefb3"
+#define MODGATE_MESSAGE_GONE "50f3e70422fa4192b532eb77cc65998a"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -70,6 +72,11 @@ typedef struct PolicyRecord {
 } PolicyRecord;
 
 void journal_record_policy(const Requester *who, const PolicyRecord *pr);
+
+/* A module in the kernel that modgate did not load (how: when and how it was found), with the taint
+ * flags it brought; or, gone, one modgate knew as loaded that is no longer there, unloaded by someone
+ * else. */
+void journal_record_outside(const char *module, const char *taint, const char *how, bool gone);
 
 /* One window's repeated answers of a kind, counted instead of journaled one by one. */
 void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned window_sec);

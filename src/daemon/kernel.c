@@ -117,3 +117,42 @@ int kernel_module_refcount(const char *name, unsigned *ret) {
         *ret = (unsigned) strtoul(buf, NULL, 10);
         return 0;
 }
+
+int kernel_loaded_modules(char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        DIR *d = opendir("/sys/module");
+        struct dirent *de;
+        int r = 0;
+
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d))) {
+                ModuleState s;
+
+                if (de->d_name[0] == '.' || kernel_module_state(de->d_name, &s) < 0)
+                        continue;
+                if (s != MODULE_STATE_LIVE && s != MODULE_STATE_COMING)
+                        continue;
+                r = strv_extend(&l, de->d_name);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int kernel_module_taint(const char *name, char *buf, size_t size) {
+        char path[128];
+        int r;
+
+        snprintf(path, sizeof(path), "/sys/module/%s/taint", name);
+        r = read_line_at(AT_FDCWD, path, buf, size);
+        if (r == -ENOENT && size > 0) {
+                buf[0] = '\0';
+                return 0;
+        }
+        return r;
+}

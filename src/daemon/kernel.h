@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stddef.h>
+
 #include "compression.h"
 
 /* The kernel boundary: the only code that calls module syscalls or reads /sys/module. */
@@ -34,3 +36,11 @@ int kernel_module_holders(const char *name, char ***ret);
 
 /* /sys/module/NAME/refcnt. */
 int kernel_module_refcount(const char *name, unsigned *ret);
+
+/* The modules in the kernel that were loaded (not builtin): those of /sys/module with an initstate
+ * other than going, by name. Returns 0 or -errno. */
+int kernel_loaded_modules(char ***ret);
+
+/* /sys/module/NAME/taint: the taint flags the module brought (E: unsigned, O: out of tree, ...),
+ * "" when none. Returns 0 or -errno. */
+int kernel_module_taint(const char *name, char *buf, size_t size);

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "enforcement.h"
+#include "history.h"
 #include "fileio.h"
 #include "kernel.h"
 #include "loader.h"
@@ -32,6 +33,82 @@ void manager_write_summaries(Manager *m) {
                 if (chatter_take(m->chatter, k, &s))
                         journal_record_summary(k, &s, sec);
         m->summary_since_usec = now;
+}
+
+void manager_keep(Manager *m, sd_json_variant *entry) {
+        int r;
+
+        if (!m->history || !entry)
+                return;
+        r = history_add(m->history, entry);
+        if (r < 0)
+                log_warning_errno(r, "Failed to keep a decision in the history: %m");
+}
+
+void manager_record_outside(Manager *m, const char *module, const char *how) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+        char taint[32] = "";
+
+        (void) kernel_module_taint(module, taint, sizeof(taint));
+        journal_record_outside(module, taint, how, false);
+        if (history_entry_simple(module, "loaded_outside", how, NULL, taint[0] ? taint : NULL, &e) >= 0)
+                manager_keep(m, e);
+}
+
+static bool entry_is_loaded(sd_json_variant *e) {
+        sd_json_variant *o = e ? sd_json_variant_by_key(e, "outcome") : NULL;
+        const char *s = o && sd_json_variant_is_string(o) ? sd_json_variant_string(o) : "";
+
+        return strcmp(s, "loaded") == 0 || strcmp(s, "loaded_outside") == 0;
+}
+
+/* A decision is journaled and kept; a module that was there already is counted after its first time,
+ * and one that the history does not know was loaded by someone else while this instance ran. */
+static void manager_record_module(const Requester *who, unsigned n, const ModuleResult *r, void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+        Manager *m = userdata;
+        bool present = r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN;
+
+        if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
+                manager_record_outside(m, r->name, "found loaded when asked for");
+        if (present && chatter_note(m->chatter, CHATTER_PRESENT, r->name) == 0)
+                return;
+        journal_record_module(who, n, r);
+        if (!present && history_entry_module(who, r, &e) >= 0)
+                manager_keep(m, e);
+}
+
+/* What the kernel has against what this boot's history says: every module loaded while no modgated
+ * ran (the initrd, PID 1's own loads, insmod) is recorded once; one the history has as loaded and the
+ * kernel no longer has was unloaded by someone else. */
+static int manager_reconcile(Manager *m) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *all = NULL;
+        _cleanup_strv_free_ char **loaded = NULL;
+        int r;
+
+        r = kernel_loaded_modules(&loaded);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to list the modules in the kernel, not reconciling: %m");
+        for (char **n = loaded; n && *n; n++)
+                if (!entry_is_loaded(history_get(m->history, *n)))
+                        manager_record_outside(m, *n, "in the kernel when modgated started");
+
+        r = history_list(m->history, &all);
+        if (r < 0)
+                return log_oom();
+        for (size_t i = 0; i < sd_json_variant_elements(all); i++) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+                sd_json_variant *x = sd_json_variant_by_index(all, i);
+                const char *name = sd_json_variant_string(sd_json_variant_by_key(x, "module"));
+
+                if (!entry_is_loaded(x) || strv_contains(loaded, name))
+                        continue;
+                journal_record_outside(name, NULL, "no longer in the kernel when modgated started", true);
+                if (history_entry_simple(name, "unloaded_outside", "no longer in the kernel when modgated started",
+                                         NULL, NULL, &e) >= 0)
+                        manager_keep(m, e);
+        }
+        return 0;
 }
 
 /* A timer of its own, never touching the idle clock: it does not keep an idle daemon running. */
@@ -99,6 +176,7 @@ Manager *manager_free(Manager *m) {
         /* What was counted and not yet summarized is summarized, on the way out too. */
         manager_write_summaries(m);
         chatter_free(m->chatter);
+        history_free(m->history);
         config_done(&m->config);
         free(m->listen_address);
         free(m);
@@ -326,6 +404,7 @@ static void manager_log_enforcement(Manager *m) {
 }
 
 int manager_startup(Manager *m) {
+        unsigned skipped = 0;
         char index_dir[64];
         int r;
 
@@ -368,7 +447,20 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
-        scheduler_set_chatter(m->scheduler, m->chatter);
+        scheduler_set_record(m->scheduler, manager_record_module, m);
+
+        r = history_open(m->runtime_dir, &m->history, &skipped);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                log_warning_errno(r, "Failed to read the history of this boot, starting a new one: %m");
+        if (r < 0 && history_open(NULL, &m->history, &skipped) < 0)
+                return log_oom();
+        if (skipped > 0)
+                log_warning("Skipped %u entries of the history that do not parse (a write cut short?).", skipped);
+        r = manager_reconcile(m);
+        if (r < 0)
+                return r;
 
         log_info("The kernel decompresses %s modules; %u workers.", compression_to_string(m->kernel_compression),
                  m->config.workers);

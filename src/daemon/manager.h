@@ -6,6 +6,7 @@
 
 #include "authorize.h"
 #include "chatter.h"
+#include "history.h"
 #include "compression.h"
 #include "config.h"
 #include "manifest.h"
@@ -42,6 +43,7 @@ typedef struct Manager {
         size_t n_udev_rule_names;
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
         Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
+        History *history;               /* this boot's decisions, module by module */
         sd_event_source *summary_timer; /* writes the counts as summaries, each CHATTER_WINDOW_USEC */
         uint64_t summary_since_usec;    /* when the window began */
         LoadContext load_context;       /* what the workers check files with; Explain checks the same */
@@ -63,6 +65,13 @@ int manager_run(Manager *m);
  * (Workers= and the trust settings wait for the next start). On an invalid configuration nothing
  * changes, and *ret_error (when not NULL) says which file and line. Returns 0 or -errno. */
 int manager_reload(Manager *m, char **ret_error);
+
+/* Keeps entry (a reference is taken) as its module's latest in the history; a failure to write it is
+ * logged, memory still has it. */
+void manager_keep(Manager *m, sd_json_variant *entry);
+
+/* Records a module in the kernel that modgate did not load: the journal and the history. */
+void manager_record_outside(Manager *m, const char *module, const char *how);
 
 /* Journals the counted repeated answers as summaries, and starts a new window. */
 void manager_write_summaries(Manager *m);

@@ -73,7 +73,8 @@ struct Scheduler {
         sd_event_source *done_source;
         LoadContext ctx;
         char *const *load_alone;
-        Chatter *chatter;       /* borrowed: counts "already loaded" answers instead of journaling each */
+        scheduler_record_t record; /* writes what a job decided: the journal, the history */
+        void *record_userdata;
 
         /* Event loop thread only. */
         Hashmap *jobs;          /* module name → Job in flight, holding a reference */
@@ -207,14 +208,13 @@ static void remember_denial(Scheduler *s, const ModuleResult *r) {
 static void job_try_start(Job *j);
 static void scheduler_dispatch(Scheduler *s);
 
-/* Every decision is journaled; a module that was there already is counted after its first time. */
 static void job_record(Job *j) {
-        Outcome o = j->result.outcome;
+        Scheduler *s = j->scheduler;
 
-        if (j->scheduler->chatter && (o == OUTCOME_ALREADY_LOADED || o == OUTCOME_BUILTIN) &&
-            chatter_note(j->scheduler->chatter, CHATTER_PRESENT, j->result.name) == 0)
-                return;
-        journal_record_module(&j->requester, j->n_requesters, &j->result);
+        if (s->record)
+                s->record(&j->requester, j->n_requesters, &j->result, s->record_userdata);
+        else
+                journal_record_module(&j->requester, j->n_requesters, &j->result);
 }
 
 static void job_finish(Job *j) {
@@ -599,8 +599,9 @@ void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         s->load_alone = names;
 }
 
-void scheduler_set_chatter(Scheduler *s, Chatter *c) {
-        s->chatter = c;
+void scheduler_set_record(Scheduler *s, scheduler_record_t cb, void *userdata) {
+        s->record = cb;
+        s->record_userdata = userdata;
 }
 
 void scheduler_flush_denials(Scheduler *s) {

@@ -4,7 +4,6 @@
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
-#include "chatter.h"
 #include "journal.h"
 #include "loader.h"
 #include "resolver.h"
@@ -28,8 +27,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Scheduler *, scheduler_free);
  * array is borrowed and must stay valid. */
 void scheduler_set_load_alone(Scheduler *s, char *const *names);
 
-/* Where "already loaded" and "builtin" answers are counted rather than journaled each (borrowed). */
-void scheduler_set_chatter(Scheduler *s, Chatter *c);
+/* Called on the event loop thread with each job's decision, to record it; without one, each is
+ * journaled as it is. */
+typedef void (*scheduler_record_t)(const Requester *who, unsigned n_requesters, const ModuleResult *r,
+                                   void *userdata);
+void scheduler_set_record(Scheduler *s, scheduler_record_t cb, void *userdata);
 
 /* Forgets remembered denials, when the index or the policy changed. */
 void scheduler_flush_denials(Scheduler *s);

@@ -6,6 +6,7 @@
 #include <systemd/sd-json.h>
 
 #include "explain.h"
+#include "history.h"
 #include "journal.h"
 #include "kernel.h"
 #include "load-parameters.h"
@@ -280,10 +281,14 @@ static int load_judge_key(Manager *m, sd_varlink *link, const LoadParameters *p,
 /* Records plan module i as denied by the policy (or would be), and gives the rule and reason. */
 static int record_module_denial(Manager *m, const Requester *who, const Plan *plan, const ModuleVerdict *v,
                                 size_t i, char **ret_rule, char **ret_reason) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         _cleanup_free_ char *rule = NULL, *reason = NULL;
 
         if (policy_rule_describe(policy_chain_rule(v, i), &rule) < 0 || policy_chain(plan, v, i, &reason) < 0)
                 return -ENOMEM;
+        if (history_entry_simple(plan->specs[i].name, policy_permissive(m) ? "would_deny" : "denied", reason, rule,
+                                 NULL, &e) >= 0)
+                manager_keep(m, e);
         journal_record_policy(who, &(PolicyRecord) {
                                       .module = plan->specs[i].name,
                                       .role = plan->specs[i].role,
@@ -635,7 +640,8 @@ static bool module_is_builtin(Manager *m, const char *name) {
 /* delete_module(2), and what its answer means. The kernel says EWOULDBLOCK for holders and references,
  * which may have come since the caller looked, and EBUSY for a module that is not live or has no exit
  * function. */
-static int unload_delete(sd_varlink *link, const Requester *who, const char *name) {
+static int unload_delete(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         _cleanup_strv_free_ char **holders = NULL;
         unsigned refs = 0;
         int r;
@@ -656,6 +662,8 @@ static int unload_delete(sd_varlink *link, const Requester *who, const char *nam
                 return unload_refuse(link, who, name, -r, strerror(-r));
 
         journal_record_unload(who, name, 0, NULL);
+        if (history_entry_simple(name, "unloaded", NULL, NULL, NULL, &e) >= 0)
+                manager_keep(m, e);
         return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("name", name));
 }
 
@@ -700,7 +708,7 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
                                           SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));
         }
 
-        return unload_delete(link, who, name);
+        return unload_delete(m, link, who, name);
 }
 
 static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
@@ -778,6 +786,73 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
         return sd_varlink_reply(link, reply);
 }
 
+/* The read-only methods: root, or ReadGroup=. Returns 1 when allowed, else the reply's result. */
+static int check_reader(Manager *m, sd_varlink *link, const char *method, const char *name) {
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
+        Requester who = { .source = SOURCE_ADMIN, .seqnum = -1, .name = (char *) name };
+        int r;
+
+        r = peer_identify(link, &peer);
+        if (r < 0)
+                return r;
+        requester_set_peer(&who, &peer);
+        return check_caller(m, link, &peer,
+                            &(AuthRequest) { .method = AUTH_READ, .have_read_group = m->config.have_read_group,
+                                             .read_group = m->config.read_group },
+                            &who, method);
+}
+
+static int vl_method_list(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                          void *userdata) {
+        static const sd_json_dispatch_field table[] = { {} };
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *all = NULL;
+        Manager *m = userdata;
+        int r;
+
+        manager_touch(m);
+        r = sd_varlink_dispatch(link, parameters, table, NULL);
+        if (r != 0)
+                return r;
+        r = check_reader(m, link, "List", NULL);
+        if (r <= 0)
+                return r;
+        r = history_list(m->history, &all);
+        if (r < 0)
+                return r;
+        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_VARIANT("modules", all));
+}
+
+static int vl_method_describe(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                              void *userdata) {
+        static const sd_json_dispatch_field table[] = {
+                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, 0, SD_JSON_MANDATORY },
+                {}
+        };
+        _cleanup_free_ char *name = NULL;
+        Manager *m = userdata;
+        sd_json_variant *e;
+        const char *n = NULL;
+        int r;
+
+        manager_touch(m);
+        r = sd_varlink_dispatch(link, parameters, table, &n);
+        if (r != 0)
+                return r;
+        if (!module_name_is_valid(n))
+                return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", n));
+        name = strdup(n);
+        if (!name)
+                return -ENOMEM;
+        module_name_normalize(name);
+        r = check_reader(m, link, "Describe", name);
+        if (r <= 0)
+                return r;
+        e = history_get(m->history, name);
+        if (!e)
+                return sd_varlink_errorbo(link, "io.modgate.Manager.NoRecord", SD_JSON_BUILD_PAIR_STRING("module", name));
+        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_VARIANT("module", e));
+}
+
 static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                             void *userdata) {
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
@@ -846,6 +921,8 @@ int manager_varlink_init(Manager *m) {
                         "io.modgate.Manager.Load", vl_method_load,
                         "io.modgate.Manager.Unload", vl_method_unload,
                         "io.modgate.Manager.Explain", vl_method_explain,
+                        "io.modgate.Manager.List", vl_method_list,
+                        "io.modgate.Manager.Describe", vl_method_describe,
                         "io.modgate.Manager.Reload", vl_method_reload);
         if (r < 0)
                 return log_error_errno(r, "Failed to bind varlink methods: %m");

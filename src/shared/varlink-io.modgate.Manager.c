@@ -152,6 +152,51 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(modules, ExplainModule, SD_VARLINK_ARRAY),
                 SD_VARLINK_DEFINE_OUTPUT(blacklisted, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE));
 
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                Record,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The latest decision: loaded, denied, would_deny, failed, unloaded; or "
+                                         "loaded_outside and unloaded_outside, for what another loader did"),
+                SD_VARLINK_DEFINE_FIELD(outcome, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("When, in µs since the epoch (CLOCK_REALTIME)"),
+                SD_VARLINK_DEFINE_FIELD(time, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(role, Role, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(source, Source, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(requestName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(modalias, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(devpath, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The verified caller: pid, uid and systemd unit"),
+                SD_VARLINK_DEFINE_FIELD(peerPid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerUid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerUnit, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(device, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(inode, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(evidence, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(sha256, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(parameters, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(errnoName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The policy rule of a denial"),
+                SD_VARLINK_DEFINE_FIELD(rule, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The taint flags a module loaded outside modgate brought (E: unsigned)"),
+                SD_VARLINK_DEFINE_FIELD(taint, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_METHOD(
+                List,
+                SD_VARLINK_FIELD_COMMENT("Every module of this boot that modgate loaded or refused, or found loaded "
+                                         "by another loader, with its latest record, by name"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(modules, Record, SD_VARLINK_ARRAY));
+
+static SD_VARLINK_DEFINE_METHOD(
+                Describe,
+                SD_VARLINK_DEFINE_INPUT(name, SD_VARLINK_STRING, 0),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(module, Record, 0));
+
+static SD_VARLINK_DEFINE_ERROR(
+                NoRecord,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0));
+
 static SD_VARLINK_DEFINE_METHOD(
                 Reload,
                 SD_VARLINK_FIELD_COMMENT("The digest of the policy now in force (SHA-256 of its rules)"),
@@ -316,6 +361,8 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_type_ExplainOrigin,
                 SD_VARLINK_SYMBOL_COMMENT("One module of an explained request"),
                 &vl_type_ExplainModule,
+                SD_VARLINK_SYMBOL_COMMENT("A module's latest decision this boot, as List and Describe give it"),
+                &vl_type_Record,
                 SD_VARLINK_SYMBOL_COMMENT("Load a module with its dependencies and softdeps. Each file is opened "
                                           "beneath a trusted root, checked on the open descriptor and handed "
                                           "to finit_module(2). Requests for a module already loading join "
@@ -330,6 +377,14 @@ SD_VARLINK_DEFINE_INTERFACE(
                 SD_VARLINK_SYMBOL_COMMENT("Read modgate.conf again and put its policy in force, as SIGHUP does. An "
                                           "invalid configuration changes nothing. Needs CAP_SYS_MODULE"),
                 &vl_method_Reload,
+                SD_VARLINK_SYMBOL_COMMENT("Every module of this boot: loaded or refused by modgate, or loaded "
+                                          "outside it (found at start, or when asked for). For root and "
+                                          "ReadGroup="),
+                &vl_method_List,
+                SD_VARLINK_SYMBOL_COMMENT("One module's latest record. For root and ReadGroup="),
+                &vl_method_Describe,
+                SD_VARLINK_SYMBOL_COMMENT("Describe: this boot has no record of the module"),
+                &vl_error_NoRecord,
                 SD_VARLINK_SYMBOL_COMMENT("The module policy denies the request: a Deny=, an allowlist without an "
                                           "Allow= for it, a DenyRequest= on the key, or the kernel command line's "
                                           "module_blacklist="),

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "hashmap.h"
+#include "history.h"
+#include "strv.h"
+
+struct History {
+        char *path;             /* NULL: memory only */
+        Hashmap *modules;       /* name -> sd_json_variant */
+        size_t file_size;
+};
+
+static void unref_void(void *v) {
+        sd_json_variant_unref(v);
+}
+
+History *history_free(History *h) {
+        if (!h)
+                return NULL;
+        hashmap_free(h->modules);
+        free(h->path);
+        free(h);
+        return NULL;
+}
+
+static const char *entry_module(sd_json_variant *e) {
+        sd_json_variant *m = sd_json_variant_by_key(e, "module");
+
+        return m && sd_json_variant_is_string(m) ? sd_json_variant_string(m) : NULL;
+}
+
+static int remember(History *h, sd_json_variant *e) {
+        const char *name = entry_module(e);
+        sd_json_variant *old;
+        int r;
+
+        if (!name)
+                return -EBADMSG;
+        old = hashmap_remove(h->modules, name);
+        if (!old && hashmap_size(h->modules) >= HISTORY_MODULES_MAX)
+                return -E2BIG;
+        sd_json_variant_unref(old);
+        r = hashmap_put(h->modules, name, sd_json_variant_ref(e));
+        if (r < 0)
+                sd_json_variant_unref(e);
+        return r;
+}
+
+/* One line per entry; a line that does not parse (a torn write at a crash) is skipped. */
+static int read_lines(History *h, char *text, unsigned *skipped) {
+        for (char *line = text, *next; line && *line; line = next) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+                int r;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (sd_json_parse(line, 0, &e, NULL, NULL) < 0 || !sd_json_variant_is_object(e))
+                        (*skipped)++;
+                else {
+                        r = remember(h, e);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                (*skipped)++;
+                }
+        }
+        return 0;
+}
+
+int history_open(const char *dir, History **ret, unsigned *ret_skipped) {
+        _cleanup_(history_freep) History *h = calloc(1, sizeof(History));
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(fclosep) FILE *f = NULL;
+        size_t size = 0;
+        int r;
+
+        *ret_skipped = 0;
+        if (!h)
+                return -ENOMEM;
+        h->modules = hashmap_new(unref_void);
+        if (!h->modules || (dir && asprintf(&h->path, "%s/history", dir) < 0))
+                return -ENOMEM;
+        if (h->path) {
+                f = fopen(h->path, "re");
+                if (!f && errno != ENOENT)
+                        return negative_errno();
+        }
+        if (f) {
+                r = read_full_stream(f, HISTORY_FILE_MAX * 2, &text, &size);
+                if (r < 0)
+                        return r;
+                h->file_size = size;
+                r = read_lines(h, text, ret_skipped);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+static int append_line(int fd, sd_json_variant *e, size_t *ret_size) {
+        _cleanup_free_ char *text = NULL;
+        size_t n;
+        ssize_t k;
+        int r;
+
+        r = sd_json_variant_format(e, 0, &text);
+        if (r < 0)
+                return r;
+        n = strlen(text);
+        if (n + 1 > HISTORY_LINE_MAX)
+                return -E2BIG;
+        text[n] = '\n';         /* sd_json_variant_format()'s NUL becomes the line's end */
+        k = write(fd, text, n + 1);
+        if (k < 0)
+                return negative_errno();
+        if ((size_t) k != n + 1)
+                return -EIO;
+        *ret_size = n + 1;
+        return 0;
+}
+
+/* The latest entry of each module alone, written to a new file that replaces the old one. */
+static int compact(History *h) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t state = 0, total = 0, n;
+        const char *key;
+        void *v;
+        int r;
+
+        if (asprintf(&tmp, "%s.new", h->path) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        while (hashmap_iterate(h->modules, &state, &key, &v)) {
+                r = append_line(fd, v, &n);
+                if (r < 0)
+                        goto fail;
+                total += n;
+        }
+        if (fsync(fd) < 0 || rename(tmp, h->path) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        h->file_size = total;
+        return 0;
+fail:
+        (void) unlink(tmp);
+        return r;
+}
+
+int history_add(History *h, sd_json_variant *entry) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t n;
+        int r;
+
+        r = remember(h, entry);
+        if (r < 0 || !h->path)
+                return r;
+        if (h->file_size >= HISTORY_FILE_MAX)
+                return compact(h);
+        fd = open(h->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        r = append_line(fd, entry, &n);
+        if (r < 0)
+                return r;
+        h->file_size += n;
+        return 0;
+}
+
+sd_json_variant *history_get(History *h, const char *module) {
+        return hashmap_get(h->modules, module);
+}
+
+static int cmp_entries(const void *a, const void *b) {
+        return strcmp(entry_module(*(sd_json_variant *const *) a), entry_module(*(sd_json_variant *const *) b));
+}
+
+int history_list(History *h, sd_json_variant **ret) {
+        size_t n = hashmap_size(h->modules), i = 0, state = 0;
+        _cleanup_free_ sd_json_variant **a = calloc(n ?: 1, sizeof(sd_json_variant *));
+        const char *key;
+        void *v;
+
+        if (!a)
+                return -ENOMEM;
+        while (hashmap_iterate(h->modules, &state, &key, &v))
+                a[i++] = v;
+        qsort(a, n, sizeof(sd_json_variant *), cmp_entries);
+        return sd_json_variant_new_array(ret, a, n);
+}
+
+static uint64_t realtime_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
+}
+
+int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_variant **ret) {
+        char hex[SHA256_HEX_SIZE] = "", device[32] = "";
+
+        if (r->have_sha256)
+                sha256_to_hex(r->sha256, hex);
+        if (r->have_origin)
+                snprintf(device, sizeof(device), "%u:%u", major(r->origin.dev), minor(r->origin.dev));
+        return sd_json_buildo(
+                        ret,
+                        SD_JSON_BUILD_PAIR_STRING("module", r->name),
+                        SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(r->outcome)),
+                        SD_JSON_BUILD_PAIR_UNSIGNED("time", realtime_usec()),
+                        SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
+                        SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->name, "requestName", SD_JSON_BUILD_STRING(who->name)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->modalias, "modalias", SD_JSON_BUILD_STRING(who->modalias)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
+                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
+                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
+                                                     SD_JSON_BUILD_UNSIGNED((uint64_t) r->origin.ino)),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->trusted, "evidence",
+                                                     SD_JSON_BUILD_STRING(evidence_to_string(r->evidence))),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->parameters, "parameters",
+                                                     SD_JSON_BUILD_STRING(r->parameters)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
+                                                     SD_JSON_BUILD_STRING(strerrorname_np(r->error))));
+}
+
+int history_entry_simple(const char *module, const char *outcome, const char *reason, const char *rule,
+                         const char *taint, sd_json_variant **ret) {
+        return sd_json_buildo(ret,
+                              SD_JSON_BUILD_PAIR_STRING("module", module),
+                              SD_JSON_BUILD_PAIR_STRING("outcome", outcome),
+                              SD_JSON_BUILD_PAIR_UNSIGNED("time", realtime_usec()),
+                              SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)),
+                              SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
+                              SD_JSON_BUILD_PAIR_CONDITION(!!taint, "taint", SD_JSON_BUILD_STRING(taint)));
+}

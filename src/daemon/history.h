@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-json.h>
+
+#include "journal.h"
+#include "macro.h"
+
+/* This boot's decisions, module by module, so that List and Describe can answer for every module in
+ * the kernel after an idle exit or a restart: kept in $RUNTIME_DIRECTORY/history (a tmpfs, gone at
+ * reboot like the modules), one JSON object per line, appended with one write(2) each so that a crash
+ * leaves at most a torn last line, which reading skips. The latest entry per module counts; when the
+ * file grows past HISTORY_FILE_MAX it is rewritten with those alone. Event loop thread only. */
+
+#define HISTORY_FILE_MAX (4U * 1024U * 1024U)
+#define HISTORY_MODULES_MAX 16384U
+#define HISTORY_LINE_MAX (64U * 1024U)
+
+typedef struct History History;
+
+/* Reads dir/history when dir is not NULL (else keeps memory only). A line that does not parse is
+ * skipped and counted in *ret_skipped. Returns 0 or -errno (reading the file; -ENOENT is no error). */
+int history_open(const char *dir, History **ret, unsigned *ret_skipped);
+History *history_free(History *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(History *, history_free);
+
+/* The entry of a decision on one module; "time" is the realtime clock in µs. */
+int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_variant **ret);
+/* An entry with a module, an outcome and a reason, and a rule or a taint when there is one: a policy
+ * denial, an unload, a module loaded or unloaded outside modgate. */
+int history_entry_simple(const char *module, const char *outcome, const char *reason, const char *rule,
+                         const char *taint, sd_json_variant **ret);
+
+/* Makes entry the module's latest (taking a reference) and appends it to the file. Returns 0, or
+ * -errno when it could not be written (memory still has it), -E2BIG past HISTORY_MODULES_MAX. */
+int history_add(History *h, sd_json_variant *entry);
+
+/* The latest entry of a module, or NULL. */
+sd_json_variant *history_get(History *h, const char *module);
+
+/* Every module's latest entry, by name. */
+int history_list(History *h, sd_json_variant **ret);

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Every module in the kernel accounted for: this boot's history in the runtime directory survives a
+restart and an idle exit, List and Describe answer from it, a module that someone else loaded (before
+the daemon started, or while it ran) is recorded as loaded outside modgate with its taint, one that
+someone else unloaded while no daemon ran is recorded as such, and a torn last line after a crash is
+skipped."""
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+M = "io.modgate.Manager."
+OUTSIDE_ID = "768173c3df9f4d60887b5916985cefb3"
+GONE_ID = "50f3e70422fa4192b532eb77cc65998a"
+EARLY = "psmouse"               # "loaded by the initrd": in the kernel before the first daemon
+LOADED = "eql"
+KEPT = "nlmon"                  # loaded by modgate, then removed while no daemon runs
+BEHIND = "veth"                 # appears while a daemon runs, as insmod would make it
+
+
+def main():
+    h.require_root()
+    h.unshare_mounts()
+
+    tree = h.kernel_tree()
+    work = tempfile.mkdtemp(prefix="modgate-history-")
+    h.run("mount", "-t", "tmpfs", "tmpfs", work)
+    h.mount_sys_module(live=(EARLY,))
+    with open("/sys/module/%s/taint" % EARLY, "w") as f:
+        f.write("E\n")
+    runtime = os.path.join(work, "runtime")
+    os.makedirs(runtime, mode=0o700)
+    history = os.path.join(runtime, "history")
+    journal = h.Journal()
+    t = h.Tap()
+    root = h.mount_trusted_tree(tree, work)
+    env = {"RUNTIME_DIRECTORY": runtime}
+    daemons = []
+
+    def start(name, args=()):
+        d = h.Daemon(work, name, root, extra_env=env, args=args)
+        daemons.append(d)
+        assert d.activate(), d.stderr_text()
+        return d
+
+    def describe(d, name):
+        r = d.call(M + "Describe", {"name": name})
+        assert "error" not in r, r
+        return r["parameters"]["module"]
+
+    def listed(d):
+        return {e["module"]: e for e in h.ok(d.call(M + "List"))["modules"]}
+
+    first = start("first")
+
+    def case_outside_at_start():
+        rec = journal.records(MESSAGE_ID=OUTSIDE_ID, _PID=str(first.pid))
+        assert [(r["MODGATE_MODULE"], r.get("MODGATE_TAINT")) for r in rec] == [(EARLY, "E")], rec
+        e = describe(first, EARLY)
+        assert e["outcome"] == "loaded_outside" and e["taint"] == "E", e
+        assert "when modgated started" in e["reason"], e
+
+    def case_loaded():
+        before = time.time()
+        assert [m["outcome"] for m in h.ok(first.call(M + "Load", {"name": LOADED}))["modules"]] == ["loaded"]
+        assert [m["outcome"] for m in h.ok(first.call(M + "Load", {"name": KEPT}))["modules"]] == ["loaded"]
+        e = describe(first, LOADED)
+        assert e["outcome"] == "loaded" and e["source"] == "admin" and e["peerUid"] == 0, e
+        assert e["peerPid"] > 0 and e["path"].endswith("/eql.ko.xz") and e["evidence"] == "manifest", e
+        assert abs(e["time"] / 1e6 - before) < 30, e
+        st = os.stat(e["path"])
+        assert e["inode"] == st.st_ino and e["device"] == "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)), e
+        assert set(listed(first)) == {EARLY, LOADED, KEPT}, listed(first)
+        r = first.call(M + "Describe", {"name": "dummy"})
+        assert r.get("error") == M + "NoRecord" and r["parameters"]["module"] == "dummy", r
+
+    def case_unload():
+        h.ok(first.call(M + "Unload", {"name": LOADED}))
+        assert describe(first, LOADED)["outcome"] == "unloaded"
+
+    def case_behind():
+        h.set_module_state(BEHIND, "live")
+        r = h.ok(first.call(M + "Load", {"name": BEHIND}))
+        assert [m["outcome"] for m in r["modules"]] == ["already_loaded"], r
+        rec = journal.records(MESSAGE_ID=OUTSIDE_ID, _PID=str(first.pid), MODGATE_MODULE=BEHIND)
+        assert len(rec) == 1 and rec[0]["MODGATE_REASON"] == "found loaded when asked for", rec
+        assert describe(first, BEHIND)["outcome"] == "loaded_outside"
+        # Known now: asked again, it is not found twice.
+        h.ok(first.call(M + "Load", {"name": BEHIND}))
+        assert len(journal.records(MESSAGE_ID=OUTSIDE_ID, _PID=str(first.pid), MODGATE_MODULE=BEHIND)) == 1
+
+    def case_restart():
+        h.assert_clean_exit(first)
+        shutil.rmtree("/sys/module/" + KEPT)            # rmmod while no daemon runs
+        with open(history, "a") as f:
+            f.write('{"module":"torn","outc')             # a write cut short by a crash
+        second = start("second")
+        assert "Skipped 1 entries of the history" in second.stderr_text(), second.stderr_text()
+        assert journal.records(MESSAGE_ID=OUTSIDE_ID, _PID=str(second.pid)) == [], \
+            "a module the history knows was found again"
+        gone = journal.records(MESSAGE_ID=GONE_ID, _PID=str(second.pid))
+        assert [r["MODGATE_MODULE"] for r in gone] == [KEPT], gone
+        l = listed(second)
+        assert l[EARLY]["outcome"] == "loaded_outside" and l[LOADED]["outcome"] == "unloaded", l
+        assert l[KEPT]["outcome"] == "unloaded_outside" and l[BEHIND]["outcome"] == "loaded_outside", l
+        assert "torn" not in l, l
+        h.assert_clean_exit(second)
+
+    def case_idle_exit():
+        third = start("third", args=("--idle-exit-sec=1",))
+        deadline = time.monotonic() + 20
+        while third.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert third.proc.poll() is not None, "no idle exit"
+        assert third.proc.returncode == 0, third.stderr_text()
+        fourth = start("fourth")
+        assert listed(fourth)[KEPT]["outcome"] == "unloaded_outside"
+        assert journal.records(MESSAGE_ID=GONE_ID, _PID=str(fourth.pid)) == []
+
+    def case_readers():
+        d = daemons[-1]
+        os.chmod(d.address, 0o666)
+        r = h.call_as(["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"], d.address, M + "List")
+        assert r.get("error") == M + "PermissionDenied", r
+        r = h.call_as(["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"], d.address, M + "Describe",
+                      {"name": EARLY})
+        assert "error" not in r and r["parameters"]["module"]["module"] == EARLY, r
+
+    t.case("a module in the kernel before the first daemon is recorded as loaded outside, with its taint",
+           case_outside_at_start)
+    t.case("List and Describe give each load's record: source, verified caller, file, evidence", case_loaded)
+    t.case("an unload replaces the module's record", case_unload)
+    t.case("a module that appears while the daemon runs is recorded as loaded outside when asked for",
+           case_behind)
+    t.case("the history survives a restart; a module removed meanwhile is recorded as unloaded outside; a torn "
+           "line is skipped", case_restart)
+    t.case("and an idle exit, without recording anything twice", case_idle_exit)
+    t.case("List and Describe are for root (any capabilities) and ReadGroup= only", case_readers)
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons[-1:]))
+    journal.stop()
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
