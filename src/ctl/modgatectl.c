@@ -37,7 +37,8 @@ static void help(void) {
                "     --address=PATH       Talk to this socket (default: " DEFAULT_ADDRESS ")\n"
                "  -m --modalias           Treat the arguments of load and explain as modaliases\n"
                "  -p --parameters=PARAMS  Module parameters for the requested module ('a=1 b=2')\n"
-               "     --source=SOURCE      explain: judge as a request of kernel, udev, boot or admin\n"
+               "     --source=SOURCE      Ask as a request of kernel, udev, boot or admin (explain judges it\n"
+               "                          so; a load claiming a source that is not the caller's is refused)\n"
                "     --dry-run            load: explain instead\n"
                "     --json               Print the daemon's replies as JSON\n",
                program_invocation_short_name);

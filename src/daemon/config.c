@@ -243,21 +243,46 @@ static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
         return 0;
 }
 
+/* A group's gid by name; a group with many members needs a bigger buffer than the first. */
+static int group_lookup(const char *name, gid_t *ret) {
+        for (size_t size = 4096; size <= 1024 * 1024; size *= 4) {
+                _cleanup_free_ char *buf = malloc(size);
+                struct group g, *found = NULL;
+                int r;
+
+                if (!buf)
+                        return -ENOMEM;
+                r = getgrnam_r(name, &g, buf, size, &found);
+                if (r == ERANGE)
+                        continue;
+                if (r != 0)
+                        return -r;
+                if (!found)
+                        return -ENOENT;
+                *ret = found->gr_gid;
+                return 0;
+        }
+        return -ERANGE;
+}
+
 /* A group name, resolved now, or a number. */
 static int parse_read_group(ParseState *s, const char *key, const char *value) {
-        struct group g, *found = NULL;
-        char buf[4096];
         unsigned v;
+        int r;
 
         s->config->have_read_group = false;
         if (value[0] == '\0')
                 return 0;
         if (parse_unsigned(value, &v) >= 0 && v < (unsigned) -1)
                 s->config->read_group = (gid_t) v;
-        else if (getgrnam_r(value, &g, buf, sizeof(buf), &found) == 0 && found)
-                s->config->read_group = found->gr_gid;
-        else
-                return parse_error(s, -EINVAL, "%s=%s is not a group of this system", key, value);
+        else {
+                r = group_lookup(value, &s->config->read_group);
+                if (r == -ENOMEM)
+                        return parse_error(s, r, "out of memory");
+                if (r < 0)
+                        return parse_error(s, -EINVAL, "%s=%s is not a group of this system (%s)", key, value,
+                                           r == -ENOENT ? "no such group" : strerror(-r));
+        }
         s->config->have_read_group = true;
         return 0;
 }

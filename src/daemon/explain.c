@@ -142,7 +142,14 @@ static int explain_key(Manager *m, const char *key, RequestSource source, Explan
 static int explain_parameters(Manager *m, const Plan *plan, const char *parameters, Explanation *e) {
         _cleanup_free_ char *rule = NULL, *reason = NULL;
         const char *word;
-        char buf[256];
+        char buf[MODULE_PARAMETERS_MAX + 1];
+        size_t n_requested = 0;
+
+        for (size_t i = 0; i < plan->n_specs; i++)
+                n_requested += plan->specs[i].role == ROLE_REQUESTED;
+        /* As Load answers: parameters are for one module. */
+        if (parameters && *parameters && n_requested > 1)
+                return decide(e, "denied", NULL, "parameters are for one module, and this request matches several");
 
         for (size_t i = 0; parameters && *parameters && i < plan->n_specs; i++) {
                 const ModuleSpec *s = plan->specs + i;
@@ -164,7 +171,7 @@ static int explain_parameters(Manager *m, const Plan *plan, const char *paramete
 }
 
 static int resolve(Manager *m, const LoadParameters *p, const Plan **ret, Plan **ret_owned) {
-        int r = resolver_refresh(m->resolver);
+        int r = manager_refresh_index(m);
 
         if (r < 0)
                 return r;

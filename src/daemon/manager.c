@@ -35,6 +35,17 @@ void manager_write_summaries(Manager *m) {
         m->summary_since_usec = now;
 }
 
+int manager_refresh_index(Manager *m) {
+        int r;
+
+        r = resolver_refresh(m->resolver);
+        if (r > 0) {
+                log_info("Module index changed on disk, reloaded.");
+                scheduler_flush_denials(m->scheduler);
+        }
+        return r;
+}
+
 void manager_keep(Manager *m, sd_json_variant *entry) {
         int r;
 

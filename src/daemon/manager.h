@@ -66,6 +66,10 @@ int manager_run(Manager *m);
  * changes, and *ret_error (when not NULL) says which file and line. Returns 0 or -errno. */
 int manager_reload(Manager *m, char **ret_error);
 
+/* Reloads the module index when depmod rewrote it, and then forgets remembered denials, which were
+ * about the old one. Returns 1 when it reloaded, 0, or -errno. */
+int manager_refresh_index(Manager *m);
+
 /* Keeps entry (a reference is taken) as its module's latest in the history; a failure to write it is
  * logged, memory still has it. */
 void manager_keep(Manager *m, sd_json_variant *entry);

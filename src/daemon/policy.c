@@ -138,15 +138,47 @@ static PolicyVerdict deny(const PolicyRule *rule) {
         return (PolicyVerdict) { .verdict = VERDICT_DENY, .rule = rule };
 }
 
+/* libkmod looks a key up with '-' read as '_' outside brackets (alias_normalize()): so must a rule
+ * on keys be matched, or crypto-ecdh_nist_p256 would pass DenyRequest=crypto-ecdh-nist-p* and still
+ * resolve to the same module. In place. */
+static void key_normalize(char *s) {
+        bool bracket = false;
+
+        for (; *s; s++) {
+                if (*s == '[')
+                        bracket = true;
+                else if (*s == ']')
+                        bracket = false;
+                else if (*s == '-' && !bracket)
+                        *s = '_';
+        }
+}
+
+static bool request_rule_matches(const PolicyRule *r, const char *key) {
+        _cleanup_free_ char *pattern = r->pattern ? strdup(r->pattern) : NULL;
+
+        if (!pattern)
+                return false;
+        key_normalize(pattern);
+        return fnmatch(pattern, key, 0) == 0;
+}
+
 PolicyVerdict policy_check_request(const Policy *p, RequestSource source, const char *key) {
         const PolicyLayer *layers[] = { &p->global, source_layer(p, source) };
+        _cleanup_free_ char *k = key ? strdup(key) : NULL;
 
-        for (size_t i = 0; key && i < ELEMENTSOF(layers); i++) {
-                const PolicyRule *r = layers[i] ? layer_find(layers[i], RULE_DENY_REQUEST, key) : NULL;
+        /* Out of memory, nothing can be matched: deny rather than let a denied key pass. */
+        if (key && !k)
+                return deny(NULL);
+        if (k)
+                key_normalize(k);
+        for (size_t i = 0; k && i < ELEMENTSOF(layers); i++)
+                for (size_t j = 0; layers[i] && j < layers[i]->n_rules; j++) {
+                        const PolicyRule *r = &layers[i]->rules[j];
 
-                if (r)
-                        return deny(r);
-        }
+                        if (r->kind == RULE_DENY_REQUEST && request_rule_matches(r, k))
+                                return deny(r);
+                }
         return (PolicyVerdict) { .verdict = VERDICT_ALLOW };
 }
 
@@ -197,25 +229,43 @@ static size_t next_parameter(const char **p) {
         return n;
 }
 
-/* Whether the options string sets key (a normalized "key" or "key=..." word). */
+/* A word as the kernel reads it (next_arg()): a leading double quote quotes the whole word and goes,
+ * with its closing one; a value in quotes loses them; '-' and '_' are alike in the key. In place. */
+static void parameter_word_normalize(char *w) {
+        size_t n = strlen(w);
+        char *v;
+
+        if (w[0] == '"') {
+                memmove(w, w + 1, n--);
+                if (n > 0 && w[n - 1] == '"')
+                        w[--n] = '\0';
+        }
+        v = strchr(w, '=');
+        if (v && v[1] == '"') {
+                size_t m = strlen(v + 1);
+
+                memmove(v + 1, v + 2, m);
+                if (m > 1 && v[m - 1] == '"')
+                        v[m - 1] = '\0';
+        }
+        parameter_key_normalize(w);
+}
+
+/* Whether the options string sets the key of word (normalized). */
 static bool options_set_key(const char *options, const char *word) {
         size_t klen = strcspn(word, "=");
+        char k[MODULE_PARAMETERS_MAX + 1];
 
         for (const char *p = options ?: ""; ; ) {
                 size_t n = next_parameter(&p);
-                char k[256];
-                size_t m;
 
                 if (n == 0)
                         return false;
-                m = strcspn(p, "=");
-                if (m > n)
-                        m = n;
-                if (m < sizeof(k)) {
-                        memcpy(k, p, m);
-                        k[m] = '\0';
-                        parameter_key_normalize(k);
-                        if (m == klen && memcmp(k, word, klen) == 0)
+                if (n < sizeof(k)) {
+                        memcpy(k, p, n);
+                        k[n] = '\0';
+                        parameter_word_normalize(k);
+                        if (strcspn(k, "=") == klen && memcmp(k, word, klen) == 0)
                                 return true;
                 }
                 p += n;
@@ -272,7 +322,7 @@ PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const
                 memcpy(buf, s, n);
                 buf[n] = '\0';
                 s += n;
-                parameter_key_normalize(buf);
+                parameter_word_normalize(buf);
                 *ret_word = buf;
                 if (options_set_key(admin_options, buf))
                         return (PolicyVerdict) { .verdict = VERDICT_DENY, .admin_option = true };

@@ -559,6 +559,39 @@ static int spec_copy(const ModuleSpec *from, const size_t *map, ModuleSpec *to) 
         return 0;
 }
 
+/* Specs refer only to earlier ones: a pass from the end finds what the kept ones pull in. A softdep
+ * post: comes after its module and names it in its own after[]: kept when that module is, which a
+ * pass forward sees; what it pulls in then takes another round. */
+static void plan_mark_kept(const Plan *p, const bool *drop, bool *keep) {
+        bool changed = true;
+
+        while (changed) {
+                changed = false;
+                for (size_t i = p->n_specs; i > 0; i--) {
+                        const ModuleSpec *s = p->specs + i - 1;
+
+                        if (drop[i - 1] || (s->role != ROLE_REQUESTED && !keep[i - 1]))
+                                continue;
+                        keep[i - 1] = true;
+                        for (size_t k = 0; k < s->n_requires; k++)
+                                keep[s->requires[k]] = !drop[s->requires[k]];
+                        for (size_t k = 0; k < s->n_after; k++)
+                                keep[s->after[k]] = !drop[s->after[k]];
+                }
+                for (size_t i = 0; i < p->n_specs; i++) {
+                        const ModuleSpec *s = p->specs + i;
+
+                        if (keep[i] || drop[i] || s->role != ROLE_SOFTDEP_POST)
+                                continue;
+                        for (size_t k = 0; k < s->n_after; k++)
+                                if (keep[s->after[k]]) {
+                                        keep[i] = changed = true;
+                                        break;
+                                }
+                }
+        }
+}
+
 int plan_filter(const Plan *p, const bool *drop, Plan **ret) {
         _cleanup_(plan_freep) Plan *q = NULL;
         _cleanup_free_ bool *keep = calloc(p->n_specs ?: 1, sizeof(bool));
@@ -574,18 +607,7 @@ int plan_filter(const Plan *p, const bool *drop, Plan **ret) {
         q->n_blacklisted = p->n_blacklisted;
         q->key_blacklisted = p->key_blacklisted;
 
-        /* Specs refer only to earlier ones: one pass from the end finds what the kept ones pull in. */
-        for (size_t i = p->n_specs; i > 0; i--) {
-                const ModuleSpec *s = p->specs + i - 1;
-
-                if (drop[i - 1] || (s->role != ROLE_REQUESTED && !keep[i - 1]))
-                        continue;
-                keep[i - 1] = true;
-                for (size_t k = 0; k < s->n_requires; k++)
-                        keep[s->requires[k]] = !drop[s->requires[k]];
-                for (size_t k = 0; k < s->n_after; k++)
-                        keep[s->after[k]] = !drop[s->after[k]];
-        }
+        plan_mark_kept(p, drop, keep);
         for (size_t i = 0; i < p->n_specs; i++) {
                 int r;
 

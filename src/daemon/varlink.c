@@ -199,13 +199,9 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
         const Plan *plan = NULL;
         int r;
 
-        r = resolver_refresh(m->resolver);
+        r = manager_refresh_index(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to reload the module index: %m");
-        if (r > 0) {
-                log_info("Module index changed on disk, reloaded.");
-                scheduler_flush_denials(m->scheduler);
-        }
 
         if (p->path) {
                 r = resolver_plan_path(m->resolver, p->path, ret_owned);
@@ -309,7 +305,7 @@ static int load_judge_parameters(Manager *m, sd_varlink *link, const LoadParamet
         const ModuleSpec *spec = NULL;
         const char *word;
         PolicyVerdict v;
-        char buf[256];
+        char buf[MODULE_PARAMETERS_MAX + 1];
         int k;
 
         if (!p->parameters || !p->parameters[0])

@@ -376,6 +376,63 @@ TEST(plan_softdep) {
         policy_done(&p);
 }
 
+/* A softdep post: comes after its module and names it in its after[]: kept when its module is. */
+TEST(plan_softdep_post) {
+        static const char *const names[] = { "pre", "m", "post" };
+        static const Role roles[] = { ROLE_SOFTDEP_PRE, ROLE_REQUESTED, ROLE_SOFTDEP_POST };
+        _cleanup_(plan_freep) Plan *plan = calloc(1, sizeof(Plan)), *kept = NULL;
+        bool drop[3] = { true, false, false };
+
+        check(plan);
+        plan->specs = calloc(3, sizeof(ModuleSpec));
+        plan->blacklisted = calloc(1, sizeof(char *));
+        check(plan->specs && plan->blacklisted);
+        plan->n_specs = 3;
+        for (size_t i = 0; i < 3; i++) {
+                plan->specs[i] = (ModuleSpec) { .name = strdup(names[i]), .role = roles[i] };
+                plan->specs[i].requires = calloc(1, sizeof(size_t));
+                plan->specs[i].after = calloc(1, sizeof(size_t));
+        }
+        plan->specs[1].after[plan->specs[1].n_after++] = 0;
+        plan->specs[2].after[plan->specs[2].n_after++] = 1;
+
+        check(plan_filter(plan, drop, &kept) == 0);
+        check(kept->n_specs == 2);
+        check_streq(kept->specs[0].name, "m");
+        check_streq(kept->specs[1].name, "post");
+        check(kept->specs[0].n_after == 0);
+        check(kept->specs[1].n_after == 1 && kept->specs[1].after[0] == 0);
+}
+
+/* A key is looked up with '-' read as '_' (libkmod's alias_normalize()): so is a DenyRequest= rule. */
+TEST(request_key_spelling) {
+        Policy p;
+
+        policy_init(&p);
+        add(&p.global, RULE_DENY_REQUEST, "crypto-ecdh-nist-p*", 1);
+        add(&p.global, RULE_DENY_REQUEST, "net_pf_38", 2);
+        check(policy_check_request(&p, SOURCE_KERNEL, "crypto-ecdh_nist_p256").verdict == VERDICT_DENY);
+        check(policy_check_request(&p, SOURCE_KERNEL, "crypto_ecdh-nist-p384").verdict == VERDICT_DENY);
+        check(policy_check_request(&p, SOURCE_KERNEL, "net-pf-38").verdict == VERDICT_DENY);
+        check(policy_check_request(&p, SOURCE_KERNEL, "net-pf-3").verdict == VERDICT_ALLOW);
+        policy_done(&p);
+}
+
+/* The kernel strips a word's leading quote (next_arg()): the key behind it is still the admin's. */
+TEST(parameters_quoted) {
+        const char *word;
+        Policy p;
+
+        policy_init(&p);
+        check(params(&p, "dummy", "numdummies=1", "\"numdummies=4\"", &word).admin_option);
+        check_streq(word, "numdummies=4");
+        check(params(&p, "dummy", "\"numdummies=1\"", "numdummies=4", &word).admin_option);
+        check(params(&p, "dummy", "num_dummies=1", "num-dummies=\"4\"", &word).admin_option);
+        check_streq(word, "num_dummies=4");
+        check(params(&p, "snd", "model=x", "index=\"a b\"", &word).verdict == VERDICT_ALLOW);
+        policy_done(&p);
+}
+
 int main(void) {
         RUN(empty_allows);
         RUN(deny_wins);
@@ -391,5 +448,8 @@ int main(void) {
         RUN(serialize);
         RUN(plan_chain);
         RUN(plan_softdep);
+        RUN(plan_softdep_post);
+        RUN(request_key_spelling);
+        RUN(parameters_quoted);
         return tests_done();
 }
