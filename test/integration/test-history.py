@@ -80,6 +80,17 @@ def main():
         r = first.call(M + "Describe", {"name": "dummy"})
         assert r.get("error") == M + "NoRecord" and r["parameters"]["module"] == "dummy", r
 
+    def case_modalias():
+        # The CPU's modalias lists every feature: over a kilobyte, as udev sends it.
+        cpu = [a for a in h.machine_modaliases() if a.startswith("cpu:type:x86")]
+        assert cpu and len(cpu[0]) > 500, cpu
+        r = h.ok(first.call(M + "Load", {"modalias": cpu[0]}))
+        loaded = [m["name"] for m in r["modules"] if m["outcome"] == "loaded"]
+        assert loaded, r
+        l = listed(first)
+        for name in loaded:
+            assert l.get(name, {}).get("outcome") == "loaded" and l[name]["modalias"] == cpu[0], (name, l.get(name))
+
     def case_unload():
         h.ok(first.call(M + "Unload", {"name": LOADED}))
         assert describe(first, LOADED)["outcome"] == "unloaded"
@@ -135,6 +146,7 @@ def main():
     t.case("a module in the kernel before the first daemon is recorded as loaded outside, with its taint",
            case_outside_at_start)
     t.case("List and Describe give each load's record: source, verified caller, file, evidence", case_loaded)
+    t.case("a load by a long modalias is listed", case_modalias)
     t.case("an unload replaces the module's record", case_unload)
     t.case("a module that appears while the daemon runs is recorded as loaded outside when asked for",
            case_behind)

@@ -2,6 +2,8 @@
 """The guest boots to multi-user, with modgated's socket listening and the trusted module tree on a
 dm-verity volume; the initramfs loaded only the modules needed to mount that and the root."""
 
+import time
+
 import guest
 
 
@@ -50,6 +52,52 @@ def test_initramfs_modules(vm):
     assert "loaded " + " ".join(listed) in kmsg, kmsg
     live = guest.live_modules(vm)
     assert all(live[m] == 1 for m in listed), live
+
+
+OUTSIDE_ID = "768173c3df9f4d60887b5916985cefb3"
+BEHIND = "tcp_vegas"    # insmod'ed by hand, behind modgate's back
+
+
+def list_entries(vm):
+    reply, error = guest.varlinkctl(vm, "io.modgate.Manager.List")
+    assert error is None, (error, reply)
+    return {e["module"]: e for e in reply["modules"]}
+
+
+def test_initramfs_accounted(vm):
+    """every module the initramfs loaded is recorded once as loaded outside modgate, and every module in
+    the kernel has a record once coldplug is done"""
+    listed = vm.sh("cat /run/modgate-vm/initrd-modules").out.split()
+    entries = list_entries(vm)
+    for m in listed:
+        recs = vm.journal("MESSAGE_ID=" + OUTSIDE_ID, "MODGATE_MODULE=" + m, "_BOOT_ID=" + vm.boot_id)
+        assert len(recs) == 1, (m, recs)
+        assert entries[m]["outcome"] == "loaded_outside", entries.get(m)
+    # A module is in /proc/modules from the start of its init; its load is recorded when finit_module()
+    # returns. So: once udev is settled and modgated has no job left.
+    vm.sh("udevadm settle --timeout=120")
+    deadline = time.monotonic() + 60
+    while True:
+        entries = list_entries(vm)
+        live = set(guest.live_modules(vm))
+        unknown = sorted(m for m in live if entries.get(m, {}).get("outcome") not in ("loaded", "loaded_outside"))
+        if not unknown or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert not unknown, "in the kernel with no record: %s" % unknown
+    print("# %d modules in the kernel, %d of them from the initramfs" % (len(live), len(listed)))
+
+
+def test_insmod_behind(vm):
+    """a module insmod'ed by root behind modgate's back is recorded as loaded outside when next asked for"""
+    path = vm.sh("modinfo -n %s" % BEHIND).out.strip()
+    vm.sh("insmod %s" % path)
+    reply, error = guest.load(vm, BEHIND)
+    assert error is None and [m["outcome"] for m in reply["modules"]] == ["already_loaded"], (error, reply)
+    recs = vm.journal("MESSAGE_ID=" + OUTSIDE_ID, "MODGATE_MODULE=" + BEHIND, "_BOOT_ID=" + vm.boot_id)
+    assert len(recs) == 1 and recs[0]["MODGATE_REASON"] == "found loaded when asked for", recs
+    # Debian's modules are signed: no taint.
+    assert "MODGATE_TAINT" not in recs[0], recs
 
 
 def test_security_score(vm):
