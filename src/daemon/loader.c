@@ -43,7 +43,7 @@ void module_result_done(ModuleResult *r) {
         free(r->reason);
         free(r->command);
         free(r->backing);
-        free(r->embedded_name);
+        modinfo_done(&r->modinfo);
         free(r->dm_device);
         free(r->dm_target);
         free(r->verity_root_hash);
@@ -328,19 +328,21 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
 }
 
 /* The kernel loads a module under the name in its file, whatever the file is called: it must be
- * the name the index resolved, or the record would say one module and the kernel load another. */
+ * the name the index resolved, or the record would say one module and the kernel load another.
+ * The signature for the record comes with it, from the same decompression. */
 static int check_name(int fd, ModuleResult *r) {
         int q;
 
-        q = modinfo_name_from_fd(fd, &r->embedded_name);
+        q = modinfo_from_fd(fd, &r->modinfo);
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, ENOEXEC, "cannot read the module's information: %s",
                                          strerrordesc_np(-q));
-        if (r->embedded_name && !module_name_equal(r->embedded_name, r->name))
+        r->have_modinfo = true;
+        if (r->modinfo.name && !module_name_equal(r->modinfo.name, r->name))
                 return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
-                                         r->embedded_name, r->name);
+                                         r->modinfo.name, r->name);
         return 0;
 }
 

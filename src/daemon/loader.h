@@ -7,6 +7,7 @@
 
 #include "compression.h"
 #include "manifest.h"
+#include "modinfo.h"
 #include "resolver.h"
 #include "sha256.h"
 #include "trust.h"
@@ -52,7 +53,8 @@ typedef struct ModuleResult {
         Ima ima;                /* the file's security.ima */
         bool have_sha256;       /* the bytes were hashed (for the manifest) */
         uint8_t sha256[SHA256_DIGEST_SIZE];
-        char *embedded_name;    /* the name the file gives itself (.modinfo), when it gives one */
+        bool have_modinfo;      /* the file was read as a module (only once its origin passed): */
+        ModInfo modinfo;        /* its name and its signature, as the file says */
         Compression compression;
         unsigned flags;         /* finit_module() flags used */
         uint64_t duration_usec;
