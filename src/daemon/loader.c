@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -346,6 +347,40 @@ static int check_name(int fd, ModuleResult *r) {
         return 0;
 }
 
+/* The checks on the open file, in order; the first that fails leaves its reason in r. */
+static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r) {
+        int q;
+
+        q = check_origin(ctx, root, fd, r);
+        if (q < 0 || r->reason)
+                return q;
+
+        q = check_compression(ctx, fd, r);
+        if (q < 0 || r->reason)
+                return q;
+
+        return check_name(fd, r);
+}
+
+/* Every record of an opened file says which bytes it was, whatever the decision: hashed here from the
+ * fd that goes to finit_module(), unless the manifest check hashed it already. Only a regular file (a
+ * device node in a writable tree could be read for ever); one that would be loaded is not loaded
+ * unrecorded. */
+static int hash_file(int fd, ModuleResult *r) {
+        int q;
+
+        if (r->have_sha256 || !r->have_origin || !S_ISREG(r->origin.mode))
+                return 0;
+        q = sha256_fd(fd, r->sha256);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0 && !r->reason)
+                return module_result_set(r, OUTCOME_FAILED, q, "cannot read module file: %s",
+                                         strerrordesc_np(-q));
+        r->have_sha256 = q >= 0;
+        return 0;
+}
+
 /* Every check of loader_load(); *ret_fd the checked file when r has no reason after. */
 static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
         _cleanup_close_ int fd = -EBADF;
@@ -373,15 +408,9 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
                 return module_result_set(r, fd == -EXDEV || fd == -ELOOP || fd == -ENXIO ? OUTCOME_DENIED :
                                          OUTCOME_FAILED, fd, "%s", trust_open_error_to_string(fd));
 
-        q = check_origin(ctx, root, fd, r);
-        if (q < 0 || r->reason)
-                return q;
-
-        q = check_compression(ctx, fd, r);
-        if (q < 0 || r->reason)
-                return q;
-
-        q = check_name(fd, r);
+        q = check_file(ctx, root, fd, r);
+        if (q >= 0)
+                q = hash_file(fd, r);
         if (q < 0 || r->reason)
                 return q;
         *ret_fd = TAKE_FD(fd);
