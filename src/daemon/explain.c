@@ -62,7 +62,9 @@ static int origin_json(const ModuleResult *r, sd_json_variant **ret) {
                                                      SD_JSON_BUILD_STRING(r->verity_root_hash)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!r->fsverity_digest, "fsverityDigest",
                                                      SD_JSON_BUILD_STRING(r->fsverity_digest)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)));
+                        SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
+                        SD_JSON_BUILD_PAIR_STRING("signer", r->modinfo.signer),
+                        SD_JSON_BUILD_PAIR_STRING("signatureKey", r->modinfo.signature_key));
 }
 
 /* The checks a worker would make on the file, made here on the event loop thread. */

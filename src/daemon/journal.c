@@ -12,7 +12,7 @@
 #include "journal.h"
 #include "log.h"
 
-#define FIELDS_MAX 48
+#define FIELDS_MAX 56
 #define BLACKLISTED_FIELDS_MAX 16
 
 typedef struct Record {
@@ -156,6 +156,25 @@ static void record_requester(Record *rec, const Requester *who) {
         }
 }
 
+/* What the file says of itself. MODGATE_SIGNATURE=none when it was read and has no signature: no
+ * signature field at all is a file not read as a module. */
+static void record_modinfo(Record *rec, const ModInfo *m) {
+        if (m->name)
+                record_add(rec, "MODGATE_FILE_MODULE=%s", m->name);
+        if (!m->is_signed) {
+                record_add(rec, "MODGATE_SIGNATURE=none");
+                return;
+        }
+        if (m->signature_type)
+                record_add(rec, "MODGATE_SIGNATURE_TYPE=%s", m->signature_type);
+        if (m->signer)
+                record_add(rec, "MODGATE_SIGNER=%s", m->signer);
+        if (m->signature_key)
+                record_add(rec, "MODGATE_SIGNATURE_KEY=%s", m->signature_key);
+        if (m->signature_hash)
+                record_add(rec, "MODGATE_SIGNATURE_HASH=%s", m->signature_hash);
+}
+
 static void record_origin(Record *rec, const ModuleResult *r) {
         if (r->path)
                 record_add(rec, "MODGATE_PATH=%s", r->path);
@@ -177,8 +196,8 @@ static void record_origin(Record *rec, const ModuleResult *r) {
                 sha256_to_hex(r->sha256, hex);
                 record_add(rec, "MODGATE_SHA256=%s", hex);
         }
-        if (r->embedded_name)
-                record_add(rec, "MODGATE_FILE_MODULE=%s", r->embedded_name);
+        if (r->have_modinfo)
+                record_modinfo(rec, &r->modinfo);
         if (r->diskseq != 0)
                 record_add(rec, "MODGATE_DISKSEQ=%llu", (unsigned long long) r->diskseq);
         if (r->dm_device)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,7 +44,7 @@ void module_result_done(ModuleResult *r) {
         free(r->reason);
         free(r->command);
         free(r->backing);
-        free(r->embedded_name);
+        modinfo_done(&r->modinfo);
         free(r->dm_device);
         free(r->dm_target);
         free(r->verity_root_hash);
@@ -328,19 +329,55 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
 }
 
 /* The kernel loads a module under the name in its file, whatever the file is called: it must be
- * the name the index resolved, or the record would say one module and the kernel load another. */
+ * the name the index resolved, or the record would say one module and the kernel load another.
+ * The signature for the record comes with it, from the same decompression. */
 static int check_name(int fd, ModuleResult *r) {
         int q;
 
-        q = modinfo_name_from_fd(fd, &r->embedded_name);
+        q = modinfo_from_fd(fd, &r->modinfo);
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, ENOEXEC, "cannot read the module's information: %s",
                                          strerrordesc_np(-q));
-        if (r->embedded_name && !module_name_equal(r->embedded_name, r->name))
+        r->have_modinfo = true;
+        if (r->modinfo.name && !module_name_equal(r->modinfo.name, r->name))
                 return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
-                                         r->embedded_name, r->name);
+                                         r->modinfo.name, r->name);
+        return 0;
+}
+
+/* The checks on the open file, in order; the first that fails leaves its reason in r. */
+static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r) {
+        int q;
+
+        q = check_origin(ctx, root, fd, r);
+        if (q < 0 || r->reason)
+                return q;
+
+        q = check_compression(ctx, fd, r);
+        if (q < 0 || r->reason)
+                return q;
+
+        return check_name(fd, r);
+}
+
+/* Every record of an opened file says which bytes it was, whatever the decision: hashed here from the
+ * fd that goes to finit_module(), unless the manifest check hashed it already. Only a regular file (a
+ * device node in a writable tree could be read for ever); one that would be loaded is not loaded
+ * unrecorded. */
+static int hash_file(int fd, ModuleResult *r) {
+        int q;
+
+        if (r->have_sha256 || !r->have_origin || !S_ISREG(r->origin.mode))
+                return 0;
+        q = sha256_fd(fd, r->sha256);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0 && !r->reason)
+                return module_result_set(r, OUTCOME_FAILED, q, "cannot read module file: %s",
+                                         strerrordesc_np(-q));
+        r->have_sha256 = q >= 0;
         return 0;
 }
 
@@ -371,15 +408,9 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
                 return module_result_set(r, fd == -EXDEV || fd == -ELOOP || fd == -ENXIO ? OUTCOME_DENIED :
                                          OUTCOME_FAILED, fd, "%s", trust_open_error_to_string(fd));
 
-        q = check_origin(ctx, root, fd, r);
-        if (q < 0 || r->reason)
-                return q;
-
-        q = check_compression(ctx, fd, r);
-        if (q < 0 || r->reason)
-                return q;
-
-        q = check_name(fd, r);
+        q = check_file(ctx, root, fd, r);
+        if (q >= 0)
+                q = hash_file(fd, r);
         if (q < 0 || r->reason)
                 return q;
         *ret_fd = TAKE_FD(fd);

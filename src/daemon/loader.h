@@ -7,6 +7,7 @@
 
 #include "compression.h"
 #include "manifest.h"
+#include "modinfo.h"
 #include "resolver.h"
 #include "sha256.h"
 #include "trust.h"
@@ -50,9 +51,10 @@ typedef struct ModuleResult {
         char *verity_root_hash; /* a verity target's root hash */
         char *fsverity_digest;  /* the file's fs-verity digest, "sha256:..." */
         Ima ima;                /* the file's security.ima */
-        bool have_sha256;       /* the bytes were hashed (for the manifest) */
+        bool have_sha256;       /* the bytes were hashed: every regular file that was opened */
         uint8_t sha256[SHA256_DIGEST_SIZE];
-        char *embedded_name;    /* the name the file gives itself (.modinfo), when it gives one */
+        bool have_modinfo;      /* the file was read as a module (only once its origin passed): */
+        ModInfo modinfo;        /* its name and its signature, as the file says */
         Compression compression;
         unsigned flags;         /* finit_module() flags used */
         uint64_t duration_usec;

@@ -14,11 +14,49 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_ctx *, kmod_unref);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_module *, kmod_module_unref);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_list *, kmod_module_info_free_list);
 
-int modinfo_name_from_fd(int fd, char **ret) {
+void modinfo_done(ModInfo *m) {
+        free(m->name);
+        free(m->signature_type);
+        free(m->signer);
+        free(m->signature_key);
+        free(m->signature_hash);
+        *m = (ModInfo) {};
+}
+
+/* libkmod lists the .modinfo strings, then the signature's fields: a .modinfo string may have any
+ * key, so the last of each signature key is the signature's. The kernel takes the first "name". */
+static int modinfo_add(ModInfo *m, const char *key, const char *value) {
+        char **field = NULL;
+
+        if (strcmp(key, "name") == 0 && !m->name)
+                field = &m->name;
+        else if (strcmp(key, "sig_id") == 0) {
+                field = &m->signature_type;
+                m->is_signed = true;
+        } else if (strcmp(key, "signer") == 0)
+                field = &m->signer;
+        else if (strcmp(key, "sig_key") == 0)
+                field = &m->signature_key;
+        else if (strcmp(key, "sig_hashalgo") == 0)
+                field = &m->signature_hash;
+        if (!field)
+                return 0;
+
+        free(*field);
+        *field = NULL;
+        /* An empty signer or key is what libkmod says when it cannot read them. */
+        if (!value || !*value)
+                return 0;
+        *field = strdup(value);
+        return *field ? 0 : -ENOMEM;
+}
+
+int modinfo_from_fd(int fd, ModInfo *ret) {
         static const char *const no_config[] = { NULL };
         _cleanup_(kmod_unrefp) struct kmod_ctx *ctx = NULL;
         _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
         _cleanup_(kmod_module_info_free_listp) struct kmod_list *info = NULL;
+        _cleanup_(modinfo_done) ModInfo m = {};
         struct kmod_list *i;
         char path[64];
         int r;
@@ -36,16 +74,14 @@ int modinfo_name_from_fd(int fd, char **ret) {
         if (r < 0)
                 return r;
 
-        kmod_list_foreach(i, info)
-                if (strcmp(kmod_module_info_get_key(i), "name") == 0) {
-                        char *name = strdup(kmod_module_info_get_value(i));
-
-                        if (!name)
-                                return -ENOMEM;
-                        module_name_normalize(name);
-                        *ret = name;
-                        return 0;
-                }
-        *ret = NULL;
+        kmod_list_foreach(i, info) {
+                r = modinfo_add(&m, kmod_module_info_get_key(i), kmod_module_info_get_value(i));
+                if (r < 0)
+                        return r;
+        }
+        if (m.name)
+                module_name_normalize(m.name);
+        *ret = m;
+        m = (ModInfo) {};
         return 0;
 }

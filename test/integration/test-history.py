@@ -6,6 +6,7 @@ the daemon started, or while it ran) is recorded as loaded outside modgate with 
 someone else unloaded while no daemon ran is recorded as such, and a torn last line after a crash is
 skipped."""
 
+import hashlib
 import os
 import shutil
 import sys
@@ -73,6 +74,10 @@ def main():
         e = describe(first, LOADED)
         assert e["outcome"] == "loaded" and e["source"] == "admin" and e["peerUid"] == 0, e
         assert e["peerPid"] > 0 and e["path"].endswith("/eql.ko.xz") and e["evidence"] == "manifest", e
+        signer = h.run("modinfo", "-F", "signer", e["path"], capture_output=True, text=True).stdout.strip()
+        assert signer and e["signer"] == signer and e["signatureKey"], (e, signer)
+        with open(e["path"], "rb") as f:
+            assert e["sha256"] == hashlib.sha256(f.read()).hexdigest(), e
         assert abs(e["time"] / 1e6 - before) < 30, e
         st = os.stat(e["path"])
         assert e["inode"] == st.st_ino and e["device"] == "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)), e
