@@ -707,29 +707,39 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
         return unload_delete(m, link, who, name);
 }
 
-static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
-                            void *userdata) {
+/* The one parameter of Unload and Describe, a module name, checked and made canonical. Returns 1 with
+ * *ret set, else the reply's result. */
+static int dispatch_module_name(sd_varlink *link, sd_json_variant *parameters, char **ret) {
         static const sd_json_dispatch_field table[] = {
                 { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, 0, SD_JSON_MANDATORY },
                 {}
         };
-        _cleanup_(peer_identity_done) PeerIdentity peer = {};
-        _cleanup_free_ char *name = NULL;
         const char *n = NULL;
-        Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
         int r;
 
-        manager_touch(userdata);
         r = sd_varlink_dispatch(link, parameters, table, &n);
         if (r != 0)
                 return r;
         if (!module_name_is_valid(n))
                 return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", n));
-
-        name = strdup(n);
-        if (!name)
+        *ret = strdup(n);
+        if (!*ret)
                 return -ENOMEM;
-        module_name_normalize(name);
+        module_name_normalize(*ret);
+        return 1;
+}
+
+static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                            void *userdata) {
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
+        _cleanup_free_ char *name = NULL;
+        Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
+        int r;
+
+        manager_touch(userdata);
+        r = dispatch_module_name(link, parameters, &name);
+        if (r <= 0)
+                return r;
         who.name = name;
         r = peer_identify(link, &peer);
         if (r < 0)
@@ -743,10 +753,25 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         return unload(userdata, link, &who, name);
 }
 
+/* The read-only methods: root, or ReadGroup=. who says what was asked, for a refusal's record.
+ * Returns 1 when allowed, else the reply's result. */
+static int check_reader(Manager *m, sd_varlink *link, const char *method, Requester *who) {
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
+        int r;
+
+        r = peer_identify(link, &peer);
+        if (r < 0)
+                return r;
+        requester_set_peer(who, &peer);
+        return check_caller(m, link, &peer,
+                            &(AuthRequest) { .method = AUTH_READ, .have_read_group = m->config.have_read_group,
+                                             .read_group = m->config.read_group },
+                            who, method);
+}
+
 static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                              void *userdata) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
-        _cleanup_(peer_identity_done) PeerIdentity peer = {};
         Manager *m = userdata;
         LoadParameters p = {};
         LoadRefusal refusal = {};
@@ -762,17 +787,7 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
 
         who = (Requester) { .name = (char *) p.name, .modalias = (char *) p.modalias, .path = (char *) p.path,
                             .source = p.context.source, .seqnum = -1 };
-        r = peer_identify(link, &peer);
-        if (r < 0)
-                return r;
-        requester_set_peer(&who, &peer);
-        r = check_caller(m, link, &peer,
-                         &(AuthRequest) {
-                                 .method = AUTH_READ,
-                                 .have_read_group = m->config.have_read_group,
-                                 .read_group = m->config.read_group,
-                         },
-                         &who, "Explain");
+        r = check_reader(m, link, "Explain", &who);
         if (r <= 0)
                 return r;
 
@@ -780,22 +795,6 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
         if (r < 0)
                 return log_error_errno(r, "Failed to explain the request: %m");
         return sd_varlink_reply(link, reply);
-}
-
-/* The read-only methods: root, or ReadGroup=. Returns 1 when allowed, else the reply's result. */
-static int check_reader(Manager *m, sd_varlink *link, const char *method, const char *name) {
-        _cleanup_(peer_identity_done) PeerIdentity peer = {};
-        Requester who = { .source = SOURCE_ADMIN, .seqnum = -1, .name = (char *) name };
-        int r;
-
-        r = peer_identify(link, &peer);
-        if (r < 0)
-                return r;
-        requester_set_peer(&who, &peer);
-        return check_caller(m, link, &peer,
-                            &(AuthRequest) { .method = AUTH_READ, .have_read_group = m->config.have_read_group,
-                                             .read_group = m->config.read_group },
-                            &who, method);
 }
 
 static int vl_method_list(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
@@ -809,7 +808,7 @@ static int vl_method_list(sd_varlink *link, sd_json_variant *parameters, sd_varl
         r = sd_varlink_dispatch(link, parameters, table, NULL);
         if (r != 0)
                 return r;
-        r = check_reader(m, link, "List", NULL);
+        r = check_reader(m, link, "List", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
         if (r <= 0)
                 return r;
         r = history_list(m->history, &all);
@@ -820,27 +819,16 @@ static int vl_method_list(sd_varlink *link, sd_json_variant *parameters, sd_varl
 
 static int vl_method_describe(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                               void *userdata) {
-        static const sd_json_dispatch_field table[] = {
-                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, 0, SD_JSON_MANDATORY },
-                {}
-        };
         _cleanup_free_ char *name = NULL;
         Manager *m = userdata;
         sd_json_variant *e;
-        const char *n = NULL;
         int r;
 
         manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, table, &n);
-        if (r != 0)
+        r = dispatch_module_name(link, parameters, &name);
+        if (r <= 0)
                 return r;
-        if (!module_name_is_valid(n))
-                return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", n));
-        name = strdup(n);
-        if (!name)
-                return -ENOMEM;
-        module_name_normalize(name);
-        r = check_reader(m, link, "Describe", name);
+        r = check_reader(m, link, "Describe", &(Requester) { .name = name, .source = SOURCE_ADMIN, .seqnum = -1 });
         if (r <= 0)
                 return r;
         e = history_get(m->history, name);
