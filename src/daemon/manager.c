@@ -89,6 +89,30 @@ static void manager_record_module(const Requester *who, unsigned n, const Module
                 manager_keep(m, e);
 }
 
+/* A module added or removed while this instance runs. Our own load has a job in flight until its
+ * record is kept, and our own unload is kept before the loop reads the event: neither is outside. */
+static void on_module_event(const char *module, bool added, void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+        static const char removed[] = "unloaded while modgated ran (the kernel's module uevent)";
+        Manager *m = userdata;
+        bool known = entry_is_loaded(history_get(m->history, module));
+        ModuleState state;
+
+        if (added) {
+                if (known || scheduler_has_job(m->scheduler, module) ||
+                    kernel_module_state(module, &state) < 0 ||
+                    (state != MODULE_STATE_LIVE && state != MODULE_STATE_COMING))
+                        return;
+                manager_record_outside(m, module, "loaded while modgated ran (the kernel's module uevent)");
+                return;
+        }
+        if (!known)
+                return;
+        journal_record_outside(module, NULL, removed, true);
+        if (history_entry_simple(module, "unloaded_outside", removed, NULL, NULL, &e) >= 0)
+                manager_keep(m, e);
+}
+
 /* What the kernel has against what this boot's history says: every module loaded while no modgated
  * ran (the initrd, PID 1's own loads, insmod) is recorded once; one the history has as loaded and the
  * kernel no longer has was unloaded by someone else. */
@@ -187,6 +211,7 @@ Manager *manager_free(Manager *m) {
         /* What was counted and not yet summarized is summarized, on the way out too. */
         manager_write_summaries(m);
         chatter_free(m->chatter);
+        module_watch_free(m->module_watch);
         history_free(m->history);
         config_done(&m->config);
         free(m->listen_address);
@@ -469,6 +494,11 @@ int manager_startup(Manager *m) {
                 return log_oom();
         if (skipped > 0)
                 log_warning("Skipped %u entries of the history that do not parse (a write cut short?).", skipped);
+        /* Watching first, then looking: a load between the two is seen twice, and recorded once. */
+        r = module_watch_new(m->event, on_module_event, m, &m->module_watch);
+        if (r < 0)
+                log_warning_errno(r, "Failed to watch the kernel's module uevents, loads by others are found "
+                                  "only at start and when asked for: %m");
         r = manager_reconcile(m);
         if (r < 0)
                 return r;

@@ -7,6 +7,7 @@
 #include "authorize.h"
 #include "chatter.h"
 #include "history.h"
+#include "module-watch.h"
 #include "compression.h"
 #include "config.h"
 #include "manifest.h"
@@ -44,6 +45,7 @@ typedef struct Manager {
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
         Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
         History *history;               /* this boot's decisions, module by module */
+        ModuleWatch *module_watch;      /* the kernel's module uevents: loads and unloads by others */
         sd_event_source *summary_timer; /* writes the counts as summaries, each CHATTER_WINDOW_USEC */
         uint64_t summary_since_usec;    /* when the window began */
         LoadContext load_context;       /* what the workers check files with; Explain checks the same */

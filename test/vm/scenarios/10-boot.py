@@ -55,6 +55,7 @@ def test_initramfs_modules(vm):
 
 
 OUTSIDE_ID = "768173c3df9f4d60887b5916985cefb3"
+GONE_ID = "50f3e70422fa4192b532eb77cc65998a"
 BEHIND = "tcp_vegas"    # insmod'ed by hand, behind modgate's back
 
 
@@ -88,16 +89,33 @@ def test_initramfs_accounted(vm):
     print("# %d modules in the kernel, %d of them from the initramfs" % (len(live), len(listed)))
 
 
+def outside_records(vm, module, msgid):
+    return vm.journal("MESSAGE_ID=" + msgid, "MODGATE_MODULE=" + module, "_BOOT_ID=" + vm.boot_id)
+
+
 def test_insmod_behind(vm):
-    """a module insmod'ed by root behind modgate's back is recorded as loaded outside when next asked for"""
+    """insmod and rmmod by root behind modgate's back, while it runs, are each recorded within a second"""
     path = vm.sh("modinfo -n %s" % BEHIND).out.strip()
+    assert guest.varlinkctl(vm, "io.modgate.Manager.List")[1] is None       # running now
     vm.sh("insmod %s" % path)
+    deadline = time.monotonic() + 1
+    while not outside_records(vm, BEHIND, OUTSIDE_ID) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    recs = outside_records(vm, BEHIND, OUTSIDE_ID)
+    assert len(recs) == 1, recs
+    assert recs[0]["MODGATE_REASON"] == "loaded while modgated ran (the kernel's module uevent)", recs
+    assert "MODGATE_TAINT" not in recs[0], recs     # Debian's modules are signed
+    # Asked for now, it is known: not recorded again.
     reply, error = guest.load(vm, BEHIND)
     assert error is None and [m["outcome"] for m in reply["modules"]] == ["already_loaded"], (error, reply)
-    recs = vm.journal("MESSAGE_ID=" + OUTSIDE_ID, "MODGATE_MODULE=" + BEHIND, "_BOOT_ID=" + vm.boot_id)
-    assert len(recs) == 1 and recs[0]["MODGATE_REASON"] == "found loaded when asked for", recs
-    # Debian's modules are signed: no taint.
-    assert "MODGATE_TAINT" not in recs[0], recs
+    assert len(outside_records(vm, BEHIND, OUTSIDE_ID)) == 1
+    # Later scenarios of this boot account for every module in the kernel as udev's or the boot list's.
+    vm.sh("rmmod %s" % BEHIND)
+    deadline = time.monotonic() + 1
+    while not outside_records(vm, BEHIND, GONE_ID) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    gone = outside_records(vm, BEHIND, GONE_ID)
+    assert len(gone) == 1 and "module uevent" in gone[0]["MODGATE_REASON"], gone
 
 
 def test_security_score(vm):
