@@ -210,6 +210,151 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_OUTPUT(policyDigest, SD_VARLINK_STRING, 0),
                 SD_VARLINK_DEFINE_OUTPUT(mode, SD_VARLINK_STRING, 0));
 
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                TrustedRootStatus,
+                SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("The evidence this root accepts, any one of which suffices: verity, "
+                                         "read-only, manifest, ownership"),
+                SD_VARLINK_DEFINE_FIELD(evidence, SD_VARLINK_STRING, SD_VARLINK_ARRAY),
+                SD_VARLINK_FIELD_COMMENT("pinned, not_there_yet (pinned at its first use), or changed (not what "
+                                         "it was at its first pin this boot: nothing beneath it loads)"),
+                SD_VARLINK_DEFINE_FIELD(state, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("What it is now: dev=MAJ:MIN diskseq=N fstype=T roothash=HEX"),
+                SD_VARLINK_DEFINE_FIELD(identity, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The dm-verity root hash of the device below it, when there is one"),
+                SD_VARLINK_DEFINE_FIELD(verityRootHash, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The manifest it checks files against, and how many files that lists"),
+                SD_VARLINK_DEFINE_FIELD(manifest, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(manifestEntries, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                Counters,
+                SD_VARLINK_FIELD_COMMENT("Load calls received since this instance started"),
+                SD_VARLINK_DEFINE_FIELD(requests, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Modules handed to finit_module() that are now live"),
+                SD_VARLINK_DEFINE_FIELD(loads, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Requests that joined a load already in flight instead of starting one"),
+                SD_VARLINK_DEFINE_FIELD(coalesced, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Modules answered without a job: already loaded, builtin, or a "
+                                         "remembered refusal"),
+                SD_VARLINK_DEFINE_FIELD(cached, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Modules refused: by the policy or on their origin"),
+                SD_VARLINK_DEFINE_FIELD(denied, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_FIELD(failed, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Requests matching no module"),
+                SD_VARLINK_DEFINE_FIELD(notFound, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Callers refused"),
+                SD_VARLINK_DEFINE_FIELD(refusedCallers, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Modules loaded by another loader, seen since this instance started"),
+                SD_VARLINK_DEFINE_FIELD(outsideLoads, SD_VARLINK_INT, 0));
+
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                Latency,
+                SD_VARLINK_FIELD_COMMENT("How many Load calls the percentiles are over (the latest ones)"),
+                SD_VARLINK_DEFINE_FIELD(samples, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("From the call's arrival to its reply, in µs"),
+                SD_VARLINK_DEFINE_FIELD(p50USec, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_FIELD(p90USec, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_FIELD(p99USec, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_FIELD(maxUSec, SD_VARLINK_INT, 0));
+
+static SD_VARLINK_DEFINE_METHOD(
+                Status,
+                SD_VARLINK_DEFINE_OUTPUT(version, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("enforce or permissive"),
+                SD_VARLINK_DEFINE_OUTPUT(mode, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("SHA-256 of the policy in force, as Reload and the start record give it"),
+                SD_VARLINK_DEFINE_OUTPUT(policyDigest, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("What the kernel enforces, in words: signatures, lockdown, LoadPin, IPE, "
+                                         "IMA, modules_disabled; what cannot be read says unknown"),
+                SD_VARLINK_DEFINE_OUTPUT(enforcement, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("kernel.modules_disabled is 1: no module can be loaded until reboot"),
+                SD_VARLINK_DEFINE_OUTPUT(sealed, SD_VARLINK_BOOL, 0),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(roots, TrustedRootStatus, SD_VARLINK_ARRAY),
+                SD_VARLINK_FIELD_COMMENT("Since this instance started, in µs (it exits when idle and is started "
+                                         "again by its socket)"),
+                SD_VARLINK_DEFINE_OUTPUT(uptimeUSec, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(counters, Counters, 0),
+                SD_VARLINK_FIELD_COMMENT("Worker threads, how many are inside finit_module() now, and jobs waiting "
+                                         "for a worker or for their dependencies"),
+                SD_VARLINK_DEFINE_OUTPUT(workers, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_OUTPUT(busyWorkers, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_OUTPUT(queuedJobs, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Load calls waiting for their reply"),
+                SD_VARLINK_DEFINE_OUTPUT(pendingRequests, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_OUTPUT(connections, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(latency, Latency, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_METHOD(
+                Seal,
+                SD_VARLINK_FIELD_COMMENT("Load these first, as the boot list would, then seal"),
+                SD_VARLINK_DEFINE_INPUT(load, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("What the final list loaded"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(modules, ModuleResult, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Modules whose loads were still in flight when the kernel was sealed; "
+                                         "each either finished before the sysctl was written or failed"),
+                SD_VARLINK_DEFINE_OUTPUT(pending, SD_VARLINK_STRING, SD_VARLINK_ARRAY));
+
+static SD_VARLINK_DEFINE_ERROR(
+                Sealed,
+                SD_VARLINK_FIELD_COMMENT("When it was sealed, in µs since the epoch; modules cannot be loaded or "
+                                         "unloaded until reboot"),
+                SD_VARLINK_DEFINE_FIELD(sealedAt, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_ENUM_TYPE(
+                EventType,
+                SD_VARLINK_FIELD_COMMENT("Sent once, first: every event from here on is delivered"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(ready),
+                SD_VARLINK_FIELD_COMMENT("A Load call was received (request, source, peer)"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(request),
+                SD_VARLINK_FIELD_COMMENT("A module's file is being opened, checked and handed to the kernel"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(started),
+                SD_VARLINK_FIELD_COMMENT("The module is live (/sys/module/NAME/initstate)"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(loaded),
+                SD_VARLINK_DEFINE_ENUM_VALUE(failed),
+                SD_VARLINK_FIELD_COMMENT("Refused by the policy, on its origin, or because of its install command"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(denied),
+                SD_VARLINK_DEFINE_ENUM_VALUE(would_deny),
+                SD_VARLINK_DEFINE_ENUM_VALUE(unloaded),
+                SD_VARLINK_FIELD_COMMENT("A module loaded by another loader"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(loaded_outside),
+                SD_VARLINK_DEFINE_ENUM_VALUE(unloaded_outside),
+                SD_VARLINK_FIELD_COMMENT("A caller refused: PermissionDenied"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(refused_caller),
+                SD_VARLINK_FIELD_COMMENT("The policy was reloaded"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(reloaded),
+                SD_VARLINK_FIELD_COMMENT("kernel.modules_disabled was set"),
+                SD_VARLINK_DEFINE_ENUM_VALUE(sealed));
+
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                Event,
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(type, EventType, 0),
+                SD_VARLINK_FIELD_COMMENT("When, in µs since the epoch (CLOCK_REALTIME)"),
+                SD_VARLINK_DEFINE_FIELD(time, SD_VARLINK_INT, 0),
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(role, Role, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("request: what was asked, as sent (name, modalias or path)"),
+                SD_VARLINK_DEFINE_FIELD(request, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(source, Source, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(devpath, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerPid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerUid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(evidence, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(sha256, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(rule, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(errnoName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(durationUSec, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_METHOD_FULL(
+                Monitor,
+                SD_VARLINK_REQUIRES_MORE,
+                SD_VARLINK_FIELD_COMMENT("Only events about these modules (requests are sent when they resolve to "
+                                         "one of them); all when not given"),
+                SD_VARLINK_DEFINE_INPUT(modules, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(event, Event, 0));
+
 static SD_VARLINK_DEFINE_METHOD(
                 Load,
                 SD_VARLINK_FIELD_COMMENT("Module name or alias: letters, digits, '_' and '-', at most 55 "
@@ -390,6 +535,30 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_method_List,
                 SD_VARLINK_SYMBOL_COMMENT("One module's latest record. For root and ReadGroup="),
                 &vl_method_Describe,
+                SD_VARLINK_SYMBOL_COMMENT("A trusted root as Status shows it"),
+                &vl_type_TrustedRootStatus,
+                SD_VARLINK_SYMBOL_COMMENT("What this instance has done since it started"),
+                &vl_type_Counters,
+                SD_VARLINK_SYMBOL_COMMENT("Load calls' latency, from arrival to reply"),
+                &vl_type_Latency,
+                SD_VARLINK_SYMBOL_COMMENT("The daemon's state: mode, policy, the kernel's enforcement, the trusted "
+                                          "roots, counters, workers and latency. For root and ReadGroup="),
+                &vl_method_Status,
+                SD_VARLINK_SYMBOL_COMMENT("Set kernel.modules_disabled=1, after loading a final list when one is "
+                                          "given. From then on no module can be loaded or unloaded until reboot, "
+                                          "by modgate or anyone else; every later request is refused with Sealed "
+                                          "and recorded. Needs CAP_SYS_MODULE"),
+                &vl_method_Seal,
+                SD_VARLINK_SYMBOL_COMMENT("The kernel is sealed (kernel.modules_disabled=1)"),
+                &vl_error_Sealed,
+                SD_VARLINK_SYMBOL_COMMENT("What a Monitor event is about"),
+                &vl_type_EventType,
+                SD_VARLINK_SYMBOL_COMMENT("One thing that happened, as Monitor streams it"),
+                &vl_type_Event,
+                SD_VARLINK_SYMBOL_COMMENT("Stream events as they happen: requests, modules started, loaded, "
+                                          "failed, denied, unloaded, and loads by other loaders. Call with "
+                                          "more; the first reply is a ready event. For root and ReadGroup="),
+                &vl_method_Monitor,
                 SD_VARLINK_SYMBOL_COMMENT("Describe: this boot has no record of the module"),
                 &vl_error_NoRecord,
                 SD_VARLINK_SYMBOL_COMMENT("The module policy denies the request: a Deny=, an allowlist without an "
