@@ -205,13 +205,6 @@ int history_list(History *h, sd_json_variant **ret) {
         return sd_json_variant_new_array(ret, a, n);
 }
 
-static uint64_t realtime_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
-}
-
 int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_variant **ret) {
         char hex[SHA256_HEX_SIZE] = "", device[32] = "";
 

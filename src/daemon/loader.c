@@ -37,6 +37,13 @@ uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
 }
 
+uint64_t realtime_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
+}
+
 void module_result_done(ModuleResult *r) {
         free(r->name);
         free(r->path);

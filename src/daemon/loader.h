@@ -86,3 +86,5 @@ int loader_load(const LoadContext *ctx, ModuleResult *r);
 int loader_check(const LoadContext *ctx, ModuleResult *r);
 
 uint64_t now_usec(void);
+/* CLOCK_REALTIME in µs: when, for records and events. */
+uint64_t realtime_usec(void);

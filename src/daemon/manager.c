@@ -24,17 +24,6 @@
 #include "udevd-check.h"
 #include "varlink.h"
 
-void manager_write_summaries(Manager *m) {
-        uint64_t now = now_usec();
-        unsigned sec = (unsigned) ((now - m->summary_since_usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
-        ChatterSummary s;
-
-        for (ChatterKind k = 0; m->chatter && k < _CHATTER_KIND_MAX; k++)
-                if (chatter_take(m->chatter, k, &s))
-                        journal_record_summary(k, &s, sec);
-        m->summary_since_usec = now;
-}
-
 int manager_refresh_index(Manager *m) {
         int r;
 
@@ -44,106 +33,6 @@ int manager_refresh_index(Manager *m) {
                 scheduler_flush_denials(m->scheduler);
         }
         return r;
-}
-
-void manager_keep(Manager *m, sd_json_variant *entry) {
-        int r;
-
-        if (!m->history || !entry)
-                return;
-        r = history_add(m->history, entry);
-        if (r < 0)
-                log_warning_errno(r, "Failed to keep a decision in the history: %m");
-}
-
-void manager_record_outside(Manager *m, const char *module, const char *how) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
-        char taint[32] = "";
-
-        (void) kernel_module_taint(module, taint, sizeof(taint));
-        journal_record_outside(module, taint, how, false);
-        if (history_entry_simple(module, "loaded_outside", how, NULL, taint[0] ? taint : NULL, &e) >= 0)
-                manager_keep(m, e);
-}
-
-static bool entry_is_loaded(sd_json_variant *e) {
-        sd_json_variant *o = e ? sd_json_variant_by_key(e, "outcome") : NULL;
-        const char *s = o && sd_json_variant_is_string(o) ? sd_json_variant_string(o) : "";
-
-        return strcmp(s, "loaded") == 0 || strcmp(s, "loaded_outside") == 0;
-}
-
-/* A decision is journaled and kept; a module that was there already is counted after its first time,
- * and one that the history does not know was loaded by someone else while this instance ran. */
-static void manager_record_module(const Requester *who, unsigned n, const ModuleResult *r, void *userdata) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
-        Manager *m = userdata;
-        bool present = r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN;
-
-        if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
-                manager_record_outside(m, r->name, "found loaded when asked for");
-        if (present && chatter_note(m->chatter, CHATTER_PRESENT, r->name) == 0)
-                return;
-        journal_record_module(who, n, r);
-        if (!present && history_entry_module(who, r, &e) >= 0)
-                manager_keep(m, e);
-}
-
-/* A module added or removed while this instance runs. Our own load has a job in flight until its
- * record is kept, and our own unload is kept before the loop reads the event: neither is outside. */
-static void on_module_event(const char *module, bool added, void *userdata) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
-        static const char removed[] = "unloaded while modgated ran (the kernel's module uevent)";
-        Manager *m = userdata;
-        bool known = entry_is_loaded(history_get(m->history, module));
-        ModuleState state;
-
-        if (added) {
-                if (known || scheduler_has_job(m->scheduler, module) ||
-                    kernel_module_state(module, &state) < 0 ||
-                    (state != MODULE_STATE_LIVE && state != MODULE_STATE_COMING))
-                        return;
-                manager_record_outside(m, module, "loaded while modgated ran (the kernel's module uevent)");
-                return;
-        }
-        if (!known)
-                return;
-        journal_record_outside(module, NULL, removed, true);
-        if (history_entry_simple(module, "unloaded_outside", removed, NULL, NULL, &e) >= 0)
-                manager_keep(m, e);
-}
-
-/* What the kernel has against what this boot's history says: every module loaded while no modgated
- * ran (the initrd, PID 1's own loads, insmod) is recorded once; one the history has as loaded and the
- * kernel no longer has was unloaded by someone else. */
-static int manager_reconcile(Manager *m) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *all = NULL;
-        _cleanup_strv_free_ char **loaded = NULL;
-        int r;
-
-        r = kernel_loaded_modules(&loaded);
-        if (r < 0)
-                return log_warning_errno(r, "Failed to list the modules in the kernel, not reconciling: %m");
-        for (char **n = loaded; n && *n; n++)
-                if (!entry_is_loaded(history_get(m->history, *n)))
-                        manager_record_outside(m, *n, "in the kernel when modgated started");
-
-        r = history_list(m->history, &all);
-        if (r < 0)
-                return log_oom();
-        for (size_t i = 0; i < sd_json_variant_elements(all); i++) {
-                _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
-                sd_json_variant *x = sd_json_variant_by_index(all, i);
-                const char *name = sd_json_variant_string(sd_json_variant_by_key(x, "module"));
-
-                if (!entry_is_loaded(x) || strv_contains(loaded, name))
-                        continue;
-                journal_record_outside(name, NULL, "no longer in the kernel when modgated started", true);
-                if (history_entry_simple(name, "unloaded_outside", "no longer in the kernel when modgated started",
-                                         NULL, NULL, &e) >= 0)
-                        manager_keep(m, e);
-        }
-        return 0;
 }
 
 /* A timer of its own, never touching the idle clock: it does not keep an idle daemon running. */
@@ -176,6 +65,10 @@ int manager_new(Manager **ret) {
         r = chatter_new(&m->chatter);
         if (r < 0)
                 return r;
+        r = monitors_new(&m->monitors);
+        if (r < 0)
+                return r;
+        m->started_usec = now_usec();
         m->summary_since_usec = now_usec();
         r = sd_event_add_time_relative(m->event, &m->summary_timer, CLOCK_MONOTONIC, CHATTER_WINDOW_USEC,
                                        USEC_PER_SEC, on_summary_timer, m);
@@ -198,6 +91,7 @@ Manager *manager_free(Manager *m) {
         /* Workers first: a load in progress completes, nothing new starts. */
         m->scheduler = scheduler_free(m->scheduler);
         manager_free_requests(m);
+        m->monitors = monitors_free(m->monitors);
         sd_varlink_server_unref(m->varlink_server);
         resolver_free(m->resolver);
         for (size_t i = 0; i < m->n_roots; i++)
@@ -483,7 +377,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
-        scheduler_set_record(m->scheduler, manager_record_module, m);
+        scheduler_set_record(m->scheduler, manager_record_module, manager_record_started, m);
 
         r = history_open(m->runtime_dir, &m->history, &skipped);
         if (r == -ENOMEM)
@@ -495,7 +389,7 @@ int manager_startup(Manager *m) {
         if (skipped > 0)
                 log_warning("Skipped %u entries of the history that do not parse (a write cut short?).", skipped);
         /* Watching first, then looking: a load between the two is seen twice, and recorded once. */
-        r = module_watch_new(m->event, on_module_event, m, &m->module_watch);
+        r = module_watch_new(m->event, manager_on_module_event, m, &m->module_watch);
         if (r < 0)
                 log_warning_errno(r, "Failed to watch the kernel's module uevents, loads by others are found "
                                   "only at start and when asked for: %m");
@@ -589,6 +483,12 @@ int manager_reload(Manager *m, char **ret_error) {
         policy_init(&c.policy);
         memcpy(m->policy_digest, digest, sizeof(digest));
         manager_log_policy(m, "Reloaded");
+        if (monitors_active(m->monitors)) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
+
+                if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest)) >= 0)
+                        manager_emit(m, "reloaded", NULL, f);
+        }
         m->config.have_read_group = c.have_read_group;
         m->config.read_group = c.read_group;
 

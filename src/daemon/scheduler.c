@@ -74,6 +74,7 @@ struct Scheduler {
         LoadContext ctx;
         char *const *load_alone;
         scheduler_record_t record; /* writes what a job decided: the journal, the history */
+        scheduler_started_t started;
         void *record_userdata;
 
         /* Event loop thread only. */
@@ -294,6 +295,8 @@ static void scheduler_dispatch(Scheduler *s) {
                 j->state = JOB_RUNNING;
                 s->n_running++;
                 s->alone_running = j->alone;
+                if (s->started)
+                        s->started(&j->requester, &j->result, s->record_userdata);
 
                 pthread_mutex_lock(&s->lock);
                 queue_push(&s->work, j);
@@ -595,12 +598,23 @@ size_t scheduler_n_jobs(Scheduler *s) {
         return hashmap_size(s->jobs);
 }
 
+void scheduler_state(Scheduler *s, SchedulerState *ret) {
+        size_t n = hashmap_size(s->jobs);
+
+        *ret = (SchedulerState) {
+                .workers = s->n_workers,
+                .busy = s->n_running,
+                .queued = n > s->n_running ? n - s->n_running : 0,
+        };
+}
+
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         s->load_alone = names;
 }
 
-void scheduler_set_record(Scheduler *s, scheduler_record_t cb, void *userdata) {
-        s->record = cb;
+void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started, void *userdata) {
+        s->record = record;
+        s->started = started;
         s->record_userdata = userdata;
 }
 

@@ -27,11 +27,20 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Scheduler *, scheduler_free);
  * array is borrowed and must stay valid. */
 void scheduler_set_load_alone(Scheduler *s, char *const *names);
 
-/* Called on the event loop thread with each job's decision, to record it; without one, each is
- * journaled as it is. */
+/* Called on the event loop thread with each job's decision, to record it (without one, each is
+ * journaled as it is); and, when not NULL, with each job as it is handed to a worker. */
 typedef void (*scheduler_record_t)(const Requester *who, unsigned n_requesters, const ModuleResult *r,
                                    void *userdata);
-void scheduler_set_record(Scheduler *s, scheduler_record_t cb, void *userdata);
+typedef void (*scheduler_started_t)(const Requester *who, const ModuleResult *r, void *userdata);
+void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started, void *userdata);
+
+/* What the workers are doing now. */
+typedef struct SchedulerState {
+        unsigned workers;
+        unsigned busy;          /* inside loader_load(): opening, checking, finit_module() */
+        size_t queued;          /* jobs in flight not on a worker: waiting for a worker or for what they need */
+} SchedulerState;
+void scheduler_state(Scheduler *s, SchedulerState *ret);
 
 /* Forgets remembered denials, when the index or the policy changed. */
 void scheduler_flush_denials(Scheduler *s);

@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "request.h"
 #include "scheduler.h"
+#include "status.h"
 #include "strv.h"
 #include "varlink-io.modgate.Manager.h"
 #include "varlink.h"
@@ -30,6 +31,7 @@ typedef struct LoadRequest {
         char **blacklisted;
         sd_json_variant *denied;        /* softdeps the policy left out: {name, rule, reason} */
         sd_event_source *timeout;
+        uint64_t arrival_usec;          /* when the call came: its latency, once answered */
         struct LoadRequest *prev, *next;
 } LoadRequest;
 
@@ -131,6 +133,7 @@ static void load_request_answer(LoadRequest *req) {
 
         if (!req->link)
                 return;
+        latency_add(&req->manager->latency, now_usec() - req->arrival_usec);
         /* sd_varlink_error() returns -EBADR once the error is sent, so that methods can return it. */
         r = load_request_reply(req);
         if (r < 0 && r != -EBADR)
@@ -185,15 +188,6 @@ static int reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRe
         return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
 }
 
-/* A request that matched nothing is journaled the first time for its key, then counted. */
-static void record_not_found(Manager *m, const Requester *who, char *const *blacklisted) {
-        const char *key = who->name ?: who->modalias ?: who->path;
-
-        if (key && m->chatter && chatter_note(m->chatter, CHATTER_NOT_FOUND, key) == 0)
-                return;
-        journal_record_not_found(who, blacklisted);
-}
-
 static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
                      const Plan **ret_plan, Plan **ret_owned) {
         const Plan *plan = NULL;
@@ -216,7 +210,7 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
 
         r = resolver_plan_key(m->resolver, p->name ?: p->modalias, &plan);
         if (r == -ENOENT) {
-                record_not_found(m, who, plan ? plan->blacklisted : NULL);
+                manager_record_not_found(m, who, plan ? plan->blacklisted : NULL);
                 return sd_varlink_errorbo(
                                 link, "io.modgate.Manager.ModuleNotFound",
                                 SD_JSON_BUILD_PAIR_CONDITION(!!p->name, "name", SD_JSON_BUILD_STRING(p->name)),
@@ -240,7 +234,7 @@ static int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, cons
         if (p->name && plan->key_blacklisted && (p->context.source == SOURCE_BOOT || p->context.source == SOURCE_UDEV)) {
                 char *one[2] = { (char *) p->name, NULL };
 
-                record_not_found(m, who, one);
+                manager_record_not_found(m, who, one);
                 return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleNotFound",
                                           SD_JSON_BUILD_PAIR_STRING("name", p->name),
                                           SD_JSON_BUILD_PAIR_STRV("blacklisted", one));
@@ -267,7 +261,8 @@ static int load_judge_key(Manager *m, sd_varlink *link, const LoadParameters *p,
                 return 1;
         if (policy_rule_describe(v.rule, &rule) < 0 || asprintf(&reason, "request %s denied by %s", key, rule) < 0)
                 return log_oom();
-        journal_record_policy(who, &(PolicyRecord) { .rule = rule, .reason = reason, .would = policy_permissive(m) });
+        manager_record_policy(m, who, &(PolicyRecord) { .rule = rule, .reason = reason, .would = policy_permissive(m) },
+                              false);
         if (policy_permissive(m))
                 return 1;
         return sd_varlink_errorbo(link, "io.modgate.Manager.PolicyDenied", SD_JSON_BUILD_PAIR_STRING("request", key),
@@ -277,21 +272,19 @@ static int load_judge_key(Manager *m, sd_varlink *link, const LoadParameters *p,
 /* Records plan module i as denied by the policy (or would be), and gives the rule and reason. */
 static int record_module_denial(Manager *m, const Requester *who, const Plan *plan, const ModuleVerdict *v,
                                 size_t i, char **ret_rule, char **ret_reason) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         _cleanup_free_ char *rule = NULL, *reason = NULL;
 
         if (policy_rule_describe(policy_chain_rule(v, i), &rule) < 0 || policy_chain(plan, v, i, &reason) < 0)
                 return -ENOMEM;
-        if (history_entry_simple(plan->specs[i].name, policy_permissive(m) ? "would_deny" : "denied", reason, rule,
-                                 NULL, &e) >= 0)
-                manager_keep(m, e);
-        journal_record_policy(who, &(PolicyRecord) {
+        manager_record_policy(m, who,
+                              &(PolicyRecord) {
                                       .module = plan->specs[i].name,
                                       .role = plan->specs[i].role,
                                       .rule = rule,
                                       .reason = reason,
                                       .would = policy_permissive(m),
-                              });
+                              },
+                              true);
         *ret_rule = TAKE_PTR(rule);
         *ret_reason = TAKE_PTR(reason);
         return 0;
@@ -339,14 +332,16 @@ static int load_judge_parameters(Manager *m, sd_varlink *link, const LoadParamet
                 k = -1;
         if (k < 0)
                 return log_oom();
-        journal_record_policy(who, &(PolicyRecord) {
+        manager_record_policy(m, who,
+                              &(PolicyRecord) {
                                       .module = spec->name,
                                       .role = spec->role,
                                       .parameter = word ?: p->parameters,
                                       .rule = rule,
                                       .reason = reason,
                                       .would = policy_permissive(m),
-                              });
+                              },
+                              false);
         if (policy_permissive(m))
                 return 1;
         return sd_varlink_errorbo(link, "io.modgate.Manager.ParameterDenied",
@@ -414,12 +409,13 @@ static int load_judge_plan(Manager *m, sd_varlink *link, const Requester *who, c
         return 1;
 }
 
-static LoadRequest *load_request_new(Manager *m) {
+static LoadRequest *load_request_new(Manager *m, uint64_t arrival_usec) {
         LoadRequest *req = calloc(1, sizeof(*req));
 
         if (!req)
                 return NULL;
         req->manager = m;
+        req->arrival_usec = arrival_usec;
         req->next = m->requests;
         if (req->next)
                 req->next->prev = req;
@@ -429,12 +425,12 @@ static LoadRequest *load_request_new(Manager *m) {
 }
 
 static int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,
-                      const Requester *who, const Plan *plan, sd_json_variant *denied) {
+                      const Requester *who, const Plan *plan, sd_json_variant *denied, uint64_t arrival_usec) {
         const char *conflict = NULL;
         LoadRequest *req;
         int r = 0;
 
-        req = load_request_new(m);
+        req = load_request_new(m, arrival_usec);
         if (!req)
                 return -ENOMEM;
         req->denied = sd_json_variant_ref(denied);
@@ -509,7 +505,7 @@ static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, 
         if (!why)
                 return 1;
         log_debug("Refused %s from pid %d: %s", method, (int) peer->pid, why);
-        journal_record_refused_caller(who, method, why);
+        manager_record_refused_caller(m, who, method, why);
         return sd_varlink_errorbo(link, "io.modgate.Manager.PermissionDenied", SD_JSON_BUILD_PAIR_STRING("reason", why));
 }
 
@@ -524,6 +520,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
         _cleanup_free_ char *device_modalias = NULL, *device_subsystem = NULL;
         bool device_exists = false;
+        uint64_t arrival_usec = now_usec();
         Requester who;
         int r;
 
@@ -579,6 +576,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                          &who, "Load");
         if (r <= 0)
                 return r;
+        manager_record_request(m, "Load", &who);
 
         r = load_judge_key(m, link, &p, &who);
         if (r <= 0)
@@ -596,11 +594,13 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (r <= 0)
                 return r;
 
-        return load_start(m, link, flags, &p, &who, plan, denied);
+        return load_start(m, link, flags, &p, &who, plan, denied, arrival_usec);
 }
 
 static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error, const char *reason) {
-        journal_record_unload(who, name, error, reason);
+        Manager *m = sd_varlink_get_userdata(link);
+
+        manager_record_unload(m, who, name, error, reason);
         return sd_varlink_errorbo(link, "io.modgate.Manager.UnloadFailed", SD_JSON_BUILD_PAIR_STRING("module", name),
                                   SD_JSON_BUILD_PAIR_STRING("reason", reason),
                                   SD_JSON_BUILD_PAIR_STRING("errnoName", strerrorname_np(error)));
@@ -608,14 +608,18 @@ static int unload_refuse(sd_varlink *link, const Requester *who, const char *nam
 
 static int unload_in_use(sd_varlink *link, const Requester *who, const char *name, int error, char **holders,
                          unsigned refs) {
-        journal_record_unload(who, name, error, holders && holders[0] ? "used by other modules" : "in use");
+        Manager *m = sd_varlink_get_userdata(link);
+
+        manager_record_unload(m, who, name, error, holders && holders[0] ? "used by other modules" : "in use");
         return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleInUse", SD_JSON_BUILD_PAIR_STRING("module", name),
                                   SD_JSON_BUILD_PAIR_STRV("holders", holders),
                                   SD_JSON_BUILD_PAIR_INTEGER("refcount", refs));
 }
 
 static int unload_not_loaded(sd_varlink *link, const Requester *who, const char *name) {
-        journal_record_unload(who, name, ENOENT, "module is not loaded");
+        Manager *m = sd_varlink_get_userdata(link);
+
+        manager_record_unload(m, who, name, ENOENT, "module is not loaded");
         return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded",
                                   SD_JSON_BUILD_PAIR_STRING("module", name));
 }
@@ -637,7 +641,6 @@ static bool module_is_builtin(Manager *m, const char *name) {
  * which may have come since the caller looked, and EBUSY for a module that is not live or has no exit
  * function. */
 static int unload_delete(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         _cleanup_strv_free_ char **holders = NULL;
         unsigned refs = 0;
         int r;
@@ -657,9 +660,7 @@ static int unload_delete(Manager *m, sd_varlink *link, const Requester *who, con
         if (r < 0)
                 return unload_refuse(link, who, name, -r, strerror(-r));
 
-        journal_record_unload(who, name, 0, NULL);
-        if (history_entry_simple(name, "unloaded", NULL, NULL, NULL, &e) >= 0)
-                manager_keep(m, e);
+        manager_record_unload(m, who, name, 0, NULL);
         return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("name", name));
 }
 
@@ -697,7 +698,7 @@ static int unload(Manager *m, sd_varlink *link, const Requester *who, const char
 
         r = resolver_remove_command(m->resolver, name, &command);
         if (r >= 0 && command) {
-                journal_record_unload(who, name, EPERM, "modprobe.d has a remove command; modgate never runs commands");
+                manager_record_unload(m, who, name, EPERM, "modprobe.d has a remove command; modgate never runs commands");
                 return sd_varlink_errorbo(link, "io.modgate.Manager.InstallCommandRefused",
                                           SD_JSON_BUILD_PAIR_STRING("module", name),
                                           SD_JSON_BUILD_PAIR_STRING("command", command),
@@ -749,6 +750,7 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
                          "Unload");
         if (r <= 0)
                 return r;
+        manager_record_request(userdata, "Unload", &who);
 
         return unload(userdata, link, &who, name);
 }
@@ -869,6 +871,62 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
                                   SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)));
 }
 
+static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                            void *userdata) {
+        static const sd_json_dispatch_field table[] = { {} };
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
+        Manager *m = userdata;
+        int r;
+
+        manager_touch(m);
+        r = sd_varlink_dispatch(link, parameters, table, NULL);
+        if (r != 0)
+                return r;
+        r = check_reader(m, link, "Status", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
+        if (r <= 0)
+                return r;
+        r = manager_status(m, &reply);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the status: %m");
+        return sd_varlink_reply(link, reply);
+}
+
+static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                             void *userdata) {
+        static const sd_json_dispatch_field table[] = {
+                { "modules", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, 0 },
+                {}
+        };
+        _cleanup_strv_free_ char **modules = NULL;
+        Manager *m = userdata;
+        int r;
+
+        manager_touch(m);
+        r = sd_varlink_dispatch(link, parameters, table, &modules);
+        if (r != 0)
+                return r;
+        if (!(flags & SD_VARLINK_METHOD_MORE))
+                return sd_varlink_error(link, SD_VARLINK_ERROR_EXPECTED_MORE, NULL);
+        for (char **n = modules; n && *n; n++) {
+                if (!module_name_is_valid(*n))
+                        return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", *n));
+                module_name_normalize(*n);
+        }
+        r = check_reader(m, link, "Monitor", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
+        if (r <= 0)
+                return r;
+        r = monitors_add(m->monitors, link, TAKE_PTR(modules));
+        if (r == -EBUSY)
+                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many Monitor calls"));
+        return r;
+}
+
+static void on_disconnect(sd_varlink_server *s, sd_varlink *link, void *userdata) {
+        Manager *m = userdata;
+
+        monitors_forget(m->monitors, link);
+}
+
 /* Every connection is an fd, and so is every module file a worker opens: stay below the fd limit,
  * or accepting fails and sd-varlink stops listening. */
 static unsigned connections_max(Manager *m) {
@@ -907,9 +965,15 @@ int manager_varlink_init(Manager *m) {
                         "io.modgate.Manager.Explain", vl_method_explain,
                         "io.modgate.Manager.List", vl_method_list,
                         "io.modgate.Manager.Describe", vl_method_describe,
-                        "io.modgate.Manager.Reload", vl_method_reload);
+                        "io.modgate.Manager.Reload", vl_method_reload,
+                        "io.modgate.Manager.Status", vl_method_status,
+                        "io.modgate.Manager.Monitor", vl_method_monitor);
         if (r < 0)
                 return log_error_errno(r, "Failed to bind varlink methods: %m");
+
+        r = sd_varlink_server_bind_disconnect(s, on_disconnect);
+        if (r < 0)
+                return log_error_errno(r, "Failed to bind the varlink disconnect handler: %m");
 
         if (m->listen_address) {
                 r = sd_varlink_server_listen_address(s, m->listen_address, 0600);

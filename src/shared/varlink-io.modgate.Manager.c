@@ -332,26 +332,30 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_FIELD_COMMENT("When, in µs since the epoch (CLOCK_REALTIME)"),
                 SD_VARLINK_DEFINE_FIELD(time, SD_VARLINK_INT, 0),
                 SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("started: why the module is part of its request, and its file"),
                 SD_VARLINK_DEFINE_FIELD_BY_TYPE(role, Role, SD_VARLINK_NULLABLE),
-                SD_VARLINK_FIELD_COMMENT("request: what was asked, as sent (name, modalias or path)"),
+                SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("request: the method, and what was asked, as sent (a name, modalias or "
+                                         "path)"),
+                SD_VARLINK_DEFINE_FIELD(method, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(request, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD_BY_TYPE(source, Source, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(devpath, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(peerPid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(peerUid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
-                SD_VARLINK_DEFINE_FIELD(path, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
-                SD_VARLINK_DEFINE_FIELD(evidence, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
-                SD_VARLINK_DEFINE_FIELD(sha256, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
-                SD_VARLINK_DEFINE_FIELD(rule, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("A decision (loaded, failed, denied, would_deny, unloaded, loaded_outside, "
+                                         "unloaded_outside): its record, as Describe gives it"),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(record, Record, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("refused_caller: why"),
                 SD_VARLINK_DEFINE_FIELD(reason, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
-                SD_VARLINK_DEFINE_FIELD(errnoName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
-                SD_VARLINK_DEFINE_FIELD(durationUSec, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
+                SD_VARLINK_FIELD_COMMENT("reloaded: the digest of the policy now in force"),
+                SD_VARLINK_DEFINE_FIELD(policyDigest, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_METHOD_FULL(
                 Monitor,
                 SD_VARLINK_REQUIRES_MORE,
-                SD_VARLINK_FIELD_COMMENT("Only events about these modules (requests are sent when they resolve to "
-                                         "one of them); all when not given"),
+                SD_VARLINK_FIELD_COMMENT("Only events about these modules (a request: when it names one of them "
+                                         "by name); all when not given"),
                 SD_VARLINK_DEFINE_INPUT(modules, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(event, Event, 0));
 

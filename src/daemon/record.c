@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* Every decision, wherever it is made, goes the same way: a journal record, this boot's history, the
+ * counters that Status reports, and an event for each Monitor subscriber. */
+
+#include <errno.h>
+#include <string.h>
+
+#include "kernel.h"
+#include "log.h"
+#include "manager.h"
+#include "module-name.h"
+#include "strv.h"
+
+void manager_write_summaries(Manager *m) {
+        uint64_t now = now_usec();
+        unsigned sec = (unsigned) ((now - m->summary_since_usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
+        ChatterSummary s;
+
+        for (ChatterKind k = 0; m->chatter && k < _CHATTER_KIND_MAX; k++)
+                if (chatter_take(m->chatter, k, &s))
+                        journal_record_summary(k, &s, sec);
+        m->summary_since_usec = now;
+}
+
+void manager_emit(Manager *m, const char *type, const char *module, sd_json_variant *fields) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+        int r;
+
+        if (!monitors_active(m->monitors))
+                return;
+        r = sd_json_buildo(&e, SD_JSON_BUILD_PAIR_STRING("type", type),
+                           SD_JSON_BUILD_PAIR_UNSIGNED("time", realtime_usec()),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!module, "module", SD_JSON_BUILD_STRING(module)));
+        if (r >= 0 && fields)
+                r = sd_json_variant_merge_object(&e, fields);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to build a Monitor event: %m");
+                return;
+        }
+        monitors_send(m->monitors, module, e);
+}
+
+/* A decision's event carries its history entry as its record. */
+static void emit_decision(Manager *m, const char *type, const char *module, sd_json_variant *entry) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
+
+        if (!monitors_active(m->monitors) || !entry)
+                return;
+        if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_VARIANT("record", entry)) >= 0)
+                manager_emit(m, type, module, f);
+}
+
+void manager_keep(Manager *m, sd_json_variant *entry) {
+        int r;
+
+        if (!m->history || !entry)
+                return;
+        r = history_add(m->history, entry);
+        if (r < 0)
+                log_warning_errno(r, "Failed to keep a decision in the history: %m");
+}
+
+/* Journaled, kept, and sent to the monitors: what happened to a module outside a job. */
+static void record_simple(Manager *m, const char *module, const char *outcome, const char *reason,
+                          const char *rule, const char *taint, bool keep) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+
+        if (history_entry_simple(module, outcome, reason, rule, taint, &e) < 0)
+                return (void) log_oom();
+        if (keep)
+                manager_keep(m, e);
+        emit_decision(m, outcome, module, e);
+}
+
+void manager_record_outside(Manager *m, const char *module, const char *how) {
+        char taint[32] = "";
+
+        (void) kernel_module_taint(module, taint, sizeof(taint));
+        journal_record_outside(module, taint, how, false);
+        m->counters.outside_loads++;
+        record_simple(m, module, "loaded_outside", how, NULL, taint[0] ? taint : NULL, true);
+}
+
+static void record_outside_gone(Manager *m, const char *module, const char *how) {
+        journal_record_outside(module, NULL, how, true);
+        record_simple(m, module, "unloaded_outside", how, NULL, NULL, true);
+}
+
+static bool entry_is_loaded(sd_json_variant *e) {
+        sd_json_variant *o = e ? sd_json_variant_by_key(e, "outcome") : NULL;
+        const char *s = o && sd_json_variant_is_string(o) ? sd_json_variant_string(o) : "";
+
+        return strcmp(s, "loaded") == 0 || strcmp(s, "loaded_outside") == 0;
+}
+
+static void count_module(Counters *c, unsigned n, const ModuleResult *r) {
+        c->coalesced += n > 1 ? n - 1 : 0;
+        if (r->cached || r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN)
+                c->cached++;
+        if (r->outcome == OUTCOME_LOADED)
+                c->loads++;
+        else if (r->outcome == OUTCOME_DENIED)
+                c->denied++;
+        else if (r->outcome == OUTCOME_FAILED)
+                c->failed++;
+}
+
+/* A decision is journaled and kept; a module that was there already is counted after its first time,
+ * and one that the history does not know was loaded by someone else while this instance ran. */
+void manager_record_module(const Requester *who, unsigned n, const ModuleResult *r, void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+        Manager *m = userdata;
+        bool present = r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN;
+
+        count_module(&m->counters, n, r);
+        if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
+                manager_record_outside(m, r->name, "found loaded when asked for");
+        if (present && chatter_note(m->chatter, CHATTER_PRESENT, r->name) == 0)
+                return;
+        journal_record_module(who, n, r);
+        if (present || history_entry_module(who, r, &e) < 0)
+                return;
+        manager_keep(m, e);
+        emit_decision(m, outcome_to_string(r->outcome), r->name, e);
+}
+
+void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
+        Manager *m = userdata;
+
+        if (!monitors_active(m->monitors))
+                return;
+        if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path))) >= 0)
+                manager_emit(m, "started", r->name, f);
+}
+
+/* A module added or removed while this instance runs. Our own load has a job in flight until its
+ * record is kept, and our own unload is kept before the loop reads the event: neither is outside. */
+void manager_on_module_event(const char *module, bool added, void *userdata) {
+        Manager *m = userdata;
+        bool known = entry_is_loaded(history_get(m->history, module));
+        ModuleState state;
+
+        if (added) {
+                if (known || scheduler_has_job(m->scheduler, module) ||
+                    kernel_module_state(module, &state) < 0 ||
+                    (state != MODULE_STATE_LIVE && state != MODULE_STATE_COMING))
+                        return;
+                manager_record_outside(m, module, "loaded while modgated ran (the kernel's module uevent)");
+                return;
+        }
+        if (known)
+                record_outside_gone(m, module, "unloaded while modgated ran (the kernel's module uevent)");
+}
+
+/* What the kernel has against what this boot's history says: every module loaded while no modgated
+ * ran (the initrd, PID 1's own loads, insmod) is recorded once; one the history has as loaded and the
+ * kernel no longer has was unloaded by someone else. */
+int manager_reconcile(Manager *m) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *all = NULL;
+        _cleanup_strv_free_ char **loaded = NULL;
+        int r;
+
+        r = kernel_loaded_modules(&loaded);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to list the modules in the kernel, not reconciling: %m");
+        for (char **n = loaded; n && *n; n++)
+                if (!entry_is_loaded(history_get(m->history, *n)))
+                        manager_record_outside(m, *n, "in the kernel when modgated started");
+
+        r = history_list(m->history, &all);
+        if (r < 0)
+                return log_oom();
+        for (size_t i = 0; i < sd_json_variant_elements(all); i++) {
+                sd_json_variant *x = sd_json_variant_by_index(all, i);
+                const char *name = sd_json_variant_string(sd_json_variant_by_key(x, "module"));
+
+                if (entry_is_loaded(x) && !strv_contains(loaded, name))
+                        record_outside_gone(m, name, "no longer in the kernel when modgated started");
+        }
+        return 0;
+}
+
+void manager_record_request(Manager *m, const char *method, const Requester *who) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
+        const char *key = who->name ?: who->modalias ?: who->path;
+        _cleanup_free_ char *module = NULL;
+
+        if (strcmp(method, "Load") == 0)
+                m->counters.requests++;
+        if (!monitors_active(m->monitors))
+                return;
+        /* A filtered monitor sees a request that names its module. */
+        if (who->name) {
+                module = strdup(who->name);
+                if (!module)
+                        return (void) log_oom();
+                module_name_normalize(module);
+        }
+        if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("method", method),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!key, "request", SD_JSON_BUILD_STRING(key)),
+                           SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid))) >= 0)
+                manager_emit(m, "request", module, f);
+}
+
+/* A request that matched nothing is journaled the first time for its key, then counted. */
+void manager_record_not_found(Manager *m, const Requester *who, char *const *blacklisted) {
+        const char *key = who->name ?: who->modalias ?: who->path;
+
+        m->counters.not_found++;
+        if (key && m->chatter && chatter_note(m->chatter, CHATTER_NOT_FOUND, key) == 0)
+                return;
+        journal_record_not_found(who, blacklisted);
+}
+
+void manager_record_policy(Manager *m, const Requester *who, const PolicyRecord *pr, bool keep) {
+        const char *outcome = pr->would ? "would_deny" : "denied";
+
+        if (!pr->would)
+                m->counters.denied++;
+        journal_record_policy(who, pr);
+        if (pr->module)
+                record_simple(m, pr->module, outcome, pr->reason, pr->rule, NULL, keep);
+        else if (monitors_active(m->monitors)) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
+                const char *key = who->name ?: who->modalias ?: "";
+
+                if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("request", key),
+                                   SD_JSON_BUILD_PAIR_STRING("reason", pr->reason)) >= 0)
+                        manager_emit(m, outcome, NULL, f);
+        }
+}
+
+void manager_record_refused_caller(Manager *m, const Requester *who, const char *method, const char *reason) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
+
+        m->counters.refused_callers++;
+        journal_record_refused_caller(who, method, reason);
+        if (!monitors_active(m->monitors))
+                return;
+        if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("method", method),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
+                           SD_JSON_BUILD_PAIR_STRING("reason", reason)) >= 0)
+                manager_emit(m, "refused_caller", NULL, f);
+}
+
+void manager_record_unload(Manager *m, const Requester *who, const char *name, int error, const char *reason) {
+        journal_record_unload(who, name, error, reason);
+        if (error == 0)
+                record_simple(m, name, "unloaded", NULL, NULL, NULL, true);
+}
