@@ -13,6 +13,7 @@
 
 void peer_identity_done(PeerIdentity *p) {
         free(p->unit);
+        free(p->cgroup);
         *p = (PeerIdentity) {};
 }
 
@@ -141,11 +142,8 @@ const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *bu
         return buf;
 }
 
-int cgroup_unit(const char *text, char **ret, bool *ret_system, bool *ret_root_cgroup) {
-        _cleanup_free_ char *path = NULL;
-        const char *unified = NULL, *named = NULL, *p, *c;
-        bool all_system = true;
-        unsigned depth = 0;
+int cgroup_path(const char *text, char **ret) {
+        const char *unified = NULL, *named = NULL, *p;
 
         for (p = text; *p; ) {
                 const char *nl = strchrnul(p, '\n'), *m = strstr(p, ":name=systemd:");
@@ -160,9 +158,20 @@ int cgroup_unit(const char *text, char **ret, bool *ret_system, bool *ret_root_c
         p = named && (!unified || strncmp(unified, "/\n", 2) == 0 || strcmp(unified, "/") == 0) ? named : unified;
         if (!p || *p != '/')
                 return -EBADMSG;
-        path = strndup(p, strcspn(p, "\n"));
-        if (!path)
-                return -ENOMEM;
+        *ret = strndup(p, strcspn(p, "\n"));
+        return *ret ? 0 : -ENOMEM;
+}
+
+int cgroup_unit(const char *text, char **ret, bool *ret_system, bool *ret_root_cgroup) {
+        _cleanup_free_ char *path = NULL;
+        bool all_system = true;
+        unsigned depth = 0;
+        const char *c;
+        int r;
+
+        r = cgroup_path(text, &path);
+        if (r < 0)
+                return r;
 
         *ret = NULL;
         *ret_system = false;

@@ -24,6 +24,8 @@ typedef struct PeerIdentity {
         bool kernel_helper;     /* a kernel usermode helper: its parent is a kernel thread, and it is
                                  * in the root cgroup */
         char *unit;             /* the systemd unit its cgroup belongs to; NULL for none */
+        char *cgroup;           /* its cgroup path */
+        char comm[17];          /* its command name (/proc/PID/comm), for records: not authoritative */
         bool system_unit;       /* that unit is directly in system.slice, where only PID 1 makes units */
 } PeerIdentity;
 
@@ -86,3 +88,7 @@ const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *bu
  * *ret_system: the unit's slice is system.slice; *ret_root_cgroup: the path is "/". Returns 0,
  * -EBADMSG, -ENOMEM. */
 int cgroup_unit(const char *proc_cgroup, char **ret, bool *ret_system, bool *ret_root_cgroup);
+
+/* Pure: the cgroup path of a /proc/PID/cgroup text, chosen as cgroup_unit() chooses it. Returns 0,
+ * -EBADMSG, -ENOMEM. */
+int cgroup_path(const char *proc_cgroup, char **ret);

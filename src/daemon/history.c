@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "hashmap.h"
 #include "history.h"
+#include "kernel.h"
 #include "strv.h"
 
 struct History {
@@ -225,6 +226,15 @@ int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_va
                         SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
                         SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->comm, "peerCommand", SD_JSON_BUILD_STRING(who->comm)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->vendor, "deviceVendor", SD_JSON_BUILD_STRING(who->vendor)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->model, "deviceModel", SD_JSON_BUILD_STRING(who->model)),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.alias, "alias",
+                                                     SD_JSON_BUILD_STRING(r->modinfo.alias)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->required_by, "requiredBy",
+                                                     SD_JSON_BUILD_STRING(r->required_by)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!r->options_source, "optionsSource",
+                                                     SD_JSON_BUILD_STRING(r->options_source)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
                         SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
                         SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
@@ -242,7 +252,9 @@ int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_va
                                                      SD_JSON_BUILD_STRING(r->parameters)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
                         SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
-                                                     SD_JSON_BUILD_STRING(strerrorname_np(r->error))));
+                                                     SD_JSON_BUILD_STRING(strerrorname_np(r->error))),
+                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0 && r->outcome == OUTCOME_FAILED, "errnoClass",
+                                                     SD_JSON_BUILD_STRING(kernel_error_class(r->error))));
 }
 
 int history_entry_simple(const char *module, const char *outcome, const char *reason, const char *rule,

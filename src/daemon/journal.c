@@ -10,9 +10,10 @@
 #include <systemd/sd-journal.h>
 
 #include "journal.h"
+#include "kernel.h"
 #include "log.h"
 
-#define FIELDS_MAX 56
+#define FIELDS_MAX 72
 #define BLACKLISTED_FIELDS_MAX 16
 
 typedef struct Record {
@@ -107,8 +108,11 @@ static void record_fallback(const Record *rec, int error) {
 int requester_copy(const Requester *from, Requester *to) {
         *to = *from;
         to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = to->unit = NULL;
+        to->cgroup = to->comm = to->vendor = to->model = NULL;
         if (strdup_or_null(from->name, &to->name) < 0 || strdup_or_null(from->modalias, &to->modalias) < 0 ||
-            strdup_or_null(from->unit, &to->unit) < 0 ||
+            strdup_or_null(from->unit, &to->unit) < 0 || strdup_or_null(from->cgroup, &to->cgroup) < 0 ||
+            strdup_or_null(from->comm, &to->comm) < 0 || strdup_or_null(from->vendor, &to->vendor) < 0 ||
+            strdup_or_null(from->model, &to->model) < 0 ||
             strdup_or_null(from->path, &to->path) < 0 || strdup_or_null(from->devpath, &to->devpath) < 0 ||
             strdup_or_null(from->subsystem, &to->subsystem) < 0 ||
             strdup_or_null(from->action, &to->action) < 0 || strdup_or_null(from->file, &to->file) < 0) {
@@ -127,6 +131,10 @@ void requester_done(Requester *r) {
         free(r->action);
         free(r->file);
         free(r->unit);
+        free(r->cgroup);
+        free(r->comm);
+        free(r->vendor);
+        free(r->model);
         *r = (Requester) {};
 }
 
@@ -148,11 +156,19 @@ static void record_requester(Record *rec, const Requester *who) {
                 record_add(rec, "MODGATE_SEQNUM=%lld", (long long) who->seqnum);
         if (who->file)
                 record_add(rec, "MODGATE_LIST_FILE=%s", who->file);
+        if (who->vendor)
+                record_add(rec, "MODGATE_DEVICE_VENDOR=%s", who->vendor);
+        if (who->model)
+                record_add(rec, "MODGATE_DEVICE_MODEL=%s", who->model);
         if (who->have_peer) {
                 record_add(rec, "MODGATE_PEER_PID=%d", (int) who->pid);
                 record_add(rec, "MODGATE_PEER_UID=%u", (unsigned) who->uid);
                 if (who->unit)
                         record_add(rec, "MODGATE_PEER_UNIT=%s", who->unit);
+                if (who->comm && who->comm[0])
+                        record_add(rec, "MODGATE_PEER_COMM=%s", who->comm);
+                if (who->cgroup)
+                        record_add(rec, "MODGATE_PEER_CGROUP=%s", who->cgroup);
         }
 }
 
@@ -198,6 +214,8 @@ static void record_origin(Record *rec, const ModuleResult *r) {
         }
         if (r->have_modinfo)
                 record_modinfo(rec, &r->modinfo);
+        if (r->have_modinfo && r->modinfo.alias)
+                record_add(rec, "MODGATE_ALIAS=%s", r->modinfo.alias);
         if (r->diskseq != 0)
                 record_add(rec, "MODGATE_DISKSEQ=%llu", (unsigned long long) r->diskseq);
         if (r->dm_device)
@@ -244,6 +262,10 @@ void journal_record_module(const Requester *who, unsigned n_requesters, const Mo
         record_origin(&rec, r);
         if (r->parameters)
                 record_add(&rec, "MODGATE_PARAMETERS=%s", r->parameters);
+        if (r->options_source)
+                record_add(&rec, "MODGATE_OPTIONS_SOURCE=%s", r->options_source);
+        if (r->required_by)
+                record_add(&rec, "MODGATE_REQUIRED_BY=%s", r->required_by);
         if (r->outcome == OUTCOME_LOADED) {
                 record_add(&rec, "MODGATE_COMPRESSION=%s", compression_to_string(r->compression));
                 record_add(&rec, "MODGATE_FINIT_FLAGS=%u", r->flags);
@@ -259,6 +281,8 @@ void journal_record_module(const Requester *who, unsigned n_requesters, const Mo
         if (r->error != 0) {
                 record_add(&rec, "MODGATE_ERRNO=%d", r->error);
                 record_add(&rec, "MODGATE_ERRNO_NAME=%s", strerrorname_np(r->error) ?: "unknown");
+                if (r->outcome == OUTCOME_FAILED)
+                        record_add(&rec, "MODGATE_ERRNO_CLASS=%s", kernel_error_class(r->error));
         }
         record_add(&rec, "MODGATE_DURATION_USEC=%llu", (unsigned long long) r->duration_usec);
         record_send(&rec);

@@ -37,6 +37,10 @@ typedef struct Requester {
         int64_t seqnum;         /* -1 when not given */
         bool have_peer;
         char *unit;             /* the peer's systemd unit, when it is in one */
+        char *cgroup;           /* the peer's cgroup */
+        char *comm;             /* the peer's command name */
+        char *vendor;           /* the modalias's device, as udev's hardware database names it */
+        char *model;
         bool source_given;      /* the request named its source (else "admin" is assumed, not claimed) */
         pid_t pid;
         uid_t uid;

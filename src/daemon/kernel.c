@@ -156,3 +156,34 @@ int kernel_module_taint(const char *name, char *buf, size_t size) {
         }
         return r;
 }
+
+const char *kernel_error_class(int error) {
+        switch (error) {
+        case EKEYREJECTED:
+        case ENOKEY:
+        case EBADMSG:
+        case EKEYEXPIRED:
+        case ENOPKG:
+                return "signature";
+        case EPERM:
+        case EACCES:
+                return "refused";
+        case ENOEXEC:
+        case EINVAL:
+        case EFBIG:
+        case E2BIG:
+        case EOPNOTSUPP:
+                return "format";
+        case ENOENT:
+                return "symbol";
+        case EEXIST:
+        case EBUSY:
+        case ETIMEDOUT:
+                return "busy";
+        case ENOMEM:
+        case ENOSPC:
+                return "resource";
+        default:
+                return "init";
+        }
+}

@@ -25,6 +25,14 @@ int kernel_module_state(const char *name, ModuleState *ret);
  * COMPRESSION_NONE when the kernel has none. */
 int kernel_compression(Compression *ret);
 
+/* What an error of finit_module(2) (a positive errno) says, for records and alerting: "signature" (the
+ * kernel rejected or could not check the module's signature), "refused" (the kernel's policy:
+ * modules_disabled, lockdown, LoadPin, IPE, an LSM), "format" (not a module for this kernel: bad ELF,
+ * version magic, compression the kernel cannot undo), "symbol" (it needs a symbol no loaded module
+ * exports), "busy" (another load of the same name), "resource" (out of memory or address space), or
+ * "init" (the module's own init function failed: often no such device). */
+const char *kernel_error_class(int error);
+
 /* finit_module(2). Returns 0 or -errno. */
 int kernel_finit_module(int fd, const char *params, unsigned flags);
 

@@ -50,6 +50,9 @@ void module_result_done(ModuleResult *r) {
         free(r->parameters);
         free(r->reason);
         free(r->command);
+        free(r->alias_key);
+        free(r->required_by);
+        free(r->options_source);
         free(r->backing);
         modinfo_done(&r->modinfo);
         free(r->dm_device);
@@ -341,7 +344,7 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
 static int check_name(int fd, ModuleResult *r) {
         int q;
 
-        q = modinfo_from_fd(fd, &r->modinfo);
+        q = modinfo_from_fd(fd, r->alias_key, &r->modinfo);
         if (q == -ENOMEM)
                 return q;
         if (q < 0)

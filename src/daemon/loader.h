@@ -37,6 +37,10 @@ typedef struct ModuleResult {
         Outcome outcome;
         char *reason;           /* why it was not loaded; NULL when it was */
         char *command;          /* the modprobe.d install command that was refused, if that was why */
+        char *alias_key;        /* requested through an alias: the request's key, which the file's alias
+                                 * patterns are matched against (ModInfo.alias) */
+        char *required_by;      /* the modules of the plan that need it, "vxlan, geneve"; NULL when none */
+        char *options_source;   /* where the options in parameters were written: "FILE:LINE, ..." */
         int error;              /* positive errno of the failure, 0 if none */
         bool cached;            /* the outcome is a remembered denial */
         bool have_origin;       /* the file was opened and origin describes it */

@@ -68,6 +68,9 @@ int manager_new(Manager **ret) {
         r = monitors_new(&m->monitors);
         if (r < 0)
                 return r;
+        r = device_info_new(&m->device_info);
+        if (r < 0)
+                return r;
         m->started_usec = now_usec();
         m->summary_since_usec = now_usec();
         r = sd_event_add_time_relative(m->event, &m->summary_timer, CLOCK_MONOTONIC, CHATTER_WINDOW_USEC,
@@ -92,6 +95,7 @@ Manager *manager_free(Manager *m) {
         m->scheduler = scheduler_free(m->scheduler);
         manager_free_requests(m);
         m->monitors = monitors_free(m->monitors);
+        m->device_info = device_info_free(m->device_info);
         sd_varlink_server_unref(m->varlink_server);
         resolver_free(m->resolver);
         for (size_t i = 0; i < m->n_roots; i++)

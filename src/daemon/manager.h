@@ -11,6 +11,7 @@
 #include "monitor.h"
 #include "compression.h"
 #include "config.h"
+#include "device-info.h"
 #include "manifest.h"
 #include "macro.h"
 #include "resolver.h"
@@ -57,6 +58,7 @@ typedef struct Manager {
         unsigned n_requests;
 
         Monitors *monitors;             /* Monitor calls, sent every event */
+        DeviceInfo *device_info;        /* udev's hardware database, for records of modalias requests */
         Counters counters;              /* what this instance did, for Status */
         Latency latency;                /* of the latest Load calls, arrival to reply */
         uint64_t started_usec;          /* CLOCK_MONOTONIC */

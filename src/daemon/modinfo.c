@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <libkmod.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +21,18 @@ void modinfo_done(ModInfo *m) {
         free(m->signer);
         free(m->signature_key);
         free(m->signature_hash);
+        free(m->alias);
         *m = (ModInfo) {};
 }
 
 /* libkmod lists the .modinfo strings, then the signature's fields: a .modinfo string may have any
  * key, so the last of each signature key is the signature's. The kernel takes the first "name". */
-static int modinfo_add(ModInfo *m, const char *key, const char *value) {
+static int modinfo_add(ModInfo *m, const char *key, const char *value, const char *alias_key) {
         char **field = NULL;
 
-        if (strcmp(key, "name") == 0 && !m->name)
+        if (strcmp(key, "alias") == 0 && alias_key && !m->alias && value && fnmatch(value, alias_key, 0) == 0)
+                field = &m->alias;
+        else if (strcmp(key, "name") == 0 && !m->name)
                 field = &m->name;
         else if (strcmp(key, "sig_id") == 0) {
                 field = &m->signature_type;
@@ -51,7 +55,7 @@ static int modinfo_add(ModInfo *m, const char *key, const char *value) {
         return *field ? 0 : -ENOMEM;
 }
 
-int modinfo_from_fd(int fd, ModInfo *ret) {
+int modinfo_from_fd(int fd, const char *alias_key, ModInfo *ret) {
         static const char *const no_config[] = { NULL };
         _cleanup_(kmod_unrefp) struct kmod_ctx *ctx = NULL;
         _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
@@ -75,7 +79,7 @@ int modinfo_from_fd(int fd, ModInfo *ret) {
                 return r;
 
         kmod_list_foreach(i, info) {
-                r = modinfo_add(&m, kmod_module_info_get_key(i), kmod_module_info_get_value(i));
+                r = modinfo_add(&m, kmod_module_info_get_key(i), kmod_module_info_get_value(i), alias_key);
                 if (r < 0)
                         return r;
         }

@@ -151,8 +151,14 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
         if (read_small_file_at(AT_FDCWD, path, cgroup, sizeof(cgroup)) < 0)
                 return 0;
         r = cgroup_unit(cgroup, &p.unit, &p.system_unit, &root_cgroup);
-        if (r == -ENOMEM)
+        if (r >= 0)
+                r = cgroup_path(cgroup, &p.cgroup);
+        if (r == -ENOMEM) {
+                peer_identity_done(&p);
                 return r;
+        }
+        if (status_field(status, "Name", field, sizeof(field)) >= 0)
+                snprintf(p.comm, sizeof(p.comm), "%.16s", field);
 
         p.other_userns = in_other_userns(p.pid);
         p.cap_sys_module = (capeff & (1ULL << CAP_SYS_MODULE)) && !p.other_userns;

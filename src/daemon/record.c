@@ -106,18 +106,35 @@ static void count_module(Counters *c, unsigned n, const ModuleResult *r) {
                 c->failed++;
 }
 
+/* who, with the device its modalias names as udev's hardware database has it: looked up only for a
+ * record that is written, never for a repeated answer. The strings are the caller's to free. */
+static const Requester *with_device(Manager *m, const Requester *who, Requester *tmp, char **vendor,
+                                    char **model) {
+        if (!who->modalias || who->vendor ||
+            device_info_lookup(m->device_info, who->modalias, vendor, model) < 0 || (!*vendor && !*model))
+                return who;
+        *tmp = *who;
+        tmp->vendor = *vendor;
+        tmp->model = *model;
+        return tmp;
+}
+
 /* A decision is journaled and kept; a module that was there already is counted after its first time,
  * and one that the history does not know was loaded by someone else while this instance ran. */
-void manager_record_module(const Requester *who, unsigned n, const ModuleResult *r, void *userdata) {
+void manager_record_module(const Requester *requester, unsigned n, const ModuleResult *r, void *userdata) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+        _cleanup_free_ char *vendor = NULL, *model = NULL;
         Manager *m = userdata;
         bool present = r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN;
+        const Requester *who;
+        Requester tmp;
 
         count_module(&m->counters, n, r);
         if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
                 manager_record_outside(m, r->name, "found loaded when asked for");
         if (present && chatter_note(m->chatter, CHATTER_PRESENT, r->name) == 0)
                 return;
+        who = with_device(m, requester, &tmp, &vendor, &model);
         journal_record_module(who, n, r);
         if (present || history_entry_module(who, r, &e) < 0)
                 return;
@@ -218,11 +235,15 @@ void manager_record_not_found(Manager *m, const Requester *who, char *const *bla
         journal_record_not_found(who, blacklisted);
 }
 
-void manager_record_policy(Manager *m, const Requester *who, const PolicyRecord *pr, bool keep) {
+void manager_record_policy(Manager *m, const Requester *requester, const PolicyRecord *pr, bool keep) {
+        _cleanup_free_ char *vendor = NULL, *model = NULL;
         const char *outcome = pr->would ? "would_deny" : "denied";
+        const Requester *who;
+        Requester tmp;
 
         if (!pr->would)
                 m->counters.denied++;
+        who = with_device(m, requester, &tmp, &vendor, &model);
         journal_record_policy(who, pr);
         if (pr->module)
                 record_simple(m, pr->module, outcome, pr->reason, pr->rule, NULL, keep);

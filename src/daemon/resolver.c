@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libkmod.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -9,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "hashmap.h"
 #include "log.h"
+#include "modprobe-options.h"
 #include "module-name.h"
 #include "resolver.h"
 #include "strv.h"
@@ -58,6 +61,7 @@ static void plan_truncate(Plan *p, size_t n) {
                 free(s->name);
                 free(s->path);
                 free(s->options);
+                free(s->options_source);
                 free(s->install_command);
                 free(s->requires);
                 free(s->after);
@@ -220,6 +224,39 @@ static int module_path(const Resolver *r, struct kmod_module *mod, char **ret) {
         return 0;
 }
 
+/* Only for a module with options, so rarely: libkmod read the same files when it made the index's
+ * context. */
+static int options_source(const char *name, char **ret) {
+        char cmdline[8192];
+
+        if (read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
+                cmdline[0] = 0;
+        return modprobe_options_sources(NULL, cmdline, name, ret);
+}
+
+int plan_needed_by(const Plan *p, size_t i, char **ret) {
+        _cleanup_free_ char *s = NULL;
+
+        for (size_t j = i + 1; j < p->n_specs; j++) {
+                const ModuleSpec *u = p->specs + j;
+                bool needs = false;
+                char *n;
+
+                for (size_t k = 0; k < u->n_requires && !needs; k++)
+                        needs = u->requires[k] == i;
+                for (size_t k = 0; k < u->n_after && !needs; k++)
+                        needs = u->after[k] == i;
+                if (!needs)
+                        continue;
+                if (asprintf(&n, "%s%s%s", s ?: "", s ? ", " : "", u->name) < 0)
+                        return -ENOMEM;
+                free(s);
+                s = n;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
 static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, Role role, ModuleSpec **ret) {
         ModuleSpec *a, *s;
 
@@ -242,6 +279,13 @@ static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, Role
                 return -ENOMEM;
         }
         module_name_normalize(s->name);
+        if (s->options && options_source(s->name, &s->options_source) < 0) {
+                free(s->name);
+                free(s->path);
+                free(s->options);
+                free(s->install_command);
+                return -ENOMEM;
+        }
         p->n_specs++;
         *ret = s;
         return 0;
@@ -541,6 +585,7 @@ static int spec_copy(const ModuleSpec *from, const size_t *map, ModuleSpec *to) 
         *to = (ModuleSpec) { .role = from->role };
         if (strdup_or_null(from->name, &to->name) < 0 || strdup_or_null(from->path, &to->path) < 0 ||
             strdup_or_null(from->options, &to->options) < 0 ||
+            strdup_or_null(from->options_source, &to->options_source) < 0 ||
             strdup_or_null(from->install_command, &to->install_command) < 0)
                 return -ENOMEM;
         to->requires = calloc(from->n_requires ?: 1, sizeof(size_t));

@@ -27,6 +27,7 @@ typedef struct ModuleSpec {
         char *name;             /* canonical: '_' rather than '-' */
         char *path;             /* absolute path from the index; NULL for builtin modules */
         char *options;          /* from modprobe.d and the kernel command line; NULL if none */
+        char *options_source;   /* where they are written: "FILE:LINE, the kernel command line" */
         char *install_command;  /* a modprobe.d install command, which modgate refuses to run */
         Role role;
         size_t *requires;       /* plan indexes of hard dependencies: live before this starts */
@@ -70,6 +71,10 @@ int resolver_reload(Resolver *r);
 
 /* A counter that changes whenever cached answers became stale. */
 unsigned resolver_generation(Resolver *r);
+
+/* The names of the plan's modules that need spec i (a hard dependency or a softdep of theirs), joined
+ * by ", "; NULL when none does. Returns 0 or -ENOMEM. */
+int plan_needed_by(const Plan *p, size_t i, char **ret);
 
 /* Resolves a module name, alias or modalias (one literal key). modprobe.d blacklists hide alias
  * matches, never a module asked for by its own name. The plan is cached by key until the index

@@ -468,7 +468,19 @@ static int join_parameters(const char *a, const char *b, char **ret) {
         return 0;
 }
 
-static int job_new(Scheduler *s, const ModuleSpec *spec, const char *parameters, const Requester *who, Job **ret) {
+/* The request's key, for a module it asked for through an alias: which of the file's alias patterns it
+ * matched is read with the file. */
+static const char *alias_key(const ModuleSpec *spec, const Requester *who) {
+        const char *key = who->modalias ?: who->name;
+
+        if (spec->role != ROLE_REQUESTED || !key || module_name_equal(key, spec->name))
+                return NULL;
+        return key;
+}
+
+static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *parameters, const Requester *who,
+                   Job **ret) {
+        const ModuleSpec *spec = plan->specs + i;
         Job *j;
 
         j = calloc(1, sizeof(*j));
@@ -483,6 +495,9 @@ static int job_new(Scheduler *s, const ModuleSpec *spec, const char *parameters,
         if (!j->result.name || (spec->path && !(j->result.path = strdup(spec->path))) ||
             join_parameters(spec->options, spec->role == ROLE_REQUESTED ? parameters : NULL,
                             &j->result.parameters) < 0 ||
+            strdup_or_null(spec->options_source, &j->result.options_source) < 0 ||
+            strdup_or_null(alias_key(spec, who), &j->result.alias_key) < 0 ||
+            plan_needed_by(plan, i, &j->result.required_by) < 0 ||
             requester_copy(who, &j->requester) < 0) {
                 job_unref(j);
                 return -ENOMEM;
@@ -561,7 +576,7 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
                         continue;
                 }
 
-                r = job_new(s, spec, parameters, who, &j);
+                r = job_new(s, plan, i, parameters, who, &j);
                 if (r >= 0) {
                         r = hashmap_put(s->jobs, spec->name, j);
                         if (r < 0)

@@ -492,6 +492,8 @@ static void requester_set_peer(Requester *who, const PeerIdentity *peer) {
         who->pid = peer->pid;
         who->uid = peer->uid;
         who->unit = peer->unit;
+        who->cgroup = peer->cgroup;
+        who->comm = peer->comm[0] ? (char *) peer->comm : NULL;
 }
 
 /* Who asks decides what may be asked: refused, the peer gets PermissionDenied and the journal a

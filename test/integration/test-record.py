@@ -6,6 +6,7 @@ SHA-256 of the bytes (hashlib), the device and inode (os.stat), and the module s
 manifest check computed it or not and whatever the decision; the signature is read once the
 origin check passed, and an unsigned module says MODGATE_SIGNATURE=none."""
 
+import fnmatch
 import hashlib
 import os
 import struct
@@ -24,6 +25,11 @@ SMALL = "eql"           # a typical module file, 5 KB, no dependencies
 DEPS = "wireguard"
 UNSIGNED = "ifb"        # its signature stripped in the writable copy
 EXPLAINED = "nlmon"     # asked about, never loaded
+FAILED_ID = "13e53cc4fa4c4374879d2a1775a89733"
+NIC = "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00"      # QEMU's e1000
+WITH_DEPS = "vxlan"     # needs udp_tunnel and ip6_udp_tunnel
+OPTIONS = "dummy"
+EKEYREJECTED, ENODEV = 129, 19
 SIG_MAGIC = b"~Module signature appended~\n"
 SIGNATURE_FIELDS = ("MODGATE_SIGNATURE", "MODGATE_SIGNATURE_TYPE", "MODGATE_SIGNER", "MODGATE_SIGNATURE_KEY",
                     "MODGATE_SIGNATURE_HASH")
@@ -70,6 +76,26 @@ def assert_signed(rec, path):
     assert rec["MODGATE_SIGNATURE_KEY"] == modinfo("sig_key", path), (path, rec)
     assert rec["MODGATE_SIGNATURE_HASH"] == modinfo("sig_hashalgo", path), (path, rec)
     assert "MODGATE_SIGNATURE" not in rec, rec
+
+
+def options_lines(module):
+    """FILE:LINE of each "options MODULE" line of modprobe.d, read here as kmod documents it: *.conf of
+    each directory, a name in a higher directory hiding it in a lower one, in the order of the names."""
+    files = {}
+    for d in ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
+              "/lib/modprobe.d"):
+        if os.path.isdir(d):
+            for name in os.listdir(d):
+                if name.endswith(".conf") and name not in files:
+                    files[name] = os.path.join(d, name)
+    out = []
+    for name in sorted(files):
+        with open(files[name]) as f:
+            for n, line in enumerate(f, 1):
+                words = line.split()
+                if len(words) >= 2 and words[0] == "options" and words[1].replace("-", "_") == module:
+                    out.append("%s:%d" % (files[name], n))
+    return out
 
 
 def main():
@@ -168,6 +194,72 @@ def main():
                 assert o.get("signer") is None and o.get("signatureKey") is None, o
             assert d.shim_records() == [], d.shim_records()
 
+    def case_requester():
+        # Who asked, as the daemon saw this very process; what the modalias is, as udev's hardware
+        # database says (systemd-hwdb); which of the file's alias patterns matched (modinfo -F alias).
+        h.reset_sys_module()
+        d = daemon("requester", erofs)
+        names = loaded_names(d.call("io.modgate.Manager.Load", {"modalias": NIC}))
+        assert names == ["e1000"], names
+        [rec] = journal.records(MESSAGE_ID=LOADED_ID, _PID=str(d.pid))
+        with open("/proc/self/comm") as f:
+            comm = f.read().strip()
+        with open("/proc/self/cgroup") as f:
+            cgroup = [line.strip()[3:] for line in f if line.startswith("0::")][0]
+        assert rec["MODGATE_PEER_PID"] == str(os.getpid()) and rec["MODGATE_PEER_UID"] == "0", rec
+        assert rec["MODGATE_PEER_COMM"] == comm and rec["MODGATE_PEER_CGROUP"] == cgroup, (rec, comm, cgroup)
+        hwdb = dict(line.split("=", 1) for line in h.run("systemd-hwdb", "query", NIC, capture_output=True,
+                                                          text=True).stdout.splitlines() if "=" in line)
+        assert hwdb["ID_VENDOR_FROM_DATABASE"] == "Intel Corporation", hwdb
+        assert rec["MODGATE_DEVICE_VENDOR"] == hwdb["ID_VENDOR_FROM_DATABASE"], rec
+        assert rec["MODGATE_DEVICE_MODEL"] == hwdb["ID_MODEL_FROM_DATABASE"], rec
+        path = os.path.join(erofs, deps["e1000"][0])
+        aliases = h.run("modinfo", "-F", "alias", path, capture_output=True, text=True).stdout.split()
+        matching = [a for a in aliases if fnmatch.fnmatchcase(NIC, a)]
+        assert matching and rec["MODGATE_ALIAS"] == matching[0], (rec.get("MODGATE_ALIAS"), matching)
+        assert rec["MODGATE_MODALIAS"] == NIC and rec["MODGATE_ROLE"] == "requested", rec
+        e = h.ok(d.call("io.modgate.Manager.Describe", {"name": "e1000"}))["module"]
+        assert (e["alias"], e["deviceVendor"], e["peerCommand"]) == (matching[0], hwdb["ID_VENDOR_FROM_DATABASE"],
+                                                                    comm), e
+
+    def case_resolution():
+        # Which module needed which, where each option is written, and what a kernel error says.
+        # The configuration is in place before the daemon starts: libkmod reads it then.
+        h.reset_sys_module()
+        h.mount_modprobe_d("# options for the record test\noptions dummy numdummies=2\n")
+        with open("/proc/cmdline") as f:
+            cmdline = f.read().strip()
+        h.mount_file_over("/proc/cmdline", cmdline + " dummy.modgate_test=1\n", work)
+        fail = "%s:%d,%s:%d" % (SMALL, EKEYREJECTED, EXPLAINED, ENODEV)
+        d = h.Daemon(work, "resolution", erofs, extra_env={"MODGATE_SHIM_FAIL": fail})
+        daemons.append(d)
+        assert d.activate(), d.stderr_text()
+        loaded_names(d.load(WITH_DEPS))
+        loaded_names(d.load(OPTIONS))
+        recs = {r["MODGATE_MODULE"]: r for r in journal.records(MESSAGE_ID=LOADED_ID, _PID=str(d.pid))}
+        assert sorted(deps[WITH_DEPS][1]) == ["ip6_udp_tunnel", "udp_tunnel"], deps[WITH_DEPS]
+        for dep in deps[WITH_DEPS][1]:
+            assert recs[dep]["MODGATE_REQUIRED_BY"] == WITH_DEPS and recs[dep]["MODGATE_ROLE"] == "dependency", \
+                recs[dep]
+        assert "MODGATE_REQUIRED_BY" not in recs[WITH_DEPS], recs[WITH_DEPS]
+        rec = recs[OPTIONS]
+        sources = options_lines(OPTIONS)
+        assert sources[0] == "/etc/modprobe.d/modgate-test.conf:2", sources
+        assert rec["MODGATE_OPTIONS_SOURCE"] == ", ".join(sources + ["the kernel command line"]), (rec, sources)
+        assert "numdummies=2" in rec["MODGATE_PARAMETERS"].split(), rec
+        assert rec["MODGATE_PARAMETERS"].split()[-1] == "modgate_test=1", rec
+        shim = {r["name"]: r for r in h.finit_records(d.shim_records())}
+        assert shim[OPTIONS]["params"] == rec["MODGATE_PARAMETERS"], (shim[OPTIONS], rec)
+        h.error_of(d.load(SMALL), "LoadFailed")
+        h.error_of(d.load(EXPLAINED), "LoadFailed")
+        failed = {r["MODGATE_MODULE"]: r for r in journal.records(MESSAGE_ID=FAILED_ID, _PID=str(d.pid))}
+        assert (failed[SMALL]["MODGATE_ERRNO_NAME"], failed[SMALL]["MODGATE_ERRNO_CLASS"]) == \
+            ("EKEYREJECTED", "signature"), failed[SMALL]
+        assert (failed[EXPLAINED]["MODGATE_ERRNO_NAME"], failed[EXPLAINED]["MODGATE_ERRNO_CLASS"]) == \
+            ("ENODEV", "init"), failed[EXPLAINED]
+        e = h.ok(d.call("io.modgate.Manager.Describe", {"name": SMALL}))["module"]
+        assert e["errnoClass"] == "signature", e
+
     t.case("manifest evidence: each loaded record's SHA-256, device, inode and signature are the file's, "
            "a module's dependencies too", case_manifest_root)
     t.case("ownership evidence, no manifest: the SHA-256 is still there; an unsigned module says "
@@ -176,6 +268,10 @@ def main():
            case_denied)
     t.case("Explain's origin has the SHA-256 of every opened file, and the signer and key once trusted",
            case_explain)
+    t.case("who asked (pid, uid, command, cgroup), the device as udev's hardware database names it, and the "
+           "alias pattern the modalias matched", case_requester)
+    t.case("which module needed a dependency, where each option is written (modprobe.d file and line, the kernel "
+           "command line), and the class of a kernel error", case_resolution)
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
            lambda: h.assert_clean_exit(*daemons))
 

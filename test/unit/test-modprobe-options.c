@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+
+#include "kernel.h"
+#include "modprobe-options.h"
+#include "tests-tmp.h"
+
+static char *sources(const char *root, const char *cmdline, const char *name) {
+        char *s = NULL;
+
+        check(modprobe_options_sources(root, cmdline, name, &s) == 0);
+        return s;
+}
+
+TEST(files_in_order_with_lines) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+
+        tmp_write(root, "/etc/modprobe.d/50-local.conf", "# mine\n\noptions dummy numdummies=2\n");
+        /* The same name lower down is hidden; another name is read, after, by name. */
+        tmp_write(root, "/usr/lib/modprobe.d/50-local.conf", "options dummy numdummies=9\n");
+        tmp_write(root, "/usr/lib/modprobe.d/systemd.conf",
+                  "blacklist x\noptions bonding max_bonds=0\noptions  dummy  numdummies=0\n");
+        /* A statement wrapped over lines is named by its first; its continuation is not a statement. */
+        tmp_write(root, "/run/modprobe.d/60-wrap.conf", "options eql \\\noptions dummy x=1\noptions dummy y=1\n");
+        a = sources(root, NULL, "dummy");
+        check_streq(a, "/etc/modprobe.d/50-local.conf:3, /run/modprobe.d/60-wrap.conf:3, "
+                       "/usr/lib/modprobe.d/systemd.conf:3");
+        b = sources(root, NULL, "bonding");
+        check_streq(b, "/usr/lib/modprobe.d/systemd.conf:2");
+        c = sources(root, NULL, "eql");
+        check_streq(c, "/run/modprobe.d/60-wrap.conf:1");
+}
+
+TEST(names_alike_and_cmdline) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+
+        tmp_write(root, "/lib/modprobe.d/x.conf", "options snd-hda-intel model=auto\n");
+        a = sources(root, "quiet snd_hda_intel.power_save=1 root=/dev/vda", "snd_hda_intel");
+        check_streq(a, "/lib/modprobe.d/x.conf:1, the kernel command line");
+        /* A word without "=", or another module's, sets nothing. */
+        b = sources(root, "snd_hda_intel.flag dummy.x=1 .y=1", "snd_hda_intel");
+        check_streq(b, "/lib/modprobe.d/x.conf:1");
+        c = sources(root, "quiet", "nothing_sets_it");
+        check(c == NULL);
+}
+
+TEST(error_classes) {
+        check_streq(kernel_error_class(EKEYREJECTED), "signature");
+        check_streq(kernel_error_class(ENOKEY), "signature");
+        check_streq(kernel_error_class(EPERM), "refused");
+        check_streq(kernel_error_class(ENOEXEC), "format");
+        check_streq(kernel_error_class(ENOENT), "symbol");
+        check_streq(kernel_error_class(EEXIST), "busy");
+        check_streq(kernel_error_class(ENOMEM), "resource");
+        check_streq(kernel_error_class(ENODEV), "init");
+}
+
+int main(void) {
+        RUN(files_in_order_with_lines);
+        RUN(names_alike_and_cmdline);
+        RUN(error_classes);
+        return tests_done();
+}
