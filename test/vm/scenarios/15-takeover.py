@@ -102,6 +102,14 @@ def test_hotplug(vm):
     assert r["MODGATE_MODALIAS"].startswith("pci:v00008086d0000100E"), r
     assert r["MODGATE_DEVPATH"].startswith("/devices/pci") and r["MODGATE_ACTION"] == "add", r
     assert r["MODGATE_PATH"].endswith("/e1000.ko.xz") and r["MODGATE_FSTYPE"] == "erofs", r
+    # Who asked, and for what device, as the guest's own udev sees it.
+    hwdb = dict(l.split("=", 1) for l in vm.sh("systemd-hwdb query '%s'" % r["MODGATE_MODALIAS"]).out.split("\n")
+                if "=" in l)
+    assert r["MODGATE_DEVICE_VENDOR"] == hwdb["ID_VENDOR_FROM_DATABASE"] == "Intel Corporation", (r, hwdb)
+    assert r["MODGATE_DEVICE_MODEL"] == hwdb["ID_MODEL_FROM_DATABASE"], (r, hwdb)
+    assert r["MODGATE_PEER_UNIT"] == "systemd-udevd.service" and r["MODGATE_PEER_COMM"] == "modgate-udev", r
+    assert r["MODGATE_PEER_CGROUP"].startswith("/system.slice/systemd-udevd.service"), r
+    assert r["MODGATE_ALIAS"].startswith("pci:v00008086d0000100E"), r
     # The network interface appears, driven by e1000.
     nics = vm.sh("for n in /sys/class/net/*; do readlink $n/device/driver; done | grep -c '/e1000$' || true")
     assert nics.out.strip() == "1", nics.out
