@@ -11,7 +11,12 @@
 #include "load-parameters.h"
 #include "macro.h"
 
-/* At most this much of the time left is kept back to receive the daemon's Timeout answer. */
+/* Busy (a load of the same module with other parameters or from another file in flight, or too many
+ * requests pending) is asked again after a pause that doubles from the first to the longest, within
+ * the client's own deadline; without one, for BUSY_RETRY_FOR_USEC. */
+#define BUSY_RETRY_FIRST_USEC (50U * 1000U)
+#define BUSY_RETRY_MAX_USEC (1U * USEC_PER_SEC)
+#define BUSY_RETRY_FOR_USEC (60U * USEC_PER_SEC)
 
 typedef struct Runner Runner;
 
@@ -19,6 +24,9 @@ typedef struct Slot {
         Runner *runner;
         LoadRequest *req;
         sd_varlink *link;
+        sd_event_source *retry;         /* asks again once this fires, after Busy */
+        unsigned busy;                  /* Busy answers so far */
+        uint64_t first_busy;            /* CLOCK_MONOTONIC of the first */
 } Slot;
 
 struct Runner {
@@ -66,6 +74,48 @@ static void slot_finish(Slot *s) {
         runner_start_more(run);
 }
 
+static int slot_start(Slot *s);
+
+static int on_retry(sd_event_source *source, uint64_t usec, void *userdata) {
+        Slot *s = userdata;
+        int r;
+
+        s->retry = sd_event_source_disable_unref(s->retry);
+        s->runner->running--;
+        r = slot_start(s);
+        if (r < 0 && s->runner->error == 0)
+                s->runner->error = r;
+        if (r <= 0)
+                runner_start_more(s->runner);
+        return 0;
+}
+
+/* After Busy: when to ask again, or 0 when there is no time left for it. */
+static uint64_t busy_retry_at(Slot *s) {
+        uint64_t now = now_usec(), pause = BUSY_RETRY_FIRST_USEC, until;
+
+        if (s->busy++ == 0)
+                s->first_busy = now;
+        for (unsigned i = 1; i < s->busy && pause < BUSY_RETRY_MAX_USEC; i++)
+                pause *= 2;
+        pause = MIN(pause, (uint64_t) BUSY_RETRY_MAX_USEC);
+        until = s->runner->deadline != USEC_INFINITY ? s->runner->deadline : s->first_busy + BUSY_RETRY_FOR_USEC;
+        return now + pause < until ? now + pause : 0;
+}
+
+/* Keeps the slot running, its connection closed, until the retry timer asks again. Returns 1 when
+ * armed. */
+static int slot_retry_busy(Slot *s) {
+        uint64_t at = busy_retry_at(s);
+        int r;
+
+        if (at == 0)
+                return 0;
+        s->link = sd_varlink_close_unref(s->link);
+        r = sd_event_add_time(s->runner->event, &s->retry, CLOCK_MONOTONIC, at, 1000, on_retry, s);
+        return r < 0 ? r : 1;
+}
+
 static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *error_id,
                     sd_varlink_reply_flags_t flags, void *userdata) {
         Slot *s = userdata;
@@ -74,6 +124,14 @@ static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *e
 
         (void) link;
         (void) flags;
+
+        if (error_id && strcmp(error_id, "io.modgate.Manager.Busy") == 0) {
+                r = slot_retry_busy(s);
+                if (r > 0)
+                        return 0;
+                if (r < 0 && s->runner->error == 0)
+                        s->runner->error = r;
+        }
 
         req->verdict = load_verdict_from_reply(error_id, parameters);
         req->error = req->verdict == LOAD_VERDICT_UNREACHABLE ? -ECONNRESET : 0;
@@ -222,8 +280,10 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
         }
 
         /* Only after a failure of the loop itself can connections still be open. */
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 slots[i].link = sd_varlink_close_unref(slots[i].link);
+                slots[i].retry = sd_event_source_disable_unref(slots[i].retry);
+        }
 
         /* Every request has words for its log line, even when they could not be allocated above. */
         for (size_t i = 0; i < n && run.error == 0; i++)

@@ -173,6 +173,12 @@ static void describe_error(FILE *f, const char *error_id, sd_json_variant *param
                         fputs("?", f);
                 break;
         case LOAD_VERDICT_FAILED:
+                if (error_is(error_id, "Busy")) {
+                        fprintf(f, "modgated stayed busy until no time was left: %s", reason ?: "busy");
+                        if (module)
+                                fprintf(f, " (%s)", module);
+                        break;
+                }
                 if (!error_is(error_id, "LoadFailed")) {
                         fprintf(f, "modgated answered %s", error_id);
                         break;

@@ -445,8 +445,19 @@ int loader_load(const LoadContext *ctx, ModuleResult *r) {
 
         q = kernel_finit_module(fd, r->parameters, r->flags);
         r->duration_usec = now_usec() - start;
-        if (q == -EEXIST)
-                return module_result_set(r, OUTCOME_ALREADY_LOADED, 0, NULL);
+        if (q == -EEXIST) {
+                ModuleState state = MODULE_STATE_ABSENT;
+
+                /* The kernel says EEXIST for a module of that name that is live. A module's own init may
+                 * return it too (kernels before 7.1 pass it on), so it means "loaded" only when the
+                 * module asked for is live. */
+                (void) kernel_module_state(r->name, &state);
+                if (state == MODULE_STATE_LIVE)
+                        return module_result_set(r, OUTCOME_ALREADY_LOADED, 0, NULL);
+                return module_result_set(r, OUTCOME_FAILED, q, "finit_module() said EEXIST, but %s is not live "
+                                         "(%s): its init failed with EEXIST", r->name,
+                                         module_state_to_string(state));
+        }
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, q, "%s", finit_error_to_string(q));
         return module_result_set(r, OUTCOME_LOADED, 0, NULL);

@@ -20,6 +20,12 @@
 #define COMING_POLL_USEC (20U * 1000U)
 #define COMING_WAIT_MAX_USEC (10U * 60U * 1000000U)
 #define DENIALS_MAX 4096U
+/* Loads beyond Workers=: the kernel's own requests (a module's init asking for another, which waits
+ * for it), and a pool that grows while every worker has been inside a load for STUCK_USEC. The
+ * kernel runs at most 50 usermode modprobe helpers at once; so many loads blocked in an init is
+ * already a machine in trouble. */
+#define EXTRA_WORKERS_MAX 48U
+#define STUCK_USEC (2U * 1000000U)
 
 typedef enum JobState {
         JOB_WAITING,    /* for the modules it needs */
@@ -40,6 +46,8 @@ struct Job {
         JobState state;
         ModuleResult result;
         bool alone;
+        bool kernel;            /* asked for by the kernel's request_module(): never waits behind loads */
+        uint64_t running_since; /* CLOCK_MONOTONIC, once on a worker */
 
         Job **requires;         /* must be live before this starts */
         size_t n_requires;
@@ -83,6 +91,8 @@ struct Scheduler {
         JobQueue ready;
         unsigned n_running;
         bool alone_running;
+        unsigned n_extra;       /* workers added while the pool was stuck, until it drains */
+        sd_event_source *stuck_timer;
 
         /* Shared with the workers, under lock. */
         pthread_mutex_t lock;
@@ -104,6 +114,17 @@ static void queue_push(JobQueue *q, Job *j) {
         else
                 q->head = j;
         q->tail = j;
+}
+
+/* Takes j, which follows prev (NULL: j is the head), out of q. */
+static void queue_unlink(JobQueue *q, Job *prev, Job *j) {
+        if (prev)
+                prev->next = j->next;
+        else
+                q->head = j->next;
+        if (q->tail == j)
+                q->tail = prev;
+        j->next = NULL;
 }
 
 static Job *queue_pop(JobQueue *q) {
@@ -281,28 +302,121 @@ static void job_try_start(Job *j) {
         scheduler_dispatch(j->scheduler);
 }
 
+static void *worker_main(void *userdata);
+
+/* A thread for each load that runs: Workers= at start, more as the lane and growth need them. */
+static int scheduler_spawn(Scheduler *s) {
+        sigset_t all, saved;
+        int r;
+
+        if (s->n_threads >= s->n_workers + EXTRA_WORKERS_MAX)
+                return -EAGAIN;
+        /* Workers take no signals: the event loop handles them. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        r = -pthread_create(&s->threads[s->n_threads], NULL, worker_main, s);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (r < 0)
+                return r;
+        s->n_threads++;
+        return 0;
+}
+
+/* Whether j may start now. A module in LoadAlone= starts when nothing else runs, and nothing else
+ * starts while it runs; except what the kernel asks for, which may be what that very init waits for. */
+static bool job_may_start(Scheduler *s, const Job *j) {
+        if (j->kernel)
+                return s->n_running < s->n_workers + EXTRA_WORKERS_MAX;
+        if (s->alone_running || s->n_running >= s->n_workers + s->n_extra)
+                return false;
+        return !j->alone || s->n_running == 0;
+}
+
+static void job_run(Scheduler *s, Job *j) {
+        j->state = JOB_RUNNING;
+        j->running_since = now_usec();
+        s->n_running++;
+        s->alone_running = s->alone_running || j->alone;
+        if (s->started)
+                s->started(&j->requester, &j->result, s->record_userdata);
+        if (s->n_running > s->n_threads) {
+                int r = scheduler_spawn(s);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to start another worker thread, %s waits for one: %m",
+                                          j->result.name);
+        }
+
+        pthread_mutex_lock(&s->lock);
+        queue_push(&s->work, j);
+        pthread_cond_signal(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+}
+
+static void scheduler_arm_stuck_timer(Scheduler *s);
+
+/* Starts every ready job that may start, in order; one that may not (a LoadAlone= module waiting for
+ * the others to finish) never holds up those behind it. */
 static void scheduler_dispatch(Scheduler *s) {
+        Job *prev = NULL, *j, *next;
+
         if (s->stopping)
                 return;
-        while (s->ready.head && s->n_running < s->n_workers && !s->alone_running) {
-                Job *j = s->ready.head;
-
-                /* A module that must load alone waits until the workers are idle. */
-                if (j->alone && s->n_running > 0)
-                        break;
-
-                (void) queue_pop(&s->ready);
-                j->state = JOB_RUNNING;
-                s->n_running++;
-                s->alone_running = j->alone;
-                if (s->started)
-                        s->started(&j->requester, &j->result, s->record_userdata);
-
-                pthread_mutex_lock(&s->lock);
-                queue_push(&s->work, j);
-                pthread_cond_signal(&s->cond);
-                pthread_mutex_unlock(&s->lock);
+        if (s->n_running == 0)
+                s->n_extra = 0;
+        for (j = s->ready.head; j; j = next) {
+                next = j->next;
+                if (!job_may_start(s, j)) {
+                        prev = j;
+                        continue;
+                }
+                queue_unlink(&s->ready, prev, j);
+                job_run(s, j);
         }
+        scheduler_arm_stuck_timer(s);
+}
+
+/* Jobs wait and every worker has been inside one load for STUCK_USEC: its init may be waiting for one
+ * of them (a request_module() that is not the kernel's own lane, a probe that needs another driver),
+ * or just slow; either way one more worker lets the queue move. */
+static int on_stuck_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Scheduler *s = userdata;
+
+        if (s->ready.head && s->n_running >= s->n_workers + s->n_extra &&
+            s->n_extra < EXTRA_WORKERS_MAX) {
+                s->n_extra++;
+                log_notice("Every worker has been loading for %u s and %s waits: adding a worker (%u beyond "
+                           "Workers=).", STUCK_USEC / 1000000U, s->ready.head->result.name, s->n_extra);
+        }
+        scheduler_dispatch(s);
+        return 0;
+}
+
+static void scheduler_arm_stuck_timer(Scheduler *s) {
+        uint64_t newest = 0;
+        size_t state = 0;
+        Job *j;
+        int r;
+
+        if (!s->ready.head || s->n_running < s->n_workers + s->n_extra || s->alone_running ||
+            s->n_extra >= EXTRA_WORKERS_MAX) {
+                (void) sd_event_source_set_enabled(s->stuck_timer, SD_EVENT_OFF);
+                return;
+        }
+        /* Every worker is stuck once the one that started last has been running STUCK_USEC. */
+        while (hashmap_iterate(s->jobs, &state, NULL, (void **) &j))
+                if (j->state == JOB_RUNNING && j->running_since > newest)
+                        newest = j->running_since;
+        if (newest == 0)
+                return;
+        if (s->stuck_timer) {
+                r = sd_event_source_set_time(s->stuck_timer, newest + STUCK_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(s->stuck_timer, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_add_time(s->event, &s->stuck_timer, CLOCK_MONOTONIC, newest + STUCK_USEC,
+                                      100U * 1000U, on_stuck_timer, s);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the timer that adds workers when all are stuck: %m");
 }
 
 static void *worker_main(void *userdata) {
@@ -490,6 +604,7 @@ static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *paramet
         j->scheduler = s;
         j->n_requesters = 1;
         j->alone = name_in(s->load_alone, spec->name);
+        j->kernel = who->source == SOURCE_KERNEL;
         j->result.role = spec->role;
         j->result.name = strdup(spec->name);
         if (!j->result.name || (spec->path && !(j->result.path = strdup(spec->path))) ||
@@ -643,7 +758,6 @@ static void job_unref_void(void *j) {
 
 int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Scheduler **ret) {
         _cleanup_(scheduler_freep) Scheduler *s = NULL;
-        sigset_t all, saved;
         int r = 0;
 
         if (n_workers < 1 || n_workers > WORKERS_MAX)
@@ -661,7 +775,7 @@ int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Sched
 
         s->jobs = hashmap_new(job_unref_void);
         s->denials = hashmap_new(free);
-        s->threads = calloc(n_workers, sizeof(pthread_t));
+        s->threads = calloc(n_workers + EXTRA_WORKERS_MAX, sizeof(pthread_t));
         if (!s->jobs || !s->denials || !s->threads)
                 return -ENOMEM;
 
@@ -672,17 +786,11 @@ int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Sched
         if (r < 0)
                 return r;
 
-        /* Workers take no signals: the event loop handles them. */
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &saved);
-        for (; s->n_threads < n_workers; s->n_threads++) {
-                r = -pthread_create(&s->threads[s->n_threads], NULL, worker_main, s);
+        while (s->n_threads < n_workers) {
+                r = scheduler_spawn(s);
                 if (r < 0)
-                        break;
+                        return r;
         }
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        if (r < 0)
-                return r;
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -714,6 +822,7 @@ Scheduler *scheduler_free(Scheduler *s) {
                 j->n_dependents = 0;
         }
 
+        sd_event_source_disable_unref(s->stuck_timer);
         hashmap_free(s->jobs);
         hashmap_free(s->denials);
         sd_event_source_disable_unref(s->done_source);

@@ -114,6 +114,16 @@ def main():
         assert "modgate-modules-load.service" in c.show("systemd-modules-load.service", "After")
         assert c.show("modgate-modules-load.service", "ConditionResult") == "yes"
 
+    def case_modprobe_at():
+        # PID 1's own modprobe@NAME.service loads NAME through modgated, as that unit.
+        before = len(c.shim_records())
+        c.run("systemctl", "start", "modprobe@nlmon.service")
+        assert c.show("modprobe@nlmon.service", "Result") == "success", c.journal("-u", "modprobe@nlmon.service")
+        new = [r for r in c.shim_records()[before:] if r.get("name") == "nlmon"]
+        assert [r["result"] for r in new] == [0], c.shim_records()[before:]
+        log = c.journal("-u", "modgated.service", "-o", "verbose", "MODGATE_MODULE=nlmon")
+        assert "MODGATE_PEER_UNIT=modprobe@nlmon.service" in log and "MODGATE_OUTCOME=loaded" in log, log
+
     def case_boot_list():
         assert c.show("modgate-modules-load.service", "Result") == "success", \
             c.journal("-u", "modgate-modules-load.service")
@@ -182,6 +192,7 @@ def main():
     t.case("systemd-udevd runs without CAP_SYS_MODULE, after modgated.socket", case_udevd_dropin)
     t.case("systemd-modules-load.service is skipped, after modgate-modules-load.service", case_modules_load_takeover)
     t.case("the boot list (modules-load.d and modules_load=) is loaded through modgated at boot", case_boot_list)
+    t.case("modprobe@NAME.service loads NAME through modgated", case_modprobe_at)
     t.case("systemctl reload keeps the daemon and its socket", case_reload)
     t.case("the daemon exits when idle and the socket starts it again", case_idle_exit)
     t.case("no request is lost across idle exits and re-activation", case_no_lost_request)

@@ -198,6 +198,38 @@ def main():
         res = udev("--address=" + fake_path, "--timeout=500ms")
         assert res.returncode == 0 and 300_000 <= fake.requests[-1]["parameters"]["timeoutUSec"] <= 375_000, res
 
+    def case_busy():
+        # Busy is asked again, after pauses that double from 50 ms, until it is answered; with no
+        # time left it is the answer.
+        answers = []
+
+        def busy_twice(msg):
+            answers.append(time.monotonic())
+            if len(answers) <= 2:
+                return ("io.modgate.Manager.Busy", {"reason": "module is being loaded with other parameters",
+                                                    "module": "e1000e"})
+            return ANSWERS["ok"]
+
+        busy = h.FakeModgated("/run/modgate/busy.sock", busy_twice)
+        try:
+            res = udev("--address=/run/modgate/busy.sock", "--timeout=5")
+        finally:
+            busy.stop()
+        assert res.returncode == 0, res
+        assert len(answers) == 3 and busy.connections == 3, (answers, busy.connections)
+        gaps = [b - a for a, b in zip(answers, answers[1:])]
+        assert 0.04 <= gaps[0] < 0.5 and 0.09 <= gaps[1] < 0.6, gaps
+        always = h.FakeModgated("/run/modgate/always-busy.sock",
+                                lambda msg: ("io.modgate.Manager.Busy", {"reason": "too many requests pending"}))
+        try:
+            res = udev("--address=/run/modgate/always-busy.sock", "--timeout=1", timeout=20)
+            n = len(always.requests)
+        finally:
+            always.stop()
+        assert res.returncode == 1 and "too many requests pending" in res.stderr, res
+        # 50, 100, 200 and 400 ms of pauses fit in the second, the next does not.
+        assert 4 <= n <= 6 and res.elapsed < 2, (n, res)
+
     def case_transport():
         res = udev("--address=/run/modgate/nothing.sock")
         assert res.returncode != 0 and "could not connect to modgated" in res.stderr, res
@@ -299,6 +331,7 @@ def main():
     t.case("each outcome gives udev the right exit code, and is logged", case_exit_codes)
     t.case("one failure among several names fails the run, every name is still asked for", case_one_failure_among_names)
     t.case("a daemon that never answers: the helper leaves at --timeout", case_timeout)
+    t.case("Busy is asked again, after growing pauses, within the helper's timeout", case_busy)
     t.case("no socket, or a daemon that hangs up, is a logged non-zero exit", case_transport)
     t.case("usage errors exit non-zero without a connection", case_usage)
     t.case("a request the daemon would refuse as invalid fails in its words, without a connection",

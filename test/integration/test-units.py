@@ -73,7 +73,8 @@ def main():
                                                              "modgate-modules-load.service",
                                                              "systemd-udevd.service.d/modgate.conf",
                                                              "systemd-modules-load.service.d/modgate.conf",
-                                                             "systemd-sysctl.service.d/modgate.conf"],
+                                                             "systemd-sysctl.service.d/modgate.conf",
+                                                             "modprobe@.service.d/modgate.conf"],
             pkg_var("systemd", "systemd_system_preset_dir"): ["80-modgate.preset"],
             pkg_var("systemd", "sysctldir"): ["50-modgate.conf"],
             os.path.join(pkg_var("udev", "udev_dir"), "rules.d"): ["80-modgate.rules"],
@@ -183,6 +184,9 @@ def main():
         assert "CapabilityBoundingSet=~CAP_SYS_MODULE\n" in text and "Wants=modgated.socket\n" in text, text
         with open(unitdir + "/systemd-modules-load.service.d/modgate.conf") as f:
             assert "ConditionPathExists=!%s/modgate-modules-load\n" % LIBEXEC in f.read()
+        with open(unitdir + "/modprobe@.service.d/modgate.conf") as f:
+            text = f.read()
+        assert "ExecStart=\nExecStart=-/usr/bin/modgatectl load %I\n" in text and "After=modgated.socket\n" in text, text
 
     def case_takeover_switches():
         off = os.path.join(work, "build-off")

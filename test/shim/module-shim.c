@@ -53,7 +53,12 @@
  *                                                 refcnt: a user that came between the caller's look
  *                                                 at /sys/module and its delete_module.
  *  $MODGATE_SHIM_NO_EXIT=NAME[,NAME...]           the module has an init function and no exit
- *                                                 function, which the kernel will not unload. */
+ *                                                 function, which the kernel will not unload.
+ *  $MODGATE_SHIM_NESTED=OUTER:INNER[,...]         OUTER's init asks for INNER, as request_module()
+ *                                                 from an init does, and waits for the answer: a Load
+ *                                                 of INNER at $MODGATE_SHIM_VARLINK. Recorded as a
+ *                                                 "nested_request" line: params INNER, name OUTER,
+ *                                                 result 0, -EIO for an error reply, or -errno. */
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -68,10 +73,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define SYS_MODULE "/sys/module"
@@ -378,9 +385,54 @@ static int module_add(const char *name) {
         }
 }
 
-static void module_init_run(const char *name) {
-        const char *delay = getenv("MODGATE_SHIM_DELAY_MS");
+/* A module whose init asks for another, as request_module() does: the kernel runs its modprobe helper
+ * and waits for it. Here the init (on the daemon's worker thread) asks the daemon itself over varlink
+ * and waits for the answer, at most 60 s, so that a test cannot hang. */
+static int nested_request(const char *address, const char *inner) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = 60 };
+        char msg[512], reply[65536];
+        size_t got = 0;
+        int fd, n, r = 0;
 
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", address);
+        n = snprintf(msg, sizeof(msg), "{\"method\":\"io.modgate.Manager.Load\",\"parameters\":{\"name\":\"%s\"}}",
+                     inner);
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || write(fd, msg, (size_t) n + 1) != n + 1)
+                r = -errno;
+        while (r == 0 && (got == 0 || reply[got - 1] != '\0') && got < sizeof(reply) - 1) {
+                ssize_t k = read(fd, reply + got, sizeof(reply) - 1 - got);
+
+                if (k <= 0)
+                        r = k < 0 ? -errno : -ECONNRESET;
+                else
+                        got += (size_t) k;
+        }
+        close(fd);
+        if (r < 0)
+                return r;
+        reply[got] = '\0';
+        return strstr(reply, "\"error\"") ? -EIO : 0;
+}
+
+static void module_init_run(const char *name) {
+        const char *delay = getenv("MODGATE_SHIM_DELAY_MS"), *nested, *address = getenv("MODGATE_SHIM_VARLINK");
+
+        nested = env_list_find("MODGATE_SHIM_NESTED", name, ":");
+        if (nested && address) {
+                char inner[MODULE_NAME_LEN];
+                unsigned long long start = now_nsec();
+                int r;
+
+                snprintf(inner, sizeof(inner), "%.*s", (int) strcspn(nested + strlen(name) + 1, ","),
+                         nested + strlen(name) + 1);
+                r = nested_request(address, inner);
+                record("nested_request", NULL, NULL, inner, 0, name, r, start, now_nsec());
+        }
         if (delay && atoi(delay) > 0)
                 usleep((useconds_t) atoi(delay) * 1000);
         set_module_state(name, "live\n");

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A module's init that asks for another module is served at once, whatever holds the workers: tcrypt
+with alg=wp512 asks the kernel for "crypto-wp512" from inside its init (crypto_has_alg() calls
+request_module() while finit_module() of tcrypt is still running); the kernel runs modgate-modprobe
+and waits. tcrypt's init then ends with EAGAIN when it found the algorithm (it never stays loaded)
+and ENOENT when it did not: so the kernel's own answer tells whether the nested request was served.
+With Workers=1 the one worker is inside tcrypt's init; with tcrypt in LoadAlone= nothing else may
+load beside it; the kernel's requests have a lane of their own in both. Last, how long a process's
+request_module() stalls when modgated is stopped, and when it was idle and is started by its socket."""
+
+import errno
+import json
+import time
+
+import guest
+
+OUTER, INNER, KEY = "tcrypt", "wp512", "crypto-wp512"
+DROPIN = "/etc/modgate/modgate.conf.d/85-modgate-vm-nested.conf"
+HELPER_TIMEOUT_S = 15           # modgate-modprobe's own --timeout default
+
+
+def configure(vm, lines):
+    vm.sh("mkdir -p %s && cat >%s && systemctl restart modgated.service" % (DROPIN.rsplit("/", 1)[0], DROPIN),
+          stdin="[Load]\n" + "".join(l + "\n" for l in lines))
+    assert vm.sh("systemctl show -P ActiveState modgated.service").out.strip() == "active"
+
+
+def unload(vm):
+    vm.sh("rmmod %s 2>/dev/null; rmmod wp512 2>/dev/null; true" % OUTER, check=False)
+    live = guest.live_modules(vm)
+    assert not live[OUTER] and not live[INNER], live
+
+
+def load_outer(vm):
+    """Loads tcrypt alg=wp512 through modgated: (seconds it took, the LoadFailed parameters)."""
+    begin = time.monotonic()
+    # type=14 (CRYPTO_ALG_TYPE_SHASH): tcrypt looks for an algorithm of that type with that name.
+    params, error = guest.varlinkctl(vm, "io.modgate.Manager.Load", {"name": OUTER,
+                                                                    "parameters": "alg=%s type=14" % INNER})
+    took = time.monotonic() - begin
+    assert error == "io.modgate.Manager.LoadFailed", (params, error)
+    return took, params
+
+
+def assert_nested_served(vm, took, params, since_usec):
+    # EAGAIN: tcrypt found wp512, which the kernel asked modgate for while tcrypt's init ran.
+    assert params["module"] == OUTER and params["errnoName"] == "EAGAIN", params
+    assert took < HELPER_TIMEOUT_S / 2, "the nested request waited %.1f s" % took
+    assert guest.initstate(vm, INNER) == "live"
+    recs = [r for r in guest.records(vm, INNER, "loaded") if int(r["__MONOTONIC_TIMESTAMP"]) >= since_usec]
+    assert len(recs) == 1, recs
+    r = recs[0]
+    # modgate-modprobe sends the kernel's request key as a modalias.
+    assert r["MODGATE_SOURCE"] == "kernel" and r["MODGATE_MODALIAS"] == KEY, r
+    assert r["MODGATE_ALIAS"] == KEY and "MODGATE_DEVICE_VENDOR" not in r, r
+    outer = [x for x in guest.records(vm, OUTER, "failed") if int(x["__MONOTONIC_TIMESTAMP"]) >= since_usec]
+    assert len(outer) == 1 and outer[0]["MODGATE_ERRNO_NAME"] == "EAGAIN", outer
+    # wp512 was loaded, and recorded, while tcrypt's load was still in its init.
+    assert int(r["__MONOTONIC_TIMESTAMP"]) < int(outer[0]["__MONOTONIC_TIMESTAMP"]), (r, outer[0])
+    print("# %s alg=%s took %.2f s; %s loaded as source kernel (%s) inside its init"
+          % (OUTER, INNER, took, INNER, KEY))
+
+
+def mark(vm):
+    return int(vm.sh("python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)'").out)
+
+
+def test_nested_one_worker(vm):
+    """with Workers=1, a module's init gets the module it asks the kernel for while it holds the only worker"""
+    unload(vm)
+    configure(vm, ["Workers=1"])
+    start = mark(vm)
+    took, params = load_outer(vm)
+    assert_nested_served(vm, took, params, start)
+
+
+def test_nested_load_alone(vm):
+    """with the module in LoadAlone=, what its own init asks for still loads beside it"""
+    unload(vm)
+    configure(vm, ["Workers=4", "LoadAlone=" + OUTER])
+    start = mark(vm)
+    took, params = load_outer(vm)
+    assert_nested_served(vm, took, params, start)
+
+
+# Asks the kernel for a file system type that is a module here (minix): request_module("fs-minix")
+# runs kernel.modprobe. The mount fails either way (no such device); what counts is how long it takes.
+STALL = r'''
+import json, os, subprocess, time
+t = time.monotonic()
+subprocess.run(["mount", "-t", "minix", "/dev/null", "/mnt"], capture_output=True)
+print(json.dumps({"seconds": time.monotonic() - t}))
+'''
+
+
+def stall(vm):
+    vm.sh("rmmod minix 2>/dev/null; true", check=False)
+    return vm.sh("python3 -", stdin=STALL, timeout=60).json()["seconds"]
+
+
+def test_stall_bound(vm):
+    """a request_module() stalls briefly when modgated is stopped, and is served when its socket starts it"""
+    vm.sh("rm -f %s" % DROPIN)
+    vm.sh("systemctl stop modgated.socket modgated.service")
+    stopped = stall(vm)
+    assert guest.live_modules(vm)["minix"] == 0
+    vm.sh("systemctl start modgated.socket")
+    assert vm.sh("systemctl show -P ActiveState modgated.service").out.strip() != "active"
+    idle = stall(vm)
+    assert guest.live_modules(vm)["minix"] == 1, "started by its socket, modgated loads the file system"
+    print("# request_module() with modgated stopped: %.3f s (refused at once); idle, socket-activated: %.3f s"
+          % (stopped, idle))
+    assert stopped < 1.0, stopped
+    assert idle < HELPER_TIMEOUT_S / 3, idle
+
+
+def cleanup(vm):
+    vm.sh("rm -f %s; systemctl start modgated.socket; systemctl restart modgated.service" % DROPIN, check=False)
+    vm.sh("rmmod %s wp512 minix 2>/dev/null" % OUTER, check=False)
