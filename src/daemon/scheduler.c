@@ -595,6 +595,20 @@ size_t scheduler_n_jobs(Scheduler *s) {
         return hashmap_size(s->jobs);
 }
 
+int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {
+        size_t state = 0, n = 0;
+        Job **jobs, *j;
+
+        jobs = calloc(hashmap_size(s->jobs) ?: 1, sizeof(Job *));
+        if (!jobs)
+                return -ENOMEM;
+        while (hashmap_iterate(s->jobs, &state, NULL, (void **) &j))
+                jobs[n++] = job_ref(j);
+        *ret = jobs;
+        *ret_n = n;
+        return 0;
+}
+
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         s->load_alone = names;
 }
