@@ -408,11 +408,12 @@ void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned 
 }
 
 void journal_record_started(const char *version, const char *policy_digest, const char *mode,
-                            const char *enforcement, const char *tree) {
+                            const char *enforcement, const char *tree, bool sealed) {
         Record rec = {};
 
-        record_add(&rec, "MESSAGE=modgated %s started: policy %.12s (%s), module tree %s; kernel: %s.", version,
-                   policy_digest, mode, tree, enforcement);
+        record_add(&rec, "MESSAGE=modgated %s started: policy %.12s (%s), module tree %s; kernel: %s%s.", version,
+                   policy_digest, mode, tree, enforcement,
+                   sealed ? "; the kernel is sealed, every Load, Unload and Seal is refused" : "");
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_STARTED);
         record_add(&rec, "PRIORITY=%d", LOG_INFO);
         record_add(&rec, "MODGATE_VERSION=%s", version);
@@ -420,6 +421,7 @@ void journal_record_started(const char *version, const char *policy_digest, cons
         record_add(&rec, "MODGATE_MODE=%s", mode);
         record_add(&rec, "MODGATE_ENFORCEMENT=%s", enforcement);
         record_add(&rec, "MODGATE_TREE=%s", tree);
+        record_add(&rec, "MODGATE_SEALED=%d", sealed);
         record_send(&rec);
 }
 

@@ -83,9 +83,10 @@ void journal_record_outside(const char *module, const char *taint, const char *h
 /* One window's repeated answers of a kind, counted instead of journaled one by one. */
 void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned window_sec);
 
-/* The daemon started: its version, the policy in force, what the kernel enforces, the module tree. */
+/* The daemon started: its version, the policy in force, what the kernel enforces, the module tree,
+ * and whether the kernel is sealed already. */
 void journal_record_started(const char *version, const char *policy_digest, const char *mode,
-                            const char *enforcement, const char *tree);
+                            const char *enforcement, const char *tree, bool sealed);
 
 /* The kernel was sealed (kernel.modules_disabled=1): by a Seal of who, with the modules its final
  * list named and those whose loads it waited for; or, who NULL, found sealed by someone else. */

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "resolver.h"
 #include "scheduler.h"
+#include "seal.h"
 #include "sha256.h"
 #include "trust.h"
 
@@ -53,6 +54,7 @@ typedef struct Manager {
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */
         unsigned n_requests;
+        SealState seal;
 } Manager;
 
 int manager_new(Manager **ret);
