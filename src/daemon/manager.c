@@ -201,6 +201,7 @@ Manager *manager_free(Manager *m) {
         manager_free_requests(m);
         seal_done(m);
         sd_varlink_server_unref(m->varlink_server);
+        m->connections = connections_free(m->connections);
         resolver_free(m->resolver);
         for (size_t i = 0; i < m->n_roots; i++)
                 trusted_root_free(m->roots[i]);

@@ -6,6 +6,7 @@
 
 #include "authorize.h"
 #include "chatter.h"
+#include "connections.h"
 #include "history.h"
 #include "module-watch.h"
 #include "compression.h"
@@ -24,6 +25,7 @@ typedef struct LoadRequest LoadRequest;
 typedef struct Manager {
         sd_event *event;
         sd_varlink_server *varlink_server;
+        Connections *connections;       /* each one watched for silence */
 
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
         Config config;                  /* modgate.conf, with command-line options applied; its policy

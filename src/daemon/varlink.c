@@ -2,9 +2,9 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <systemd/sd-json.h>
 
+#include "connections.h"
 #include "explain.h"
 #include "history.h"
 #include "journal.h"
@@ -969,17 +969,6 @@ static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varl
         return r;
 }
 
-/* Every connection is an fd, and so is every module file a worker opens: stay below the fd limit,
- * or accepting fails and sd-varlink stops listening. */
-static unsigned connections_max(Manager *m) {
-        struct rlimit rl;
-        rlim_t spare = 64 + 2 * (rlim_t) m->config.workers;
-
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= spare * 2)
-                return 16;
-        return (unsigned) MIN(rl.rlim_cur - spare, (rlim_t) VARLINK_CONNECTIONS_MAX);
-}
-
 int manager_varlink_init(Manager *m) {
         _cleanup_(sd_varlink_server_unrefp) sd_varlink_server *s = NULL;
         int r;
@@ -993,8 +982,9 @@ int manager_varlink_init(Manager *m) {
         sd_varlink_server_set_userdata(s, m);
         (void) sd_varlink_server_set_description(s, "modgated");
         (void) sd_varlink_server_set_info(s, "modgate", "modgate", PROJECT_VERSION, NULL);
-        (void) sd_varlink_server_set_connections_max(s, connections_max(m));
-        (void) sd_varlink_server_set_connections_per_uid_max(s, connections_max(m));
+        r = manager_connections_init(m, s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the connection limits: %m");
 
         r = sd_varlink_server_add_interface(s, &vl_interface_io_modgate_Manager);
         if (r < 0)
