@@ -50,6 +50,7 @@ typedef enum AuthMethod {
         AUTH_LOAD,
         AUTH_UNLOAD,
         AUTH_RELOAD,
+        AUTH_SEAL,              /* irreversible until reboot: the capability, as for Load and Unload */
         AUTH_READ,              /* Explain, and what only reports: root or the read group */
 } AuthMethod;
 

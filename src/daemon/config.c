@@ -48,6 +48,9 @@ void config_init_defaults(Config *c) {
         *c = (Config) {
                 .workers = CONFIG_WORKERS_DEFAULT,
                 .idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT,
+                .connections_max = CONFIG_CONNECTIONS_MAX_DEFAULT,
+                .connections_per_user_max = CONFIG_CONNECTIONS_PER_USER_MAX_DEFAULT,
+                .idle_connection_usec = CONFIG_IDLE_CONNECTION_USEC_DEFAULT,
                 .require_superblock_ro = true,
                 .trust.evidence = EVIDENCE_DEFAULT,
         };
@@ -240,6 +243,51 @@ static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
                 return parse_error(s, -EINVAL, "%s=%s is not a time span (such as 30s, 5min, infinity)",
                                    key, value);
         s->config->idle_exit_usec = v == USEC_INFINITY ? 0 : v;
+        return 0;
+}
+
+/* A number of connections, 1..CONFIG_CONNECTIONS_LIMIT; empty: def. */
+static int parse_connections(ParseState *s, const char *key, const char *value, unsigned def, unsigned *ret) {
+        unsigned v;
+        int r;
+
+        if (value[0] == '\0') {
+                *ret = def;
+                return 0;
+        }
+        r = parse_unsigned(value, &v);
+        if (r == -EINVAL)
+                return parse_error(s, -EINVAL, "%s=%s is not a number", key, value);
+        if (r < 0 || v < 1 || v > CONFIG_CONNECTIONS_LIMIT)
+                return parse_error(s, -EINVAL, "%s=%s is out of range 1..%u", key, value, CONFIG_CONNECTIONS_LIMIT);
+        *ret = v;
+        return 0;
+}
+
+static int parse_connections_max(ParseState *s, const char *key, const char *value) {
+        return parse_connections(s, key, value, CONFIG_CONNECTIONS_MAX_DEFAULT, &s->config->connections_max);
+}
+
+static int parse_connections_per_user_max(ParseState *s, const char *key, const char *value) {
+        return parse_connections(s, key, value, CONFIG_CONNECTIONS_PER_USER_MAX_DEFAULT,
+                                 &s->config->connections_per_user_max);
+}
+
+static int parse_idle_connection(ParseState *s, const char *key, const char *value) {
+        uint64_t v;
+        int r;
+
+        if (value[0] == '\0') {
+                s->config->idle_connection_usec = CONFIG_IDLE_CONNECTION_USEC_DEFAULT;
+                return 0;
+        }
+        r = parse_timespan(value, &v);
+        if (r == -ERANGE)
+                return parse_error(s, -EINVAL, "%s=%s is out of range", key, value);
+        if (r < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a time span (such as 30s, 5min, infinity)",
+                                   key, value);
+        s->config->idle_connection_usec = v == USEC_INFINITY ? 0 : v;
         return 0;
 }
 
@@ -550,6 +598,9 @@ static const Setting settings[] = {
         { "Load",       "LoadAlone",                 parse_load_alone                },
         { "Manager",    "IdleExitSec",               parse_idle_exit                 },
         { "Manager",    "ReadGroup",                 parse_read_group                },
+        { "Manager",    "MaxConnections",            parse_connections_max           },
+        { "Manager",    "MaxConnectionsPerUser",     parse_connections_per_user_max  },
+        { "Manager",    "IdleConnectionSec",         parse_idle_connection           },
         { "Trust",      "TrustedRoot",               parse_trusted_root              },
         { "Trust",      "RequireReadOnlySuperblock", parse_require_superblock_ro     },
         { "Trust",      "Evidence",                  parse_evidence                  },

@@ -42,6 +42,9 @@ typedef struct Config {
         uint64_t idle_exit_usec;        /* [Manager] IdleExitSec=, 0 means never */
         bool have_read_group;           /* [Manager] ReadGroup=: its members may use Explain */
         gid_t read_group;
+        unsigned connections_max;       /* [Manager] MaxConnections=, 1..CONFIG_CONNECTIONS_LIMIT */
+        unsigned connections_per_user_max; /* [Manager] MaxConnectionsPerUser=, the same range */
+        uint64_t idle_connection_usec;  /* [Manager] IdleConnectionSec=, 0 means never */
         char **trusted_roots;           /* [Trust] TrustedRoot=, absolute paths; NULL: the default */
         bool require_superblock_ro;     /* [Trust] RequireReadOnlySuperblock=; no adds "ownership" */
         RootConfig trust;               /* [Trust] Evidence=, RootHash=, ...: every root's settings */
@@ -94,6 +97,14 @@ int config_normalize_module_glob(char *s);
 #define CONFIG_WORKERS_DEFAULT 4u
 #define CONFIG_WORKERS_MAX 64u
 #define CONFIG_IDLE_EXIT_USEC_DEFAULT (30 * USEC_PER_SEC)
+/* sd-varlink's own defaults, for connections in total and per uid. At boot every client is root (udev's
+ * workers and the kernel's helpers, at most a few hundred at once); a uid's share leaves room for the
+ * others. */
+#define CONFIG_CONNECTIONS_MAX_DEFAULT 4096u
+#define CONFIG_CONNECTIONS_PER_USER_MAX_DEFAULT 1024u
+#define CONFIG_CONNECTIONS_LIMIT 65536u
+/* Far longer than any client of ours is silent between connecting and calling, or between calls. */
+#define CONFIG_IDLE_CONNECTION_USEC_DEFAULT (60 * USEC_PER_SEC)
 
 /* Caps, each with its own error message. */
 #define CONFIG_LINE_MAX 198             /* bytes in a line, without its newline: what libinih takes

@@ -432,11 +432,12 @@ void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned 
 }
 
 void journal_record_started(const char *version, const char *policy_digest, const char *mode,
-                            const char *enforcement, const char *tree) {
+                            const char *enforcement, const char *tree, bool sealed) {
         Record rec = {};
 
-        record_add(&rec, "MESSAGE=modgated %s started: policy %.12s (%s), module tree %s; kernel: %s.", version,
-                   policy_digest, mode, tree, enforcement);
+        record_add(&rec, "MESSAGE=modgated %s started: policy %.12s (%s), module tree %s; kernel: %s%s.", version,
+                   policy_digest, mode, tree, enforcement,
+                   sealed ? "; the kernel is sealed, every Load, Unload and Seal is refused" : "");
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_STARTED);
         record_add(&rec, "PRIORITY=%d", LOG_INFO);
         record_add(&rec, "MODGATE_VERSION=%s", version);
@@ -444,6 +445,62 @@ void journal_record_started(const char *version, const char *policy_digest, cons
         record_add(&rec, "MODGATE_MODE=%s", mode);
         record_add(&rec, "MODGATE_ENFORCEMENT=%s", enforcement);
         record_add(&rec, "MODGATE_TREE=%s", tree);
+        record_add(&rec, "MODGATE_SEALED=%d", sealed);
+        record_send(&rec);
+}
+
+/* A list of module names as one field: "a b c". */
+static void record_names(Record *rec, const char *field, char *const *names) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (!names || !names[0])
+                return;
+        f = open_memstream(&text, &size);
+        for (size_t i = 0; f && names[i]; i++)
+                fprintf(f, "%s%s", i > 0 ? " " : "", names[i]);
+        if (!f || fclose(f) != 0) {
+                rec->oom = true;
+                return;
+        }
+        record_add(rec, "%s=%s", field, text);
+}
+
+void journal_record_sealed(const Requester *who, char *const *load, char *const *pending) {
+        Record rec = {};
+
+        if (who)
+                record_add(&rec, "MESSAGE=Sealed the kernel (kernel.modules_disabled=1): no module can be loaded or "
+                           "unloaded until reboot.");
+        else
+                record_add(&rec, "MESSAGE=The kernel was sealed outside modgate (kernel.modules_disabled=1): no "
+                           "module can be loaded or unloaded until reboot.");
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_SEALED);
+        record_add(&rec, "PRIORITY=%d", LOG_NOTICE);
+        record_add(&rec, "MODGATE_OUTCOME=sealed");
+        if (who) {
+                record_add(&rec, "MODGATE_METHOD=Seal");
+                record_requester(&rec, who);
+        } else
+                record_add(&rec, "MODGATE_REASON=kernel.modules_disabled reads 1, and modgate did not write it");
+        record_names(&rec, "MODGATE_SEAL_LOAD", load);
+        record_names(&rec, "MODGATE_SEAL_PENDING", pending);
+        record_send(&rec);
+}
+
+void journal_record_sealed_refusal(const Requester *who, const char *method, bool sealing) {
+        const char *key = who->name ?: who->modalias ?: who->path ?: "";
+        const char *why = sealing ? "the kernel is being sealed" : "the kernel is sealed (kernel.modules_disabled=1)";
+        Record rec = {};
+
+        record_add(&rec, "MESSAGE=Refused %s%s%s: %s.", method, *key ? " of " : "", key, why);
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_SEALED_REFUSED);
+        record_add(&rec, "PRIORITY=%d", LOG_WARNING);
+        record_add(&rec, "MODGATE_OUTCOME=refused_sealed");
+        record_add(&rec, "MODGATE_METHOD=%s", method);
+        record_add(&rec, "MODGATE_REASON=%s", why);
+        record_requester(&rec, who);
         record_send(&rec);
 }
 

@@ -23,6 +23,8 @@
 #define MODGATE_MESSAGE_STARTED "0b62bd3196754f93821022336e8ce9fa"
 #define MODGATE_MESSAGE_OUTSIDE "768173c3df9f4d60887b5916985cefb3"
 #define MODGATE_MESSAGE_GONE "50f3e70422fa4192b532eb77cc65998a"
+#define MODGATE_MESSAGE_SEALED "2599f1fbbcb64d94a435dc58f3b46dd0"
+#define MODGATE_MESSAGE_SEALED_REFUSED "25972186cde14878944b0edb085df09a"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -85,9 +87,17 @@ void journal_record_outside(const char *module, const char *taint, const char *h
 /* One window's repeated answers of a kind, counted instead of journaled one by one. */
 void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned window_sec);
 
-/* The daemon started: its version, the policy in force, what the kernel enforces, the module tree. */
+/* The daemon started: its version, the policy in force, what the kernel enforces, the module tree,
+ * and whether the kernel is sealed already. */
 void journal_record_started(const char *version, const char *policy_digest, const char *mode,
-                            const char *enforcement, const char *tree);
+                            const char *enforcement, const char *tree, bool sealed);
+
+/* The kernel was sealed (kernel.modules_disabled=1): by a Seal of who, with the modules its final
+ * list named and those whose loads it waited for; or, who NULL, found sealed by someone else. */
+void journal_record_sealed(const Requester *who, char *const *load, char *const *pending);
+
+/* A request refused because the kernel is sealed, or is being sealed. */
+void journal_record_sealed_refusal(const Requester *who, const char *method, bool sealing);
 
 /* A trusted root pinned: its identity now, and what was recorded at its first pin this boot (NULL
  * when this is the first); changed when the two differ. */

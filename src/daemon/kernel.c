@@ -14,6 +14,8 @@
 #include "macro.h"
 #include "strv.h"
 
+#define MODULES_DISABLED "/proc/sys/kernel/modules_disabled"
+
 static const char *const state_table[_MODULE_STATE_MAX] = {
         [MODULE_STATE_ABSENT] = "absent",
         [MODULE_STATE_LIVE] = "live",
@@ -186,4 +188,36 @@ const char *kernel_error_class(int error) {
         default:
                 return "init";
         }
+}
+
+int kernel_modules_disabled(void) {
+        char buf[16];
+        int r;
+
+        r = read_line_at(AT_FDCWD, MODULES_DISABLED, buf, sizeof(buf));
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return strcmp(buf, "1") == 0;
+}
+
+int kernel_disable_modules(void) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+        int r;
+
+        /* The kernel takes only the transition from 0 to 1 (and 1 again); nothing ever writes 0. */
+        fd = open(MODULES_DISABLED, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        n = write(fd, "1\n", 2);
+        if (n < 0)
+                return negative_errno();
+        if (n != 2)
+                return -EIO;
+        r = kernel_modules_disabled();
+        if (r < 0)
+                return r;
+        return r == 1 ? 0 : -EIO;
 }

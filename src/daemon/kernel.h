@@ -5,7 +5,8 @@
 
 #include "compression.h"
 
-/* The kernel boundary: the only code that calls module syscalls or reads /sys/module. */
+/* The kernel boundary: the only code that calls module syscalls, reads /sys/module or touches
+ * kernel.modules_disabled. */
 
 typedef enum ModuleState {
         MODULE_STATE_ABSENT,
@@ -52,3 +53,12 @@ int kernel_loaded_modules(char ***ret);
 /* /sys/module/NAME/taint: the taint flags the module brought (E: unsigned, O: out of tree, ...),
  * "" when none. Returns 0 or -errno. */
 int kernel_module_taint(const char *name, char *buf, size_t size);
+
+/* kernel.modules_disabled: 1 once the kernel is sealed. Returns 1 or 0; 0 too for a kernel without
+ * module support (no such sysctl); or -errno. */
+int kernel_modules_disabled(void);
+
+/* Seals the kernel: writes 1 to kernel.modules_disabled, after which finit_module(2) and
+ * delete_module(2) fail with EPERM for everyone until reboot, and reads it back. Returns 0 or -errno
+ * (-EIO when it does not read 1 afterwards). */
+int kernel_disable_modules(void);

@@ -257,7 +257,9 @@ static void print_config(const Config *c) {
 
         printf("[Load]\nWorkers=%u\n", c->workers);
         print_list("LoadAlone", c->load_alone);
-        printf("\n[Manager]\nIdleExitSec=%llus\n\n[Trust]\n", (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC));
+        printf("\n[Manager]\nIdleExitSec=%llus\nMaxConnections=%u\nMaxConnectionsPerUser=%u\nIdleConnectionSec=%llus\n"
+               "\n[Trust]\n", (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC), c->connections_max,
+               c->connections_per_user_max, (unsigned long long) (c->idle_connection_usec / USEC_PER_SEC));
         print_list("TrustedRoot", c->trusted_roots);
         printf("RequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
         if (evidence_mask_to_string(c->trust.evidence, " ", &evidence) < 0)

@@ -91,12 +91,15 @@ Manager *manager_free(Manager *m) {
 
         sd_event_source_disable_unref(m->idle_timer);
         sd_event_source_disable_unref(m->summary_timer);
-        /* Workers first: a load in progress completes, nothing new starts. */
+        /* Workers first: a load in progress completes, nothing new starts, nothing is sealed. */
+        seal_cancel(m);
         m->scheduler = scheduler_free(m->scheduler);
         manager_free_requests(m);
         m->monitors = monitors_free(m->monitors);
         m->device_info = device_info_free(m->device_info);
+        seal_done(m);
         sd_varlink_server_unref(m->varlink_server);
+        m->connections = connections_free(m->connections);
         resolver_free(m->resolver);
         for (size_t i = 0; i < m->n_roots; i++)
                 trusted_root_free(m->roots[i]);
@@ -325,7 +328,7 @@ static void manager_log_enforcement(Manager *m) {
                 snprintf(tree, sizeof(tree), "unknown");
         r = enforcement_describe("/", &e, &line);
         journal_record_started(PROJECT_VERSION, m->policy_digest, policy_mode_to_string(m->config.policy.mode),
-                               r >= 0 ? line : "unknown", tree);
+                               r >= 0 ? line : "unknown", tree, m->seal.sealed);
         if (r < 0) {
                 log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
                 return;
@@ -413,6 +416,7 @@ int manager_startup(Manager *m) {
         else
                 log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
 
+        (void) seal_startup(m);
         manager_log_enforcement(m);
 
         return manager_varlink_init(m);

@@ -6,6 +6,7 @@
 
 #include "authorize.h"
 #include "chatter.h"
+#include "connections.h"
 #include "history.h"
 #include "module-watch.h"
 #include "monitor.h"
@@ -16,6 +17,7 @@
 #include "macro.h"
 #include "resolver.h"
 #include "scheduler.h"
+#include "seal.h"
 #include "sha256.h"
 #include "stats.h"
 #include "trust.h"
@@ -26,6 +28,7 @@ typedef struct LoadRequest LoadRequest;
 typedef struct Manager {
         sd_event *event;
         sd_varlink_server *varlink_server;
+        Connections *connections;       /* each one watched for silence */
 
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
         Config config;                  /* modgate.conf, with command-line options applied; its policy
@@ -62,6 +65,7 @@ typedef struct Manager {
         Counters counters;              /* what this instance did, for Status */
         Latency latency;                /* of the latest Load calls, arrival to reply */
         uint64_t started_usec;          /* CLOCK_MONOTONIC */
+        SealState seal;
 } Manager;
 
 int manager_new(Manager **ret);

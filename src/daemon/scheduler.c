@@ -738,6 +738,20 @@ void scheduler_state(Scheduler *s, SchedulerState *ret) {
         };
 }
 
+int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {
+        size_t state = 0, n = 0;
+        Job **jobs, *j;
+
+        jobs = calloc(hashmap_size(s->jobs) ?: 1, sizeof(Job *));
+        if (!jobs)
+                return -ENOMEM;
+        while (hashmap_iterate(s->jobs, &state, NULL, (void **) &j))
+                jobs[n++] = job_ref(j);
+        *ret = jobs;
+        *ret_n = n;
+        return 0;
+}
+
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         s->load_alone = names;
 }

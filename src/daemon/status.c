@@ -105,7 +105,8 @@ int manager_status(Manager *m, sd_json_variant **ret) {
                         SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)),
                         SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
                         SD_JSON_BUILD_PAIR_STRING("enforcement", r >= 0 ? enforcement : "unknown"),
-                        SD_JSON_BUILD_PAIR_BOOLEAN("sealed", r >= 0 && e.modules_disabled.value == PROBE_YES),
+                        SD_JSON_BUILD_PAIR_BOOLEAN("sealed", m->seal.sealed ||
+                                                   (r >= 0 && e.modules_disabled.value == PROBE_YES)),
                         SD_JSON_BUILD_PAIR_VARIANT("roots", roots),
                         SD_JSON_BUILD_PAIR_UNSIGNED("uptimeUSec", now_usec() - m->started_usec),
                         SD_JSON_BUILD_PAIR_VARIANT("counters", counters),

@@ -2,9 +2,9 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <systemd/sd-json.h>
 
+#include "connections.h"
 #include "explain.h"
 #include "history.h"
 #include "journal.h"
@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "request.h"
 #include "scheduler.h"
+#include "seal.h"
 #include "status.h"
 #include "strv.h"
 #include "varlink-io.modgate.Manager.h"
@@ -60,7 +61,7 @@ void manager_free_requests(Manager *m) {
                 load_request_free(m->requests);
 }
 
-static int build_module(const ModuleResult *r, sd_json_variant **array) {
+int module_result_build_json(const ModuleResult *r, sd_json_variant **array) {
         return sd_json_variant_append_arraybo(
                         array,
                         SD_JSON_BUILD_PAIR_STRING("name", r->name),
@@ -95,7 +96,7 @@ static int load_request_reply(LoadRequest *req) {
 
         r = sd_json_variant_new_array(&array, NULL, 0);
         for (size_t i = 0; r >= 0 && i < req->n_jobs; i++)
-                r = build_module(job_result(req->jobs[i]), &array);
+                r = module_result_build_json(job_result(req->jobs[i]), &array);
         if (r < 0)
                 return r;
 
@@ -579,6 +580,8 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (r <= 0)
                 return r;
         manager_record_request(m, "Load", &who);
+        if (seal_refuses(m))
+                return seal_refuse(m, link, &who, "Load");
 
         r = load_judge_key(m, link, &p, &who);
         if (r <= 0)
@@ -753,6 +756,8 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         if (r <= 0)
                 return r;
         manager_record_request(userdata, "Unload", &who);
+        if (seal_refuses(userdata))
+                return seal_refuse(userdata, link, &who, "Unload");
 
         return unload(userdata, link, &who, name);
 }
@@ -923,21 +928,99 @@ static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_v
         return r;
 }
 
-static void on_disconnect(sd_varlink_server *s, sd_varlink *link, void *userdata) {
-        Manager *m = userdata;
-
-        monitors_forget(m->monitors, link);
+static void plans_free(Plan **plans, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                plan_free(plans[i]);
+        free(plans);
 }
 
-/* Every connection is an fd, and so is every module file a worker opens: stay below the fd limit,
- * or accepting fails and sd-varlink stops listening. */
-static unsigned connections_max(Manager *m) {
-        struct rlimit rl;
-        rlim_t spare = 64 + 2 * (rlim_t) m->config.workers;
+/* Seal's final list, each name judged as a Load of it is (DenyRequest=, the index, the policy), before
+ * anything loads: the first refusal is the Seal's reply, and nothing is sealed. Returns 1 with a plan
+ * of our own per name, else the reply's result. */
+static int seal_judge(Manager *m, sd_varlink *link, const Requester *caller, char **names, Plan ***ret) {
+        size_t n = strv_length(names), i;
+        Plan **plans;
+        int r = 1;
 
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= spare * 2)
-                return 16;
-        return (unsigned) MIN(rl.rlim_cur - spare, (rlim_t) VARLINK_CONNECTIONS_MAX);
+        plans = calloc(n ?: 1, sizeof(Plan *));
+        if (!plans)
+                return -ENOMEM;
+        for (i = 0; r > 0 && i < n; i++) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
+                LoadParameters p = { .name = names[i], .context = { .source = SOURCE_ADMIN, .seqnum = -1 } };
+                Requester who = *caller;
+                const Plan *plan = NULL;
+                Plan *owned = NULL;
+
+                who.name = names[i];
+                r = load_judge_key(m, link, &p, &who);
+                if (r > 0)
+                        r = load_plan(m, link, &p, &who, &plan, &owned);
+                if (r > 0)
+                        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
+                /* A plan of the index's may go when the next name refreshes it: keep a copy. */
+                if (r > 0 && !owned) {
+                        _cleanup_free_ bool *none = calloc(plan->n_specs ?: 1, sizeof(bool));
+
+                        r = none ? plan_filter(plan, none, &owned) : -ENOMEM;
+                        if (r >= 0)
+                                r = 1;
+                }
+                plans[i] = owned;
+        }
+        if (r <= 0) {
+                plans_free(plans, i);
+                return r;
+        }
+        *ret = plans;
+        return 1;
+}
+
+static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                          void *userdata) {
+        static const sd_json_dispatch_field table[] = {
+                { "load", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, SD_JSON_NULLABLE },
+                {}
+        };
+        _cleanup_(peer_identity_done) PeerIdentity peer = {};
+        _cleanup_strv_free_ char **names = NULL;
+        Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
+        Manager *m = userdata;
+        Plan **plans = NULL;
+        size_t n;
+        int r;
+
+        manager_touch(m);
+        r = sd_varlink_dispatch(link, parameters, table, &names);
+        if (r != 0)
+                return r;
+        n = strv_length(names);
+        if (n > SEAL_LOAD_MAX) {
+                char reason[64];
+
+                snprintf(reason, sizeof(reason), "the final list names more than %u modules", SEAL_LOAD_MAX);
+                return reply_invalid(link, "InvalidRequest", SD_JSON_BUILD_PAIR_STRING("reason", reason));
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!module_name_is_valid(names[i]))
+                        return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", names[i]));
+
+        r = peer_identify(link, &peer);
+        if (r < 0)
+                return r;
+        requester_set_peer(&who, &peer);
+        r = check_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_SEAL }, &who, "Seal");
+        if (r <= 0)
+                return r;
+        if (seal_refuses(m))
+                return seal_refuse(m, link, &who, "Seal");
+
+        r = seal_judge(m, link, &who, names, &plans);
+        if (r <= 0)
+                return r;
+        r = seal_start(m, link, flags, &who, names, plans, n);
+        plans_free(plans, n);
+        return r;
 }
 
 int manager_varlink_init(Manager *m) {
@@ -953,8 +1036,9 @@ int manager_varlink_init(Manager *m) {
         sd_varlink_server_set_userdata(s, m);
         (void) sd_varlink_server_set_description(s, "modgated");
         (void) sd_varlink_server_set_info(s, "modgate", "modgate", PROJECT_VERSION, NULL);
-        (void) sd_varlink_server_set_connections_max(s, connections_max(m));
-        (void) sd_varlink_server_set_connections_per_uid_max(s, connections_max(m));
+        r = manager_connections_init(m, s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the connection limits: %m");
 
         r = sd_varlink_server_add_interface(s, &vl_interface_io_modgate_Manager);
         if (r < 0)
@@ -969,13 +1053,10 @@ int manager_varlink_init(Manager *m) {
                         "io.modgate.Manager.Describe", vl_method_describe,
                         "io.modgate.Manager.Reload", vl_method_reload,
                         "io.modgate.Manager.Status", vl_method_status,
-                        "io.modgate.Manager.Monitor", vl_method_monitor);
+                        "io.modgate.Manager.Monitor", vl_method_monitor,
+                        "io.modgate.Manager.Seal", vl_method_seal);
         if (r < 0)
                 return log_error_errno(r, "Failed to bind varlink methods: %m");
-
-        r = sd_varlink_server_bind_disconnect(s, on_disconnect);
-        if (r < 0)
-                return log_error_errno(r, "Failed to bind the varlink disconnect handler: %m");
 
         if (m->listen_address) {
                 r = sd_varlink_server_listen_address(s, m->listen_address, 0600);

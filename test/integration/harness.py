@@ -367,6 +367,38 @@ def copy_tree(src, dst):
     shutil.copytree(src, dst, symlinks=True)
 
 
+MODULES_DISABLED = "/proc/sys/kernel/modules_disabled"
+
+
+def fake_modules_disabled(workdir, value="0"):
+    """A regular file bound over /proc/sys/kernel/modules_disabled in this mount namespace, read by the
+    shim and the daemon as the kernel's sysctl; the daemon's Seal writes 1 to it. A kernel without
+    module support (this host's) has no such sysctl: a copy of /proc/sys/kernel as it reads now is
+    bound over that directory first, to give the file its place. Returns the file."""
+    if not os.path.exists(MODULES_DISABLED):
+        copy = os.path.join(workdir, "proc-sys-kernel")
+        for dirpath, dirnames, filenames in os.walk("/proc/sys/kernel"):
+            target = os.path.join(copy, os.path.relpath(dirpath, "/proc/sys/kernel"))
+            os.makedirs(target, exist_ok=True)
+            for name in filenames:
+                try:
+                    with open(os.path.join(dirpath, name), "rb") as f:
+                        data = f.read()
+                except OSError:
+                    continue        # write-only, or not for us to read: not there in the copy
+                with open(os.path.join(target, name), "wb") as f:
+                    f.write(data)
+        with open(os.path.join(copy, "modules_disabled"), "w") as f:
+            f.write("0\n")
+        run("mount", "--bind", copy, "/proc/sys/kernel")
+    path = os.path.join(workdir, "modules_disabled")
+    with open(path, "w") as f:
+        f.write(value + "\n")
+    os.chmod(path, 0o644)
+    run("mount", "--bind", path, MODULES_DISABLED)
+    return path
+
+
 # Helpers for the request scenarios (test-requests.py): configuration mounted before a daemon starts,
 # the machine's own modaliases and modprobe's answer for them, many clients at once, and the shim's
 # timestamps.

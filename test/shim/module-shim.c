@@ -5,7 +5,9 @@
  * the module state in /sys/module (a private tmpfs in the test's mount namespace) and answers as
  * Linux 6.12 does (kernel/module/main.c, kernel/module/decompress.c), in the kernel's order:
  *
- *  finit_module   - flags other than MODULE_INIT_COMPRESSED_FILE: EINVAL. The kernel refuses unknown
+ *  finit_module   - /proc/sys/kernel/modules_disabled reads 1: EPERM, before anything else, as
+ *                   may_init_module() (the test binds a file of its own there).
+ *                 - flags other than MODULE_INIT_COMPRESSED_FILE: EINVAL. The kernel refuses unknown
  *                   flags so; the shim also refuses MODULE_INIT_IGNORE_MODVERSIONS and
  *                   MODULE_INIT_IGNORE_VERMAGIC, which the kernel takes: modgate must never pass
  *                   them, and this deliberate strictness makes a test fail if it does.
@@ -29,7 +31,8 @@
  *                 an empty holders/, runs the module's init (the delay below) and makes it "live".
  *                 The kernel takes the name from .modinfo; the shim from the file name.
  *  init_module    is recorded and fails with ENOSYS: modgated must never call it.
- *  delete_module  - a name that is not in /sys/module (or a builtin's directory): ENOENT.
+ *  delete_module  - /proc/sys/kernel/modules_disabled reads 1: EPERM, before anything else.
+ *                 - a name that is not in /sys/module (or a builtin's directory): ENOENT.
  *                 - flags with O_TRUNC (a forced unload): EINVAL. Another deliberate strictness: a
  *                   kernel with CONFIG_MODULE_FORCE_UNLOAD would force it; modgate must never ask.
  *                 - entries in /sys/module/NAME/holders/: EWOULDBLOCK.
@@ -82,6 +85,7 @@
 #include <unistd.h>
 
 #define SYS_MODULE "/sys/module"
+#define MODULES_DISABLED "/proc/sys/kernel/modules_disabled"
 #define MODULE_NAME_LEN 56      /* the kernel's: 64 - sizeof(unsigned long) */
 #define COMING_POLL_USEC (10U * 1000U)
 #define COMING_WAIT_MAX_NSEC (60ULL * 1000000000ULL)
@@ -295,6 +299,13 @@ static void remove_tree(const char *path) {
         (void) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A sealed kernel refuses both calls to everyone, capability or not. */
+static int check_sealed(void) {
+        char value[16];
+
+        return read_line(MODULES_DISABLED, value, sizeof(value)) >= 0 && strcmp(value, "1") == 0 ? -EPERM : 0;
+}
+
 static int check_flags(long flags) {
         return (flags & ~(long) MODULE_INIT_COMPRESSED_FILE) ? -EINVAL : 0;
 }
@@ -455,7 +466,9 @@ static long fake_finit_module(int fd, const char *params, long flags) {
                 name_from_path(path, name, sizeof(name));
         }
 
-        r = check_flags(flags);
+        r = check_sealed();
+        if (r >= 0)
+                r = check_flags(flags);
         if (r >= 0 && !open_fd)
                 r = -EBADF;
         if (r >= 0)
@@ -544,7 +557,11 @@ static void module_take_reference(const char *name) {
 /* In the order of the kernel's delete_module(). */
 static int module_delete(const char *name, long flags) {
         State s;
+        int r;
 
+        r = check_sealed();
+        if (r < 0)
+                return r;
         if (!name_is_valid(name))
                 return -ENOENT;
         if (flags & O_TRUNC)

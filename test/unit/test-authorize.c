@@ -166,6 +166,25 @@ TEST(reload) {
         check_refused(&root, &r, "pid 101 (foo.service) lacks CAP_SYS_MODULE");
 }
 
+/* Seal stops every load until reboot: the capability, and never udevd without it, whatever it asks. */
+TEST(seal) {
+        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true, .unit = (char *) "session-1.scope" };
+        PeerIdentity root = { .known = true, .pid = 101, .unit = (char *) "foo.service" };
+        PeerIdentity nested = { .known = true, .pid = 102, .other_userns = true, .unit = (char *) "box.service" };
+        PeerIdentity udevd = { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT, .system_unit = true };
+        PeerIdentity gone = { .pid = 103, .cap_sys_module = true };
+        AuthRequest r = { .method = AUTH_SEAL };
+
+        check_allowed(&admin, &r);
+        check_refused(&root, &r, "pid 101 (foo.service) lacks CAP_SYS_MODULE");
+        check_refused(&nested, &r, "pid 102 (box.service) lacks CAP_SYS_MODULE in the initial user namespace");
+        check_refused(&udevd, &r, "udevd may only load modules without CAP_SYS_MODULE");
+        r = (AuthRequest) { .method = AUTH_SEAL, .source_given = true, .source = SOURCE_UDEV,
+                            .devpath = "/devices/x", .device_exists = true };
+        check_refused(&udevd, &r, "udevd may only load modules without CAP_SYS_MODULE");
+        check_refused(&gone, &r, "the caller's identity cannot be read (it has exited, or is not a process)");
+}
+
 /* Reporting needs no capability: root, or a member of ReadGroup=, by primary or supplementary group. */
 TEST(read) {
         PeerIdentity root = { .known = true, .pid = 100, .uid = 0 };
@@ -244,6 +263,7 @@ int main(void) {
         RUN(source_claims);
         RUN(udevd_without_capability);
         RUN(reload);
+        RUN(seal);
         RUN(read);
         RUN(cgroup);
         RUN(unit_names_are_not_credentials);

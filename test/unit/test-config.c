@@ -176,6 +176,31 @@ TEST(idle_exit) {
         }
 }
 
+/* The connection caps: counts within 1..65536, an idle time span like IdleExitSec=. */
+TEST(connections) {
+        _cleanup_(config_done) Config c = {};
+
+        parse_ok(&c, "[Manager]\nMaxConnections=100\nMaxConnectionsPerUser=10\nIdleConnectionSec=2min\n");
+        check(c.connections_max == 100 && c.connections_per_user_max == 10);
+        check(c.idle_connection_usec == 2 * USEC_PER_MINUTE);
+        config_done(&c);
+        parse_ok(&c, "[Manager]\nMaxConnections=65536\nMaxConnectionsPerUser=1\nIdleConnectionSec=infinity\n"
+                     "MaxConnections=\n");
+        check(c.connections_max == CONFIG_CONNECTIONS_MAX_DEFAULT && c.connections_per_user_max == 1);
+        check(c.idle_connection_usec == 0);
+        config_done(&c);
+        parse_ok(&c, "[Manager]\nIdleConnectionSec=0\nIdleConnectionSec=\n");
+        check(c.idle_connection_usec == CONFIG_IDLE_CONNECTION_USEC_DEFAULT);
+
+        check_error("[Manager]\nMaxConnections=0\n", -EINVAL,
+                    "modgate.conf:2: MaxConnections=0 is out of range 1..65536");
+        check_error("[Manager]\nMaxConnectionsPerUser=65537\n", -EINVAL,
+                    "modgate.conf:2: MaxConnectionsPerUser=65537 is out of range 1..65536");
+        check_error("[Manager]\nMaxConnections=many\n", -EINVAL, "modgate.conf:2: MaxConnections=many is not a number");
+        check_error("[Manager]\nIdleConnectionSec=soon\n", -EINVAL,
+                    "modgate.conf:2: IdleConnectionSec=soon is not a time span (such as 30s, 5min, infinity)");
+}
+
 TEST(booleans) {
         static const char *const yes[] = { "yes", "true", "1", "on", "YES", "True" };
         static const char *const no[] = { "no", "false", "0", "off", "NO", "False" };
@@ -973,6 +998,8 @@ static void check_defaults(const Config *c) {
         check(c->workers == CONFIG_WORKERS_DEFAULT);
         check(strv_length(c->load_alone) == 0);
         check(c->idle_exit_usec == CONFIG_IDLE_EXIT_USEC_DEFAULT);
+        check(c->connections_max == 4096 && c->connections_per_user_max == 1024);
+        check(c->idle_connection_usec == 60 * USEC_PER_SEC);
         check(strv_length(c->trusted_roots) == 0);
         check(c->require_superblock_ro);
         check(c->trust.evidence == EVIDENCE_DEFAULT && config_evidence(c) == EVIDENCE_DEFAULT);
@@ -1025,7 +1052,7 @@ TEST(example_file_documents_defaults) {
         parse_ok(&a, text);
         check_defaults(&a);
         uncommented = uncomment_settings(text, &n);
-        check(n == 17);
+        check(n == 20);
         parse_ok(&b, uncommented);
         check_defaults(&b);
 }
@@ -1038,6 +1065,7 @@ int main(void) {
         RUN(lists_accumulate_and_reset);
         RUN(module_names);
         RUN(idle_exit);
+        RUN(connections);
         RUN(booleans);
         RUN(tolerated_syntax);
         RUN(value_errors);

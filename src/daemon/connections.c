@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "connections.h"
+#include "hashmap.h"
+#include "log.h"
+#include "manager.h"
+
+/* A connection watched for silence. sd-varlink reads what the client sends and says nothing of it:
+ * a duplicate of the socket, watched edge-triggered, is woken by each arrival without taking any of
+ * it. */
+typedef struct Connection {
+        Connections *owner;
+        sd_varlink *link;
+        int fd;
+        sd_event_source *input;
+        sd_event_source *timer;
+        uint64_t last_input_usec;       /* CLOCK_MONOTONIC */
+        bool in_call;                   /* a call was in flight at the last look */
+} Connection;
+
+struct Connections {
+        sd_event *event;
+        uint64_t idle_usec;
+        Hashmap *by_link;               /* "%p" of the link → Connection */
+};
+
+static void connection_free(void *p) {
+        Connection *c = p;
+
+        if (!c)
+                return;
+        sd_event_source_disable_unref(c->input);
+        sd_event_source_disable_unref(c->timer);
+        safe_close(c->fd);
+        sd_varlink_unref(c->link);
+        free(c);
+}
+
+Connections *connections_free(Connections *cs) {
+        if (!cs)
+                return NULL;
+        hashmap_free(cs->by_link);
+        sd_event_unref(cs->event);
+        free(cs);
+        return NULL;
+}
+
+static void link_key(sd_varlink *link, char key[static 32]) {
+        snprintf(key, 32, "%p", (void *) link);
+}
+
+/* A call the client waits for (a Load in progress, a Monitor) is no silence of its own. */
+static bool link_in_call(sd_varlink *link) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *p = NULL;
+
+        return sd_varlink_get_current_parameters(link, &p) >= 0;
+}
+
+static int connection_arm(Connection *c, uint64_t when) {
+        int r;
+
+        r = sd_event_source_set_time(c->timer, when);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
+}
+
+static int on_input(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Connection *c = userdata;
+
+        c->last_input_usec = now_usec();
+        return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Connection *c = userdata;
+        uint64_t idle = c->owner->idle_usec, now = now_usec();
+        pid_t pid = 0;
+        uid_t uid = (uid_t) -1;
+
+        if (link_in_call(c->link)) {
+                /* Looked at again soon after, so that the silence is counted from about the reply. */
+                c->in_call = true;
+                return connection_arm(c, now + MAX(idle / 4, USEC_PER_SEC / 10));
+        }
+        if (c->in_call) {
+                c->in_call = false;
+                c->last_input_usec = now;
+        }
+        if (now < c->last_input_usec + idle)
+                return connection_arm(c, c->last_input_usec + idle);
+
+        (void) sd_varlink_get_peer_pid(c->link, &pid);
+        (void) sd_varlink_get_peer_uid(c->link, &uid);
+        log_info("Closing the connection of pid %d (uid %u): nothing sent for %llu s, and no call in flight.",
+                 (int) pid, (unsigned) uid, (unsigned long long) (idle / USEC_PER_SEC));
+        /* The disconnect callback frees c. */
+        (void) sd_varlink_close(c->link);
+        return 0;
+}
+
+static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdata) {
+        Connections *cs = ((Manager *) userdata)->connections;
+        Connection *c;
+        char key[32];
+        int fd, r;
+
+        if (!cs || cs->idle_usec == 0)
+                return 0;
+        fd = sd_varlink_get_fd(link);
+        if (fd < 0)
+                return fd;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (Connection) { .owner = cs, .link = sd_varlink_ref(link), .last_input_usec = now_usec() };
+        c->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        r = c->fd < 0 ? negative_errno() : 0;
+        if (r >= 0)
+                r = sd_event_add_io(cs->event, &c->input, c->fd, EPOLLIN | EPOLLET, on_input, c);
+        if (r >= 0)
+                r = sd_event_add_time(cs->event, &c->timer, CLOCK_MONOTONIC, c->last_input_usec + cs->idle_usec,
+                                      USEC_PER_SEC / 10, on_timer, c);
+        link_key(link, key);
+        if (r >= 0)
+                r = hashmap_put(cs->by_link, key, c);
+        if (r < 0) {
+                /* sd-varlink hangs up on the client: an fd more is what every connection costs here. */
+                connection_free(c);
+                return log_warning_errno(r, "Failed to watch a new connection, closing it: %m");
+        }
+        return 0;
+}
+
+static void on_disconnect(sd_varlink_server *server, sd_varlink *link, void *userdata) {
+        Manager *m = userdata;
+        Connections *cs = m->connections;
+        char key[32];
+
+        /* A Monitor call ends with its connection. */
+        monitors_forget(m->monitors, link);
+        if (!cs)
+                return;
+        link_key(link, key);
+        connection_free(hashmap_remove(cs->by_link, key));
+}
+
+/* Every connection is an fd, and one more while connections are watched for silence; so is every
+ * module file a worker opens: stay below the fd limit, or accepting fails and sd-varlink stops
+ * listening. */
+static unsigned fd_budget(const Config *config) {
+        rlim_t spare = 64 + 2 * (rlim_t) config->workers, per = config->idle_connection_usec > 0 ? 2 : 1;
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= spare * 2)
+                return 16;
+        return (unsigned) MIN((rl.rlim_cur - spare) / per, (rlim_t) CONFIG_CONNECTIONS_LIMIT);
+}
+
+int manager_connections_init(Manager *m, sd_varlink_server *s) {
+        const Config *config = &m->config;
+        unsigned total, per_user;
+        Connections *cs;
+        int r;
+
+        /* A quarter stays for the others when one uid holds its whole share: root is served while a
+         * reader's client hangs on to what it may. */
+        total = MIN(config->connections_max, fd_budget(config));
+        per_user = MIN(config->connections_per_user_max, total > 1 ? total - MAX(total / 4, 1u) : 1u);
+        if (total < config->connections_max || per_user < config->connections_per_user_max)
+                log_notice("At most %u connections, %u per user: MaxConnections=%u and MaxConnectionsPerUser=%u "
+                           "are more than the fd limit (%u) leaves, or than three quarters of the connections.",
+                           total, per_user, config->connections_max, config->connections_per_user_max,
+                           fd_budget(config));
+        r = sd_varlink_server_set_connections_max(s, total);
+        if (r >= 0)
+                r = sd_varlink_server_set_connections_per_uid_max(s, per_user);
+        if (r < 0)
+                return r;
+
+        cs = calloc(1, sizeof(*cs));
+        if (!cs)
+                return -ENOMEM;
+        cs->event = sd_event_ref(m->event);
+        cs->idle_usec = config->idle_connection_usec;
+        cs->by_link = hashmap_new(connection_free);
+        if (!cs->by_link) {
+                connections_free(cs);
+                return -ENOMEM;
+        }
+        m->connections = cs;
+
+        r = sd_varlink_server_bind_connect(s, on_connect);
+        if (r >= 0)
+                r = sd_varlink_server_bind_disconnect(s, on_disconnect);
+        if (r < 0)
+                return r;
+        log_debug("Connections: at most %u, %u per user, idle ones closed after %llu ms.", total, per_user,
+                  (unsigned long long) (cs->idle_usec / USEC_PER_MSEC));
+        return 0;
+}
