@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
@@ -72,6 +73,7 @@ int manager_new(Manager **ret) {
         if (r < 0)
                 return r;
         m->started_usec = now_usec();
+        m->running_fd = -EBADF;
         m->summary_since_usec = now_usec();
         r = sd_event_add_time_relative(m->event, &m->summary_timer, CLOCK_MONOTONIC, CHATTER_WINDOW_USEC,
                                        USEC_PER_SEC, on_summary_timer, m);
@@ -108,6 +110,7 @@ Manager *manager_free(Manager *m) {
         udev_rule_names_free(m->udev_rule_names, m->n_udev_rule_names);
         free(m->probe_address);
         free(m->runtime_dir);
+        safe_close(m->running_fd);
         sd_event_unref(m->event);
         /* What was counted and not yet summarized is summarized, on the way out too. */
         manager_write_summaries(m);
@@ -340,10 +343,29 @@ static void manager_log_enforcement(Manager *m) {
                 log_info("Kernel enforcement: %s.", line);
 }
 
+/* Held until exit: whoever asks can tell a running daemon from a socket waiting for activation. */
+static void manager_lock_running(Manager *m) {
+        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
+
+        if (!m->runtime_dir)
+                return;
+        dir = open(m->runtime_dir, O_DIRECTORY | O_PATH | O_CLOEXEC);
+        if (dir >= 0)
+                fd = openat(dir, RUNTIME_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+        if (fd < 0 || flock(fd, LOCK_SH) < 0) {
+                log_warning_errno(errno, "Failed to lock %s/%s, modgate-modprobe cannot tell that modgated runs: %m",
+                                  m->runtime_dir, RUNTIME_LOCK);
+                return;
+        }
+        m->running_fd = TAKE_FD(fd);
+}
+
 int manager_startup(Manager *m) {
         unsigned skipped = 0;
         char index_dir[64];
         int r;
+
+        manager_lock_running(m);
 
         r = manager_pin_roots(m);
         if (r < 0)

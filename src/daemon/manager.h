@@ -65,8 +65,14 @@ typedef struct Manager {
         Counters counters;              /* what this instance did, for Status */
         Latency latency;                /* of the latest Load calls, arrival to reply */
         uint64_t started_usec;          /* CLOCK_MONOTONIC */
+        int running_fd;                 /* RUNTIME_LOCK, share-locked while this instance runs */
         SealState seal;
 } Manager;
+
+/* Share-locked (flock) by a running modgated, in its RuntimeDirectory=: modgate-modprobe gives up
+ * sooner on a daemon that is not running and does not start, which is what happens when the process
+ * that is waiting for the module is PID 1 itself, the one that would start it. */
+#define RUNTIME_LOCK "running"
 
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);

@@ -22,9 +22,14 @@
 
 /* Kept short: a kernel thread waits, and the kernel's slots for these helpers are few. */
 #define DEFAULT_TIMEOUT_USEC (15 * USEC_PER_SEC)
+/* modgated not running: its socket waits for the service manager to start it. When the process whose
+ * system call needs the module is PID 1 itself, that never happens while this helper waits, so the
+ * wait for a start is shorter than for a load; socket activation takes well under a second. */
+#define DEFAULT_START_TIMEOUT_USEC (5 * USEC_PER_SEC)
 
 static bool arg_quiet = false;
 static uint64_t arg_timeout_usec = DEFAULT_TIMEOUT_USEC;
+static uint64_t arg_start_timeout_usec = DEFAULT_START_TIMEOUT_USEC;
 static const char *arg_address = NULL;
 
 /* Like modprobe, every message names the program: it may end up in the kernel log. */
@@ -38,6 +43,9 @@ static void help(void) {
                "  -q --quiet            Say nothing when no module matches NAME\n"
                "  -v --verbose          Say what was loaded\n"
                "     --timeout=SEC      Wait at most this long for modgated (default: 15s)\n"
+               "     --start-timeout=SEC\n"
+               "                        When modgated is not running, wait at most this long\n"
+               "                        for it to start (default: 5s)\n"
                "     --address=PATH     Talk to modgated on this socket\n"
                "                        (default: " MODGATE_VARLINK_ADDRESS ")\n",
                program_invocation_short_name);
@@ -73,6 +81,7 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
         enum {
                 ARG_VERSION = 0x100,
                 ARG_TIMEOUT,
+                ARG_START_TIMEOUT,
                 ARG_ADDRESS,
         };
         static const struct option options[] = {
@@ -81,6 +90,7 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
                 { "quiet", no_argument, NULL, 'q' },
                 { "verbose", no_argument, NULL, 'v' },
                 { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "start-timeout", required_argument, NULL, ARG_START_TIMEOUT },
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 {}
         };
@@ -105,6 +115,11 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
                         r = parse_timeout(optarg, &arg_timeout_usec);
                         if (r < 0)
                                 return log_error_errno(r, TAG "Invalid --timeout= value: %s", optarg);
+                        break;
+                case ARG_START_TIMEOUT:
+                        r = parse_timeout(optarg, &arg_start_timeout_usec);
+                        if (r < 0)
+                                return log_error_errno(r, TAG "Invalid --start-timeout= value: %s", optarg);
                         break;
                 case ARG_ADDRESS:
                         arg_address = optarg;
@@ -195,6 +210,7 @@ static int run(int argc, char *argv[]) {
                                       .address = arg_address,
                                       .timeout_usec = arg_timeout_usec,
                                       .max_parallel = 1,
+                                      .start_timeout_usec = arg_start_timeout_usec,
                               },
                               &req, 1);
         if (r < 0)

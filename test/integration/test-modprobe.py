@@ -4,7 +4,9 @@
 PATH): argument forms, names refused before any connection, exit codes, against a stand-in daemon
 and then end to end against the real modgated."""
 
+import fcntl
 import os
+import shutil
 import sys
 import tempfile
 
@@ -145,6 +147,52 @@ def main():
             dying.stop()
         assert res.returncode == 1, res
 
+    def case_start_timeout():
+        # A daemon that is not running (nothing holds /run/modgated/running) and does not start is
+        # given up on after --start-timeout, not --timeout: the caller may be PID 1, which would start
+        # it. One that runs gets the whole --timeout.
+        lock = "/run/modgated/running"
+        os.makedirs(os.path.dirname(lock), exist_ok=True)
+        if os.path.exists(lock):
+            os.unlink(lock)
+        silent = h.FakeModgated("/run/modgate/silent-start.sock", lambda msg: None)
+        try:
+            res = modprobe("--address=/run/modgate/silent-start.sock", "--timeout=10", "--start-timeout=1",
+                           "-q", "--", "fs-erofs", timeout=30)
+            assert res.returncode == 1 and 0.9 <= res.elapsed < 2.5, res
+            assert "modgated was not running and did not start within 1000 ms" in res.stderr, res
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            try:
+                res = modprobe("--address=/run/modgate/silent-start.sock", "--timeout=3", "--start-timeout=1",
+                               "-q", "--", "fs-erofs", timeout=30)
+            finally:
+                os.close(fd)
+            assert res.returncode == 1 and 2.9 <= res.elapsed < 5, res
+            assert "did not answer in time" in res.stderr, res
+        finally:
+            silent.stop()
+        # modgated itself holds the lock while it runs, in its RUNTIME_DIRECTORY.
+        d = h.Daemon(work, "lock", trusted, extra_env={"RUNTIME_DIRECTORY": os.path.dirname(lock)})
+        try:
+            assert d.activate(), d.stderr_text()
+            fd = os.open(lock, os.O_RDONLY)
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    raise AssertionError("modgated does not hold %s" % lock)
+                except BlockingIOError:
+                    pass
+            finally:
+                os.close(fd)
+            h.assert_clean_exit(d)
+            fd = os.open(lock, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)      # free once it exited
+            os.close(fd)
+        finally:
+            d.stop()
+            shutil.rmtree(os.path.dirname(lock), ignore_errors=True)
+
     # The real daemon.
     tree = h.kernel_tree()
     trusted = h.mount_trusted_tree(tree, work)
@@ -196,6 +244,8 @@ def main():
     t.case("end to end: run by a process, not the kernel, its fs- and net-pf- requests are refused as a false "
            "claim and journaled as such; the aliases load for an administrator", case_real_alias)
     t.case("end to end: the claim is refused before anything is resolved, without a syscall", case_real_not_found)
+    t.case("a daemon that is not running and does not start is given up on after --start-timeout; modgated "
+           "holds the lock that says it runs", case_start_timeout)
 
     fake.stop()
     t.case("the daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",

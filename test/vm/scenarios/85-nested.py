@@ -114,6 +114,37 @@ def test_stall_bound(vm):
     assert idle < HELPER_TIMEOUT_S / 3, idle
 
 
+VSOCK_UNIT = "modgate-vm-vsock"
+START_TIMEOUT_S = 5             # modgate-modprobe's --start-timeout default
+
+
+def test_pid1_stall(vm):
+    """PID 1's own request_module() while modgated is idle stalls PID 1 for the helper's start timeout, not its whole timeout"""
+    # A socket unit of an address family whose module is not loaded: PID 1 itself calls socket(AF_VSOCK),
+    # the kernel runs modgate-modprobe, whose connection waits in modgated.socket for PID 1 to start
+    # modgated, which it cannot while it waits in socket().
+    assert guest.live_modules(vm)["vsock"] == 0, "vsock is loaded already"
+    vm.sh("cat >/run/systemd/system/%s.socket <<EOF\n[Socket]\nListenStream=vsock::1234\nEOF\n"
+          "cat >/run/systemd/system/%s.service <<EOF\n[Service]\nExecStart=/bin/sleep infinity\nEOF\n"
+          "systemctl daemon-reload; systemctl stop modgated.service" % (VSOCK_UNIT, VSOCK_UNIT))
+    assert vm.sh("systemctl show -P ActiveState modgated.socket").out.strip() == "active"
+    start = mark(vm)
+    r = vm.sh("t=$(date +%%s%%N); systemctl start %s.socket; echo $? $(( ($(date +%%s%%N) - t) / 1000000 ))"
+              % VSOCK_UNIT, check=False, timeout=90)
+    rc, ms = (int(x) for x in r.out.split())
+    said = [e.get("MESSAGE", "") for e in vm.journal("_BOOT_ID=" + vm.boot_id, "SYSLOG_IDENTIFIER=modgate-modprobe")
+            if int(e["__MONOTONIC_TIMESTAMP"]) >= start] + \
+        [e.get("MESSAGE", "") for e in vm.journal("_BOOT_ID=" + vm.boot_id, "_TRANSPORT=kernel")
+         if "modgate-modprobe" in e.get("MESSAGE", "") and int(e["__MONOTONIC_TIMESTAMP"]) >= start]
+    print("# PID 1 waited %.2f s in socket(AF_VSOCK) with modgated idle (systemctl start exit %d)" % (ms / 1000, rc))
+    assert ms < (START_TIMEOUT_S + 4) * 1000, (ms, said)
+    assert any("did not start within %d ms" % (START_TIMEOUT_S * 1000) in m for m in said), said
+    # Once PID 1 is free it starts modgated for the connection that waited, which is still recorded.
+    vm.sh("for i in $(seq 100); do systemctl -q is-active modgated.service && break; sleep 0.1; done")
+
+
 def cleanup(vm):
     vm.sh("rm -f %s; systemctl start modgated.socket; systemctl restart modgated.service" % DROPIN, check=False)
     vm.sh("rmmod %s wp512 minix 2>/dev/null" % OUTER, check=False)
+    vm.sh("systemctl stop %s.socket %s.service; rm -f /run/systemd/system/%s.*; systemctl daemon-reload"
+          % (VSOCK_UNIT, VSOCK_UNIT, VSOCK_UNIT), check=False)
