@@ -3,10 +3,8 @@
 
 #include "manager.h"
 
-/* Caps on what clients can make the daemon hold. */
-/* Caps on what clients can make the daemon hold (connections: connections.h). Every client is root
- * (the socket is 0600 and the server takes root only); at boot udev and the kernel's helper ask many
- * at once. */
+/* Load calls waiting for their modules at once (Busy beyond); connections are capped in
+ * connections.h. At boot udev and the kernel's helper ask many at once. */
 #define REQUESTS_MAX 8192U
 
 int manager_varlink_init(Manager *m);
