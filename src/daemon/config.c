@@ -228,12 +228,13 @@ static int parse_workers(ParseState *s, const char *key, const char *value) {
         return 0;
 }
 
-static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
+/* A time span, where "infinity" and 0 both mean never; empty: def. */
+static int parse_span_or_never(ParseState *s, const char *key, const char *value, uint64_t def, uint64_t *ret) {
         uint64_t v;
         int r;
 
         if (value[0] == '\0') {
-                s->config->idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT;
+                *ret = def;
                 return 0;
         }
         r = parse_timespan(value, &v);
@@ -242,8 +243,12 @@ static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
         if (r < 0)
                 return parse_error(s, -EINVAL, "%s=%s is not a time span (such as 30s, 5min, infinity)",
                                    key, value);
-        s->config->idle_exit_usec = v == USEC_INFINITY ? 0 : v;
+        *ret = v == USEC_INFINITY ? 0 : v;
         return 0;
+}
+
+static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
+        return parse_span_or_never(s, key, value, CONFIG_IDLE_EXIT_USEC_DEFAULT, &s->config->idle_exit_usec);
 }
 
 /* A number of connections, 1..CONFIG_CONNECTIONS_LIMIT; empty: def. */
@@ -274,21 +279,8 @@ static int parse_connections_per_user_max(ParseState *s, const char *key, const 
 }
 
 static int parse_idle_connection(ParseState *s, const char *key, const char *value) {
-        uint64_t v;
-        int r;
-
-        if (value[0] == '\0') {
-                s->config->idle_connection_usec = CONFIG_IDLE_CONNECTION_USEC_DEFAULT;
-                return 0;
-        }
-        r = parse_timespan(value, &v);
-        if (r == -ERANGE)
-                return parse_error(s, -EINVAL, "%s=%s is out of range", key, value);
-        if (r < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not a time span (such as 30s, 5min, infinity)",
-                                   key, value);
-        s->config->idle_connection_usec = v == USEC_INFINITY ? 0 : v;
-        return 0;
+        return parse_span_or_never(s, key, value, CONFIG_IDLE_CONNECTION_USEC_DEFAULT,
+                                   &s->config->idle_connection_usec);
 }
 
 /* A group's gid by name; a group with many members needs a bigger buffer than the first. */

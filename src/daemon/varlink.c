@@ -230,18 +230,26 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
         return sd_varlink_reply(link, reply);
 }
 
-static int vl_method_list(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
-                          void *userdata) {
+/* A read-only method without parameters: none may be given, and the caller must be a reader. Returns
+ * 1 to go on, else the reply's result. */
+static int dispatch_reader(Manager *m, sd_varlink *link, sd_json_variant *parameters, const char *method) {
         static const sd_json_dispatch_field table[] = { {} };
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *all = NULL;
-        Manager *m = userdata;
         int r;
 
         manager_touch(m);
         r = sd_varlink_dispatch(link, parameters, table, NULL);
         if (r != 0)
                 return r;
-        r = check_reader(m, link, "List", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
+        return check_reader(m, link, method, &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
+}
+
+static int vl_method_list(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                          void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *all = NULL;
+        Manager *m = userdata;
+        int r;
+
+        r = dispatch_reader(m, link, parameters, "List");
         if (r <= 0)
                 return r;
         r = history_list(m->history, &all);
@@ -304,16 +312,11 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
 
 static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                             void *userdata) {
-        static const sd_json_dispatch_field table[] = { {} };
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
         Manager *m = userdata;
         int r;
 
-        manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, table, NULL);
-        if (r != 0)
-                return r;
-        r = check_reader(m, link, "Status", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
+        r = dispatch_reader(m, link, parameters, "Status");
         if (r <= 0)
                 return r;
         r = manager_status(m, &reply);

@@ -23,7 +23,7 @@ BEHIND = "veth"                 # appears in /sys/module as insmod would make it
 NO_CAP = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
 
 
-class Monitor(h.Varlink):
+class Monitor(h.AsyncVarlink):
     """A Monitor call: the first reply is ready, then one reply per event, each with continues."""
 
     def __init__(self, address, parameters=None):
@@ -35,13 +35,7 @@ class Monitor(h.Varlink):
 
     def receive(self, timeout=30):
         self.sock.settimeout(timeout)
-        while b"\0" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("connection closed by the daemon")
-            self.buf += chunk
-        reply, _, self.buf = self.buf.partition(b"\0")
-        return json.loads(reply)
+        return super().receive()
 
     def events(self, until, timeout=30):
         """Events, each with the CLOCK_MONOTONIC ns of its arrival, up to the first for which until()
