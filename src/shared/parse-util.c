@@ -139,7 +139,8 @@ int parse_timespan(const char *s, uint64_t *ret) {
                 *ret = USEC_INFINITY;
                 return 0;
         }
-        if (!is_digit(*s))
+        /* Blanks go between components only: none at either end. */
+        if (!is_digit(*s) || strchr(" \t", s[strlen(s) - 1]))
                 return -EINVAL;
 
         while (*s != '\0') {

@@ -66,7 +66,7 @@ TEST(timespan) {
 TEST(timespan_invalid) {
         static const char *const bad[] = {
                 "", " 5s", "s", "5x", "5 x", "1.5s", "-5s", "5s,", "infinite", "Infinity", "5S", "5sec s",
-                "5µs", "99999999999999999999999x",
+                "5µs", "99999999999999999999999x", "5s ", "5 ", "1min 30s\t",
         };
         static const char *const range[] = {
                 "18446744073709551615us", "99999999999999999999999", "18446744073709551614", "40000000w",
