@@ -4,12 +4,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "request.h"
 #include "udev-context.h"
 
+/* A value the daemon would refuse as context (too long, a control character) would have the whole
+ * request refused: it is left out instead, as one udev did not set. */
 static const char *value(const char *v) {
-        return v && *v && strnlen(v, UDEV_CONTEXT_VALUE_MAX + 1) <= UDEV_CONTEXT_VALUE_MAX ? v : NULL;
+        return v && *v && request_context_string_is_valid(v) ? v : NULL;
 }
 
 int udev_context_build(const char *devpath, const char *subsystem, const char *seqnum, const char *action,
