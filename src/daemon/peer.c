@@ -278,6 +278,38 @@ static int rule_match(const char *line, const char *key, char **ret) {
         return 0;
 }
 
+/* Rewrites text in place into the rules as udev reads them (udev_rule_file_read()), one a line: the
+ * blanks that start a line go, a comment line is skipped, and a line that ends in a backslash goes on
+ * on the next one (one left open at the end of the file is dropped). A rule's matches and its RUN may
+ * be on different lines of the file. */
+static void rule_lines_join(char *text) {
+        char *out = text, *start = text;
+        bool continued = false;
+
+        for (char *p = text; *p;) {
+                size_t n = strcspn(p, "\n"), skip = MIN(strspn(p, " \t\r"), n);
+                const char *line = p + skip;
+                bool newline = p[n] == '\n';
+
+                p += n + newline;
+                if (n > skip && line[0] == '#')
+                        continue;
+                memmove(out, line, n - skip);
+                out += n - skip;
+                continued = out > start && out[-1] == '\\';
+                if (continued)
+                        out--;
+                else {
+                        if (newline)
+                                *out++ = '\n';
+                        start = out;
+                }
+        }
+        if (continued)
+                out = start;
+        *out = '\0';
+}
+
 int peer_udev_rule_names(const char *const *rule_files, UdevRuleName **ret, size_t *ret_n) {
         UdevRuleName *names = NULL;
         size_t n = 0;
@@ -293,6 +325,7 @@ int peer_udev_rule_names(const char *const *rule_files, UdevRuleName **ret, size
                         continue;
                 if (read_full_stream(file, 1024 * 1024, &text, &size) < 0)
                         continue;
+                rule_lines_join(text);
                 for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
                         _cleanup_free_ char *subsystem = NULL, *kernel = NULL;
                         char *p = strstr(line, "/modgate-udev "), *end, *w;
