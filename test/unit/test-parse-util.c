@@ -35,6 +35,10 @@ TEST(unsigned_numbers) {
         check(parse_unsigned("1 ", &u) == -EINVAL);
         check(parse_unsigned("0x10", &u) == -EINVAL);
         check(parse_unsigned("1e3", &u) == -EINVAL);
+        /* Not a number, however large its digits. */
+        check(parse_unsigned("18446744073.709551615", &u) == -EINVAL);
+        check(parse_uint64("18446744073709551616x", &(uint64_t) { 0 }) == -EINVAL);
+        check(parse_uint64("18446744073709551616", &(uint64_t) { 0 }) == -ERANGE);
 }
 
 static uint64_t span(const char *s) {
