@@ -5,25 +5,42 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "macro.h"
 #include "request.h"
 #include "udev-context.h"
 
-/* A value the daemon would refuse as context (too long, a control character) would have the whole
- * request refused: it is left out instead, as one udev did not set. */
-static const char *value(const char *v) {
-        return v && *v && request_context_string_is_valid(v) ? v : NULL;
+/* A value the daemon would refuse as context (too long, a control character), or that JSON cannot carry
+ * (not UTF-8: a device name may be any bytes), would fail the whole request: it is left out instead,
+ * as one udev did not set. */
+static int value(const char **v) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *j = NULL;
+        int r;
+
+        if (!*v || !**v || !request_context_string_is_valid(*v)) {
+                *v = NULL;
+                return 0;
+        }
+        r = sd_json_variant_new_string(&j, *v);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                *v = NULL;
+        return 0;
 }
 
 int udev_context_build(const char *devpath, const char *subsystem, const char *seqnum, const char *action,
                        sd_json_variant **ret) {
+        const char **values[] = { &devpath, &subsystem, &seqnum, &action };
         uint64_t n = 0;
         char *end = NULL;
         bool have_seqnum = false;
+        int r;
 
-        devpath = value(devpath);
-        subsystem = value(subsystem);
-        action = value(action);
-        seqnum = value(seqnum);
+        for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+                r = value(values[i]);
+                if (r < 0)
+                        return r;
+        }
         if (seqnum) {
                 errno = 0;
                 n = strtoull(seqnum, &end, 10);
