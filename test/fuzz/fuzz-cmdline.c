@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "fuzz.h"
+#include "load-client.h"
 #include "module-name.h"
 #include "modules-load-conf.h"
 #include "policy.h"
@@ -104,11 +105,20 @@ static void check_root_hashes(const char *text) {
         }
 }
 
-/* Quotes may keep blanks in a name (which then is no module's), never a comma. */
+/* Quotes may keep blanks in a name (which then is no module's), never a comma. Each is asked for on
+ * its own: one that names no module is refused alone, as an invalid name. */
 static void check_names(char **names, bool quoted) {
         fuzz_assert(strv_length(names) <= MODULES_LOAD_ENTRIES_MAX);
-        for (char **n = names; n && *n; n++)
+        for (char **n = names; n && *n; n++) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
+                LoadRefusal refusal = {};
+                int r;
+
                 fuzz_assert(**n && !strchr(*n, ',') && (quoted || !strpbrk(*n, " \t\n")));
+                r = load_request_parameters(&(LoadRequest) { .name = *n }, USEC_INFINITY, &params, &refusal);
+                fuzz_assert(r == 0 || r == 1 || r == -ENOMEM);
+                fuzz_assert(r != 1 || streq_ptr(refusal.error, "io.modgate.Manager.InvalidName"));
+        }
 }
 
 /* In the initrd both forms count: outside it, the list is the initrd's without rd.modules_load=. */

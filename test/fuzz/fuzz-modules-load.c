@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* A modules-load.d file, as modgate-modules-load reads it: one module per line, '#' and ';' start
- * comments. */
+ * comments; and each module's request. */
 
 #include <errno.h>
 #include <string.h>
 
 #include "fuzz.h"
+#include "load-client.h"
+#include "module-name.h"
 #include "modules-load-conf.h"
 #include "strv.h"
 
@@ -18,6 +20,26 @@ static void check_names(char **names, size_t n_lines) {
 
                 fuzz_assert(len > 0 && !strchr(*n, '\n') && !strchr("#;", (*n)[0]));
                 fuzz_assert(!strchr(" \t\r", (*n)[0]) && !strchr(" \t\r", (*n)[len - 1]));
+        }
+}
+
+/* Each name is asked for on its own: one that names no module (not even UTF-8) is refused as an
+ * invalid name, which modgate-modules-load reports as not found, and the others go on. */
+static void check_requests(char **names) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL;
+
+        fuzz_assert(sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", "boot"),
+                                   SD_JSON_BUILD_PAIR_STRING("file", "/etc/modules-load.d/fuzz.conf")) >= 0);
+        for (char **n = names; n && *n; n++) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
+                LoadRefusal refusal = {};
+                int r;
+
+                r = load_request_parameters(&(LoadRequest) { .name = *n, .context = context }, USEC_INFINITY,
+                                            &params, &refusal);
+                fuzz_assert(r == 0 || r == 1 || r == -ENOMEM);
+                fuzz_assert(r != 0 || module_name_is_valid(*n));
+                fuzz_assert(r != 1 || streq_ptr(refusal.error, "io.modgate.Manager.InvalidName"));
         }
 }
 
@@ -55,5 +77,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         check_names(names, n_lines);
         check_round_trip(names);
+        check_requests(names);
         return 0;
 }

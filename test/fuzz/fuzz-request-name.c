@@ -10,7 +10,7 @@
 #include <systemd/sd-json.h>
 
 #include "fuzz.h"
-#include "load-parameters.h"
+#include "load-client.h"
 #include "module-name.h"
 #include "request-name.h"
 #include "request.h"
@@ -22,22 +22,22 @@ static bool all_graph(const char *s, bool space) {
         return true;
 }
 
-/* What Load's parameters say of a request as the clients send it. */
-static int load_verdict(const char *key, const char *value, const char *source, LoadRefusal *refusal) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *v = NULL;
-        LoadParameters p;
+/* Whether the clients send a request for key (modgate-udev, modgate-modules-load and modgatectl a
+ * name, modgate-modprobe a modalias) rather than refuse it. */
+static int client_sends(const char *name, const char *modalias, const char *source) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL, *params = NULL;
+        LoadRefusal refusal = {};
         int r;
 
-        r = sd_json_buildo(&v, SD_JSON_BUILD_PAIR_STRING(key, value),
-                           SD_JSON_BUILD_PAIR("context", SD_JSON_BUILD_OBJECT(SD_JSON_BUILD_PAIR_STRING("source", source))));
+        r = sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", source));
         if (r < 0)
                 return r;
-        return load_parameters_parse(v, &p, refusal);
+        return load_request_parameters(&(LoadRequest) { .name = name, .modalias = modalias, .context = context },
+                                       USEC_INFINITY, &params, &refusal);
 }
 
 static void check_module_name(const char *s) {
         _cleanup_free_ char *copy = NULL, *twice = NULL;
-        LoadRefusal refusal = {};
         int r;
 
         if (!module_name_is_valid(s))
@@ -54,19 +54,18 @@ static void check_module_name(const char *s) {
         fuzz_assert(strcmp(copy, twice) == 0);
         /* Any module name is a key for a modalias lookup too, and one the kernel could ask for. */
         fuzz_assert(!modalias_check(s) && !request_name_check(s));
-        r = load_verdict("name", s, "admin", &refusal);
+        r = client_sends(s, NULL, "admin");
         fuzz_assert(r == 0 || r == -ENOMEM);
 }
 
 static void check_request_name(const char *s) {
-        LoadRefusal refusal = {};
         int r;
 
         if (request_name_check(s))
                 return;
         fuzz_assert(!modalias_check(s) && !strchr(s, '/') && strlen(s) <= REQUEST_NAME_MAX);
         /* What modgate-modprobe sends, the daemon takes. */
-        r = load_verdict("modalias", s, "kernel", &refusal);
+        r = client_sends(NULL, s, "kernel");
         fuzz_assert(r == 0 || r == -ENOMEM);
 }
 

@@ -3,8 +3,8 @@
 /* What modgate-udev reads from udev: the environment of a RUN program (MODALIAS, DEVPATH, SUBSYSTEM,
  * SEQNUM, ACTION) and the module names of the rule. The input is those values in that order, then
  * the names, separated by NUL bytes (which no environment value holds); a value the input does not
- * reach is unset. Whatever udev passes, the request modgate-udev makes is refused only for its
- * modalias or its name, never for its context. */
+ * reach is unset. Whatever udev passes, each request modgate-udev makes is refused only for its own
+ * modalias or name, never for its context, and never fails the others. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include <systemd/sd-json.h>
 
 #include "fuzz.h"
-#include "load-parameters.h"
+#include "load-client.h"
 #include "module-name.h"
 #include "udev-context.h"
 
@@ -50,23 +50,21 @@ static void check_context(sd_json_variant *context, const char *const *env) {
         }
 }
 
-/* The request as load_requests_run() checks it before sending, and the daemon after. */
-static void check_request(const char *key, const char *value, sd_json_variant *context, const char *refused_as) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *v = NULL;
+/* The request as load_requests_run() makes it, and refuses it before sending when the daemon would. */
+static void check_request(LoadRequest *req, sd_json_variant *context, const char *refused_as) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
         LoadRefusal refusal = {};
-        LoadParameters p;
         int r;
 
-        r = sd_json_buildo(&v, SD_JSON_BUILD_PAIR_STRING(key, value), SD_JSON_BUILD_PAIR_VARIANT("context", context));
-        if (r == -ENOMEM)
-                return;
-        fuzz_assert(r >= 0);
-        r = load_parameters_parse(v, &p, &refusal);
-        fuzz_assert(r >= 0 || r == -ENOMEM);
-        if (r > 0)
+        req->context = context;
+        r = load_request_parameters(req, USEC_INFINITY, &params, &refusal);
+        fuzz_assert(r == 0 || r == 1 || r == -ENOMEM);
+        if (r == 1)
                 fuzz_assert(streq_ptr(refusal.error, refused_as));
-        if (r == 0 && key[0] == 'n')
-                fuzz_assert(module_name_is_valid(p.name));
+        if (r == 0) {
+                fuzz_assert(sd_json_variant_equal(sd_json_variant_by_key(params, "context"), context));
+                fuzz_assert(!req->name || module_name_is_valid(req->name));
+        }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -96,8 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_context(context, env);
 
         if (env[MODALIAS])
-                check_request("modalias", env[MODALIAS], context, "io.modgate.Manager.InvalidModalias");
+                check_request(&(LoadRequest) { .modalias = env[MODALIAS] }, context,
+                              "io.modgate.Manager.InvalidModalias");
         for (const char *n = names; n < end; n += strlen(n) + 1)
-                check_request("name", n, context, "io.modgate.Manager.InvalidName");
+                check_request(&(LoadRequest) { .name = n }, context, "io.modgate.Manager.InvalidName");
         return 0;
 }
