@@ -109,7 +109,8 @@ int load_request_parameters(const LoadRequest *req, uint64_t daemon_timeout, sd_
         if (r < 0) {
                 /* JSON carries UTF-8 only: a name or a modalias of other bytes names no module. */
                 *ret_refusal = (LoadRefusal) {
-                        .error = req->name ? "io.modgate.Manager.InvalidName" : "io.modgate.Manager.InvalidModalias",
+                        .error = req->name ? "io.modgate.Manager.InvalidName"
+                                           : "io.modgate.Manager.InvalidModalias",
                         .reason = "not UTF-8",
                 };
                 return 1;

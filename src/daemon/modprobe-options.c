@@ -126,7 +126,8 @@ static bool cmdline_option_for(const char *module, const char *param, const char
                 return false;
         memcpy(m, module, n);
         m[n] = '\0';
-        return module_name_equal(m, name) && !(strcmp(m, "modprobe") == 0 && strncmp(param, "blacklist=", 10) == 0);
+        return module_name_equal(m, name) &&
+                !(strcmp(m, "modprobe") == 0 && strncmp(param, "blacklist=", 10) == 0);
 }
 
 /* Whether the kernel command line gives name options, as libkmod reads it (kmod_config_parse_kcmdline()):
@@ -149,7 +150,8 @@ static bool cmdline_sets_options(const char *cmdline, const char *name) {
                         if (quoted && state != VALUE)
                                 state = IGNORE;
                         else if (!quoted) {
-                                if ((state == PARAM || state == VALUE) && cmdline_option_for(module, param, p, name))
+                                if ((state == PARAM || state == VALUE) &&
+                                    cmdline_option_for(module, param, p, name))
                                         return true;
                                 module = p + 1;
                                 state = MODULE;

@@ -19,8 +19,9 @@ static const char *reference_path(const char *text, size_t *ret_len) {
 
         for (p = text; *p;) {
                 size_t n = strcspn(p, "\n");
-                const char *c1 = memchr(p, ':', n), *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t) (c1 + 1 - p)) : NULL;
+                const char *c1 = memchr(p, ':', n), *c2;
 
+                c2 = c1 ? memchr(c1 + 1, ':', n - (size_t) (c1 + 1 - p)) : NULL;
                 if (c2) {
                         const char *path = c2 + 1;
                         size_t len = n - (size_t) (path - p);

@@ -78,8 +78,8 @@ static void check_policy(const char *text) {
                 fuzz_assert(v && module_name_equal(v + 1, rule->pattern));
         }
         for (char **i = ignored; i && *i; i++)
-                fuzz_assert(strncmp(*i, "module_blacklist=", 17) == 0 || strncmp(*i, "modprobe.blacklist=", 19) == 0 ||
-                            strncmp(*i, "modgate.mode=", 13) == 0);
+                fuzz_assert(strncmp(*i, "module_blacklist=", 17) == 0 ||
+                            strncmp(*i, "modprobe.blacklist=", 19) == 0 || strncmp(*i, "modgate.mode=", 13) == 0);
         check_blacklist_complete(text, &p);
 }
 
