@@ -8,6 +8,7 @@
 #include <systemd/sd-json.h>
 #include <systemd/sd-varlink.h>
 
+#include "dm-verity.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "probe-client.h"
@@ -84,7 +85,9 @@ static int parse_targets(sd_json_variant *targets, DmTable *t) {
         r = sd_json_dispatch(first.verity, verity_table, SD_JSON_ALLOW_EXTENSIONS, &v);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0 || copy_string(t->root_hash, sizeof(t->root_hash), v.root_hash) < 0 ||
+        /* As the prober read them from the kernel's table: anything else is a malformed answer. */
+        if (r < 0 || !dm_verity_root_hash_is_valid(v.root_hash) || !v.algorithm[0] ||
+            copy_string(t->root_hash, sizeof(t->root_hash), v.root_hash) < 0 ||
             copy_string(t->algorithm, sizeof(t->algorithm), v.algorithm) < 0)
                 return -EBADMSG;
         if (v.options) {
