@@ -163,23 +163,48 @@ static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *e
         return 0;
 }
 
-/* The daemon's own checks, on what is about to be sent: a request it would refuse as invalid is
- * refused here with its error and its words, and no connection is made for it. Returns 1 when
- * refused. */
-static int request_check(LoadRequest *req, sd_json_variant *params) {
-        _cleanup_free_ char *detail = NULL;
+int load_request_parameters(const LoadRequest *req, uint64_t daemon_timeout, sd_json_variant **ret,
+                            LoadRefusal *ret_refusal) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
         LoadParameters p;
-        LoadRefusal f = {};
         int r;
 
-        r = load_parameters_parse(params, &p, &f);
-        if (r <= 0)
+        r = sd_json_buildo(&params,
+                           SD_JSON_BUILD_PAIR_CONDITION(!!req->name, "name", SD_JSON_BUILD_STRING(req->name)),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!req->modalias, "modalias",
+                                                        SD_JSON_BUILD_STRING(req->modalias)),
+                           SD_JSON_BUILD_PAIR_CONDITION(!!req->context, "context",
+                                                        SD_JSON_BUILD_VARIANT(req->context)),
+                           SD_JSON_BUILD_PAIR_CONDITION(daemon_timeout != USEC_INFINITY, "timeoutUSec",
+                                                        SD_JSON_BUILD_UNSIGNED(daemon_timeout)));
+        if (r == -ENOMEM)
                 return r;
-        r = load_refusal_describe(&f, &detail);
+        if (r < 0) {
+                /* JSON carries UTF-8 only: a name or a modalias of other bytes names no module. */
+                *ret_refusal = (LoadRefusal) {
+                        .error = req->name ? "io.modgate.Manager.InvalidName"
+                                           : "io.modgate.Manager.InvalidModalias",
+                        .reason = "not UTF-8",
+                };
+                return 1;
+        }
+        r = load_parameters_parse(params, &p, ret_refusal);
+        if (r != 0)
+                return r;
+        *ret = TAKE_PTR(params);
+        return 0;
+}
+
+/* A request refused before it was sent: its verdict, with the daemon's error and its words. */
+static int request_refuse(LoadRequest *req, const LoadRefusal *f) {
+        _cleanup_free_ char *detail = NULL;
+        int r;
+
+        r = load_refusal_describe(f, &detail);
         if (r < 0)
                 return r;
-        request_set(req, LOAD_VERDICT_INVALID, 0, f.error, detail);
-        return 1;
+        request_set(req, LOAD_VERDICT_INVALID, 0, f->error, detail);
+        return 0;
 }
 
 /* Connects and sends one request. A request that cannot be sent gets its verdict here. */
@@ -187,6 +212,7 @@ static int slot_start(Slot *s) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
         const LoadOptions *o = s->runner->options;
         LoadRequest *req = s->req;
+        LoadRefusal refusal = {};
         uint64_t left = USEC_INFINITY, daemon_timeout;
         int r;
 
@@ -201,19 +227,11 @@ static int slot_start(Slot *s) {
         }
         daemon_timeout = load_daemon_timeout(left);
 
-        r = sd_json_buildo(&params,
-                           SD_JSON_BUILD_PAIR_CONDITION(!!req->name, "name", SD_JSON_BUILD_STRING(req->name)),
-                           SD_JSON_BUILD_PAIR_CONDITION(!!req->modalias, "modalias",
-                                                        SD_JSON_BUILD_STRING(req->modalias)),
-                           SD_JSON_BUILD_PAIR_CONDITION(!!req->context, "context",
-                                                        SD_JSON_BUILD_VARIANT(req->context)),
-                           SD_JSON_BUILD_PAIR_CONDITION(daemon_timeout != USEC_INFINITY, "timeoutUSec",
-                                                        SD_JSON_BUILD_UNSIGNED(daemon_timeout)));
+        r = load_request_parameters(req, daemon_timeout, &params, &refusal);
         if (r < 0)
                 return r;
-        r = request_check(req, params);
-        if (r != 0)
-                return r < 0 ? r : 0;
+        if (r > 0)
+                return request_refuse(req, &refusal);
 
         r = sd_varlink_connect_address(&s->link, o->address ?: MODGATE_VARLINK_ADDRESS);
         if (r < 0) {

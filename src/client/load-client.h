@@ -75,6 +75,12 @@ bool load_daemon_running(const char *path);
 int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n);
 void load_requests_done(LoadRequest *reqs, size_t n);
 
+/* Pure: the parameters of Load for a request, and the daemon's own checks on them, so that a request
+ * it would refuse as invalid is not sent. Returns 0 and *ret, 1 when refused (*ret_refusal says how:
+ * a name or modalias that JSON cannot carry is InvalidName or InvalidModalias), or -ENOMEM. */
+int load_request_parameters(const LoadRequest *req, uint64_t daemon_timeout, sd_json_variant **ret,
+                            LoadRefusal *ret_refusal);
+
 /* How long the daemon gets of the time left: the rest is kept to receive its answer. */
 uint64_t load_daemon_timeout(uint64_t left_usec);
 

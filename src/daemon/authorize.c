@@ -145,13 +145,17 @@ const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *bu
 int cgroup_path(const char *text, char **ret) {
         const char *unified = NULL, *named = NULL, *p;
 
+        /* Each line is "ID:CONTROLLERS:PATH". The path is the cgroup's own words, which whoever may
+         * make cgroups there chooses, ':' and ":name=systemd:" included: only the second field says
+         * which hierarchy a line is. */
         for (p = text; *p; ) {
-                const char *nl = strchrnul(p, '\n'), *m = strstr(p, ":name=systemd:");
+                const char *nl = strchrnul(p, '\n'), *controllers = memchr(p, ':', (size_t) (nl - p)), *path;
 
-                if (strncmp(p, "0::", 3) == 0)
+                path = controllers ? memchr(controllers + 1, ':', (size_t) (nl - controllers - 1)) : NULL;
+                if (path && strncmp(p, "0::", 3) == 0)
                         unified = p + 3;
-                else if (m && m < nl)
-                        named = m + 14;
+                else if (path && path - controllers == 13 && strncmp(controllers, ":name=systemd:", 14) == 0)
+                        named = path + 1;
                 p = *nl ? nl + 1 : nl;
         }
         /* Hybrid: the unified hierarchy holds nothing ("/"); systemd's own one does. */

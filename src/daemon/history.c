@@ -14,6 +14,7 @@
 #include "hashmap.h"
 #include "history.h"
 #include "kernel.h"
+#include "module-name.h"
 #include "strv.h"
 
 struct History {
@@ -41,12 +42,14 @@ static const char *entry_module(sd_json_variant *e) {
         return m && sd_json_variant_is_string(m) ? sd_json_variant_string(m) : NULL;
 }
 
+/* An entry names a module as the kernel does: only such entries are kept, and compared with the
+ * kernel's list. */
 static int remember(History *h, sd_json_variant *e) {
         const char *name = entry_module(e);
         sd_json_variant *old;
         int r;
 
-        if (!name)
+        if (!name || !module_name_is_valid(name) || strchr(name, '-'))
                 return -EBADMSG;
         old = hashmap_remove(h->modules, name);
         if (!old && hashmap_size(h->modules) >= HISTORY_MODULES_MAX)
@@ -58,16 +61,18 @@ static int remember(History *h, sd_json_variant *e) {
         return r;
 }
 
-/* One line per entry; a line that does not parse (a torn write at a crash) is skipped. */
-static int read_lines(History *h, char *text, unsigned *skipped) {
-        for (char *line = text, *next; line && *line; line = next) {
+/* One line per entry; a line that does not parse (a torn write at a crash, which may hold NUL bytes)
+ * is skipped, and the lines after it are read all the same. */
+static int read_lines(History *h, char *text, size_t size, unsigned *skipped) {
+        for (char *line = text, *end = text + size; line < end;) {
                 _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+                char *nl = memchr(line, '\n', (size_t) (end - line));
+                size_t n = nl ? (size_t) (nl - line) : (size_t) (end - line);
                 int r;
 
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                if (sd_json_parse(line, 0, &e, NULL, NULL) < 0 || !sd_json_variant_is_object(e))
+                line[n] = '\0';
+                if (memchr(line, '\0', n) || sd_json_parse(line, 0, &e, NULL, NULL) < 0 ||
+                    !sd_json_variant_is_object(e))
                         (*skipped)++;
                 else {
                         r = remember(h, e);
@@ -76,6 +81,7 @@ static int read_lines(History *h, char *text, unsigned *skipped) {
                         if (r < 0)
                                 (*skipped)++;
                 }
+                line += n + 1;
         }
         return 0;
 }
@@ -103,7 +109,7 @@ int history_open(const char *dir, History **ret, unsigned *ret_skipped) {
                 if (r < 0)
                         return r;
                 h->file_size = size;
-                r = read_lines(h, text, ret_skipped);
+                r = read_lines(h, text, size, ret_skipped);
                 if (r < 0)
                         return r;
         }

@@ -24,16 +24,6 @@ const char *const modprobe_d_dirs[] = {
 
 #define MODPROBE_D_FILES_MAX 1024U
 
-/* Whether line is "options NAME ..." for name: the module name compared as libkmod does, '-' and
- * '_' alike. */
-static bool line_sets_options(const char *line, const char *name) {
-        char word[64], module[64];
-
-        if (sscanf(line, " %63s %63s", word, module) != 2 || strcmp(word, "options") != 0)
-                return false;
-        return module_name_equal(module, name);
-}
-
 static int add_source(char **list, const char *what, unsigned line) {
         char *s;
         int r;
@@ -49,51 +39,132 @@ static int add_source(char **list, const char *what, unsigned line) {
         return 0;
 }
 
-/* A statement may go on over lines that end in a backslash: it is named by its first line. */
+/* The next statement of a modprobe.d file, as libkmod reads it (freadline_wrapped()): a backslash
+ * before a newline joins two lines, before any other byte stands for that byte; lines may be of any
+ * length. *lines counts the lines read. Returns 1 and the statement, 0 at the end, -ENOMEM. */
+static int read_statement(FILE *f, unsigned *lines, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, size = 0;
+
+        for (;;) {
+                int c = getc(f);
+
+                if (c == EOF && n == 0) {
+                        *ret = NULL;
+                        return 0;
+                }
+                if (c == EOF || c == '\n') {
+                        (*lines)++;
+                        break;
+                }
+                if (c == '\\') {
+                        c = getc(f);
+                        if (c == '\n')
+                                (*lines)++;
+                        if (c == '\n' || c == EOF)
+                                continue;
+                }
+                if (n + 2 > size) {
+                        char *b = realloc(buf, size = MAX(size * 2, 256U));
+
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                }
+                buf[n++] = (char) c;
+        }
+        if (!buf && !(buf = strdup("")))
+                return -ENOMEM;
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 1;
+}
+
+/* Whether a statement is "options NAME OPTIONS" for name, as libkmod takes it: words separated by
+ * spaces and tabs, NAME compared with '-' and '_' alike, and something after NAME (libkmod refuses
+ * the statement without). */
+static bool statement_sets_options(char *line, const char *name) {
+        char *state = NULL, *word, *module;
+
+        if (line[0] == '#')
+                return false;
+        word = strtok_r(line, " \t", &state);
+        if (!word || strcmp(word, "options") != 0)
+                return false;
+        module = strtok_r(NULL, " \t", &state);
+        return module && strtok_r(NULL, "", &state) && module_name_equal(module, name);
+}
+
+/* A statement is named by its first line. */
 static int scan_file(const char *path, const char *display, const char *name, char **list) {
         _cleanup_(fclosep) FILE *f = NULL;
-        char buf[4096];
-        unsigned n = 0, first = 0;
-        bool continued = false;
+        unsigned lines = 0;
 
         f = fopen(path, "re");
         if (!f)
                 return 0;       /* gone, or not ours to read: libkmod skips it too */
-        while (fgets(buf, sizeof(buf), f)) {
-                size_t len = strlen(buf);
-                bool ends_wrapped;
+        for (;;) {
+                _cleanup_free_ char *statement = NULL;
+                unsigned first = lines + 1;
+                int r;
 
-                n++;
-                while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-                        buf[--len] = 0;
-                ends_wrapped = len > 0 && buf[len - 1] == '\\';
-                if (!continued) {
-                        first = n;
-                        if (line_sets_options(buf, name) && add_source(list, display, first) < 0)
-                                return -ENOMEM;
-                }
-                continued = ends_wrapped;
+                r = read_statement(f, &lines, &statement);
+                if (r <= 0)
+                        return r;
+                if (statement_sets_options(statement, name) && add_source(list, display, first) < 0)
+                        return -ENOMEM;
         }
-        return 0;
 }
 
-/* NAME.KEY=VALUE words, as the kernel passes them on to a module loaded later. */
+/* Whether a word MODULE.PARAM... of the kernel command line gives name options: PARAM is not empty,
+ * and it is not modprobe.blacklist=. */
+static bool cmdline_option_for(const char *module, const char *param, const char *end, const char *name) {
+        char m[MODULE_NAME_MAX + 1];
+        size_t n = (size_t) (param - 1 - module);
+
+        if (param == end || n >= sizeof(m))
+                return false;
+        memcpy(m, module, n);
+        m[n] = '\0';
+        return module_name_equal(m, name) &&
+                !(strcmp(m, "modprobe") == 0 && strncmp(param, "blacklist=", 10) == 0);
+}
+
+/* Whether the kernel command line gives name options, as libkmod reads it (kmod_config_parse_kcmdline()):
+ * words MODULE.PARAM[=VALUE], where a double quote may open a word, and quotes in a value keep blanks
+ * in it; a word with a quote elsewhere, a second '.' before its value, or '=' before its '.' is no
+ * option, and a quote left open hides the rest. */
 static bool cmdline_sets_options(const char *cmdline, const char *name) {
-        for (const char *p = cmdline; p && *p;) {
-                size_t len, dot;
+        enum { MODULE, PARAM, VALUE, IGNORE } state = MODULE;
+        const char *module = cmdline, *param = NULL;
+        bool quoted = false;
 
-                p += strspn(p, " \t\n");
-                len = strcspn(p, " \t\n");
-                dot = strcspn(p, ".");
-                if (dot < len && dot > 0 && dot < 64 && memchr(p + dot, '=', len - dot)) {
-                        char module[64];
-
-                        memcpy(module, p, dot);
-                        module[dot] = 0;
-                        if (module_name_equal(module, name))
-                                return true;
-                }
-                p += len;
+        for (const char *p = cmdline; p; p++) {
+                if (*p == '"') {
+                        quoted = !quoted;
+                        if (quoted && state == MODULE && p == module)
+                                module = p + 1;
+                        else if (state != VALUE)
+                                state = IGNORE;
+                } else if (*p == '\0' || strchr(" \t\n\v\f\r", *p)) {
+                        if (quoted && state != VALUE)
+                                state = IGNORE;
+                        else if (!quoted) {
+                                if ((state == PARAM || state == VALUE) &&
+                                    cmdline_option_for(module, param, p, name))
+                                        return true;
+                                module = p + 1;
+                                state = MODULE;
+                        }
+                        if (*p == '\0')
+                                break;
+                } else if (*p == '.' && state == MODULE) {
+                        param = p + 1;
+                        state = PARAM;
+                } else if ((*p == '.' && state == PARAM) || (*p == '=' && state == MODULE))
+                        state = IGNORE;
+                else if (*p == '=' && state == PARAM)
+                        state = VALUE;
         }
         return false;
 }

@@ -56,20 +56,32 @@ static int status_field(const char *status, const char *key, char *buf, size_t s
         }
 }
 
+bool proc_stat_is_kthread(const char *stat) {
+        const char *p = strrchr(stat, ')');     /* comm may hold anything but ')' is its end */
+        unsigned long flags;
+
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+                return false;
+        return flags & PF_KTHREAD;
+}
+
 /* Whether pid's parent is a kernel thread: field 9 of /proc/PPID/stat has PF_KTHREAD. */
 static bool parent_is_kthread(pid_t ppid) {
-        char path[64], buf[1024], *p;
-        unsigned long flags;
+        char path[64], buf[1024];
 
         if (ppid <= 0)
                 return false;
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) ppid);
         if (read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
                 return false;
-        p = strrchr(buf, ')');          /* comm may hold anything but ')' is its end */
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
-                return false;
-        return flags & PF_KTHREAD;
+        return proc_stat_is_kthread(buf);
+}
+
+bool uid_map_is_initial(const char *map) {
+        unsigned long inner, outer, count;
+
+        return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 &&
+                count == 4294967295UL && strchr(map, '\n') == map + strlen(map) - 1;
 }
 
 /* Whether the peer is in another user namespace than ours, where its capabilities mean nothing to
@@ -82,15 +94,12 @@ static bool parent_is_kthread(pid_t ppid) {
  * that a process holding CAP_SETUID over every uid mapped: a root-only way past this check. */
 static bool in_other_userns(pid_t pid) {
         char path[64], map[256];
-        unsigned long inner, outer, count;
         struct stat a, b;
 
         /* Anyone may read uid_map: the initial namespace maps all of 0..2^32-2 onto itself, a
          * namespace made by anyone without CAP_SETUID over that range maps less. */
         snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
-        if (read_small_file_at(AT_FDCWD, path, map, sizeof(map)) < 0 ||
-            sscanf(map, "%lu %lu %lu", &inner, &outer, &count) != 3 || inner != 0 || outer != 0 ||
-            count != 4294967295UL || strchr(map, '\n') != map + strlen(map) - 1)
+        if (read_small_file_at(AT_FDCWD, path, map, sizeof(map)) < 0 || !uid_map_is_initial(map))
                 return true;
 
         snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
@@ -123,11 +132,27 @@ static size_t parse_groups(const char *s, gid_t *a, size_t max) {
         return n;
 }
 
+int proc_status_parse(const char *text, ProcStatus *ret) {
+        ProcStatus s = {};
+        char field[1024];
+
+        if (status_field(text, "CapEff", field, sizeof(field)) < 0 || sscanf(field, "%llx", &s.cap_eff) != 1 ||
+            status_field(text, "PPid", field, sizeof(field)) < 0)
+                return -EBADMSG;
+        s.ppid = (pid_t) strtol(field, NULL, 10);
+        if (status_field(text, "Groups", field, sizeof(field)) >= 0)
+                s.n_groups = parse_groups(field, s.groups, ELEMENTSOF(s.groups));
+        if (status_field(text, "Name", field, sizeof(field)) >= 0)
+                snprintf(s.comm, sizeof(s.comm), "%.16s", field);
+        *ret = s;
+        return 0;
+}
+
 int peer_identify(sd_varlink *link, PeerIdentity *ret) {
-        char path[64], status[8192], field[1024], cgroup[4096];
-        unsigned long long capeff;
+        char path[64], status[8192], cgroup[4096];
         PeerIdentity p = {};
-        pid_t ppid, again;
+        ProcStatus st;
+        pid_t again;
         bool root_cgroup = false;
         int pidfd, r;
 
@@ -137,15 +162,12 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
                 return 0;
 
         snprintf(path, sizeof(path), "/proc/%d/status", (int) p.pid);
-        if (read_small_file_at(AT_FDCWD, path, status, sizeof(status)) < 0 ||
-            status_field(status, "CapEff", field, sizeof(field)) < 0 ||
-            sscanf(field, "%llx", &capeff) != 1 ||
-            status_field(status, "PPid", field, sizeof(field)) < 0)
+        if (read_small_file_at(AT_FDCWD, path, status, sizeof(status)) < 0 || proc_status_parse(status, &st) < 0)
                 return 0;
-        ppid = (pid_t) strtol(field, NULL, 10);
         (void) sd_varlink_get_peer_gid(link, &p.gid);
-        if (status_field(status, "Groups", field, sizeof(field)) >= 0)
-                p.n_groups = parse_groups(field, p.groups, ELEMENTSOF(p.groups));
+        memcpy(p.groups, st.groups, sizeof(p.groups));
+        p.n_groups = st.n_groups;
+        memcpy(p.comm, st.comm, sizeof(p.comm));
 
         snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p.pid);
         if (read_small_file_at(AT_FDCWD, path, cgroup, sizeof(cgroup)) < 0)
@@ -157,12 +179,9 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
                 peer_identity_done(&p);
                 return r;
         }
-        if (status_field(status, "Name", field, sizeof(field)) >= 0)
-                snprintf(p.comm, sizeof(p.comm), "%.16s", field);
-
         p.other_userns = in_other_userns(p.pid);
-        p.cap_sys_module = (capeff & (1ULL << CAP_SYS_MODULE)) && !p.other_userns;
-        p.kernel_helper = root_cgroup && parent_is_kthread(ppid);
+        p.cap_sys_module = (st.cap_eff & (1ULL << CAP_SYS_MODULE)) && !p.other_userns;
+        p.kernel_helper = root_cgroup && parent_is_kthread(st.ppid);
 
         /* Everything above was read by pid: it must still be the process the pidfd names, or a new
          * process with a reused pid was read. */
@@ -175,6 +194,22 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
         return 0;
 }
 
+int uevent_modalias(const char *uevent, char **ret) {
+        size_t n;
+
+        *ret = NULL;
+        for (const char *p = uevent; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (strncmp(p, "MODALIAS=", 9) == 0) {
+                        p += 9;
+                        n = strcspn(p, "\n");
+                        if (n == 0)
+                                return 0;
+                        *ret = strndup(p, n);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        return 0;
+}
+
 int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias, char **ret_subsystem) {
         struct open_how how = {
                 .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
@@ -184,7 +219,6 @@ int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias,
         _cleanup_free_ char *path = NULL;
         char buf[16384], link[PATH_MAX], *p;
         ssize_t k;
-        size_t n;
 
         *ret_exists = false;
         *ret_modalias = NULL;
@@ -218,16 +252,7 @@ int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias,
                 if (!*ret_subsystem)
                         return -ENOMEM;
         }
-        for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-                if (strncmp(p, "MODALIAS=", 9) == 0) {
-                        p += 9;
-                        n = strcspn(p, "\n");
-                        if (n == 0)
-                                return 0;
-                        *ret_modalias = strndup(p, n);
-                        return *ret_modalias ? 0 : -ENOMEM;
-                }
-        return 0;
+        return uevent_modalias(buf, ret_modalias);
 }
 
 /* The value of KEY=="VALUE" in a rule line, when it has that match: a key at the start of the line
@@ -253,6 +278,38 @@ static int rule_match(const char *line, const char *key, char **ret) {
         return 0;
 }
 
+/* Rewrites text in place into the rules as udev reads them (udev_rule_file_read()), one a line: the
+ * blanks that start a line go, a comment line is skipped, and a line that ends in a backslash goes on
+ * on the next one (one left open at the end of the file is dropped). A rule's matches and its RUN may
+ * be on different lines of the file. */
+static void rule_lines_join(char *text) {
+        char *out = text, *start = text;
+        bool continued = false;
+
+        for (char *p = text; *p;) {
+                size_t n = strcspn(p, "\n"), skip = MIN(strspn(p, " \t\r"), n);
+                const char *line = p + skip;
+                bool newline = p[n] == '\n';
+
+                p += n + newline;
+                if (n > skip && line[0] == '#')
+                        continue;
+                memmove(out, line, n - skip);
+                out += n - skip;
+                continued = out > start && out[-1] == '\\';
+                if (continued)
+                        out--;
+                else {
+                        if (newline)
+                                *out++ = '\n';
+                        start = out;
+                }
+        }
+        if (continued)
+                out = start;
+        *out = '\0';
+}
+
 int peer_udev_rule_names(const char *const *rule_files, UdevRuleName **ret, size_t *ret_n) {
         UdevRuleName *names = NULL;
         size_t n = 0;
@@ -268,6 +325,7 @@ int peer_udev_rule_names(const char *const *rule_files, UdevRuleName **ret, size
                         continue;
                 if (read_full_stream(file, 1024 * 1024, &text, &size) < 0)
                         continue;
+                rule_lines_join(text);
                 for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
                         _cleanup_free_ char *subsystem = NULL, *kernel = NULL;
                         char *p = strstr(line, "/modgate-udev "), *end, *w;

@@ -10,6 +10,26 @@
  * which authorize() refuses. Returns 0 or -ENOMEM. */
 int peer_identify(sd_varlink *link, PeerIdentity *ret);
 
+/* What authorization takes of /proc/PID/status. */
+typedef struct ProcStatus {
+        unsigned long long cap_eff;     /* CapEff: */
+        pid_t ppid;                     /* PPid: */
+        gid_t groups[PEER_GROUPS_MAX];  /* Groups:, the first PEER_GROUPS_MAX */
+        size_t n_groups;
+        char comm[17];                  /* Name:, cut to the kernel's 16 bytes */
+} ProcStatus;
+
+/* Pure parsers of what the kernel says of a process, for peer_identify(). A /proc/PID/status text:
+ * 0, or -EBADMSG when it has no CapEff: or PPid: (Groups: and Name: may be missing). */
+int proc_status_parse(const char *text, ProcStatus *ret);
+/* A /proc/PID/stat text: whether its flags have PF_KTHREAD. */
+bool proc_stat_is_kthread(const char *stat);
+/* A /proc/PID/uid_map text: whether it is the initial user namespace's (all of 0..2^32-2 onto
+ * itself, one line). */
+bool uid_map_is_initial(const char *map);
+/* The MODALIAS= of a device's uevent text; *ret NULL when it has none or an empty one. 0 or -ENOMEM. */
+int uevent_modalias(const char *uevent, char **ret);
+
 /* The device udev names, for a udev request: whether /sys{devpath} is a device (it has a uevent
  * file), the MODALIAS= of its uevent and its subsystem (each NULL when it has none). Returns 0 or
  * -ENOMEM. */

@@ -215,14 +215,17 @@ static void parameter_key_normalize(char *s) {
                         *s = '_';
 }
 
-/* The next "key[=value]" word of a parameter string, where double quotes keep blanks in a value as
- * the kernel's next_arg() does. Returns its length, 0 at the end. */
+/* The blanks between words, as the kernel's isspace() has them. */
+#define KERNEL_BLANKS " \t\n\v\f\r"
+
+/* The next "key[=value]" word of a parameter string or a kernel command line, where double quotes
+ * keep blanks in a value as the kernel's next_arg() does. Returns its length, 0 at the end. */
 static size_t next_parameter(const char **p) {
-        const char *s = *p + strspn(*p, " \t\n");
+        const char *s = *p + strspn(*p, KERNEL_BLANKS);
         bool quoted = false;
         size_t n = 0;
 
-        for (; s[n] && (quoted || !strchr(" \t\n", s[n])); n++)
+        for (; s[n] && (quoted || !strchr(KERNEL_BLANKS, s[n])); n++)
                 if (s[n] == '"')
                         quoted = !quoted;
         *p = s;
@@ -345,24 +348,12 @@ int policy_rule_describe(const PolicyRule *r, char **ret) {
         return k < 0 ? -ENOMEM : 0;
 }
 
-/* The value of a kernel command line word "name=value" (name with '-' and '_' alike, as the kernel
- * compares them), without the double quotes the kernel strips; NULL when word is not that option. */
-static const char *cmdline_value(char *word, const char *name) {
-        size_t n = strlen(name), len;
-        char *v;
+/* The value of a kernel command line word "name=value" as parameter_word_normalize() left it, or NULL
+ * when the word is not that option. */
+static const char *cmdline_value(const char *word, const char *name) {
+        size_t n = strlen(name);
 
-        for (size_t i = 0; i < n; i++)
-                if (word[i] != name[i] && !(strchr("-_", word[i]) && strchr("-_", name[i])))
-                        return NULL;
-        if (word[n] != '=')
-                return NULL;
-        v = word + n + 1;
-        len = strlen(v);
-        if (len >= 2 && v[0] == '"' && v[len - 1] == '"') {
-                v[len - 1] = '\0';
-                v++;
-        }
-        return v;
+        return strncmp(word, name, n) == 0 && word[n] == '=' ? word + n + 1 : NULL;
 }
 
 static int cmdline_add_denies(Policy *p, const char *option, const char *value, char ***ignored) {
@@ -397,6 +388,8 @@ static int cmdline_word(Policy *p, char *word, char ***ignored) {
         const char *v;
         PolicyMode m;
 
+        /* As the kernel reads it: without its quotes, '-' and '_' alike in the option's name. */
+        parameter_word_normalize(word);
         for (size_t i = 0; i < ELEMENTSOF(blacklists); i++) {
                 v = cmdline_value(word, blacklists[i]);
                 if (v)

@@ -8,6 +8,7 @@
 #include <systemd/sd-json.h>
 #include <systemd/sd-varlink.h>
 
+#include "dm-verity.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "probe-client.h"
@@ -84,7 +85,9 @@ static int parse_targets(sd_json_variant *targets, DmTable *t) {
         r = sd_json_dispatch(first.verity, verity_table, SD_JSON_ALLOW_EXTENSIONS, &v);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0 || copy_string(t->root_hash, sizeof(t->root_hash), v.root_hash) < 0 ||
+        /* As the prober read them from the kernel's table: anything else is a malformed answer. */
+        if (r < 0 || !dm_verity_root_hash_is_valid(v.root_hash) || !v.algorithm[0] ||
+            copy_string(t->root_hash, sizeof(t->root_hash), v.root_hash) < 0 ||
             copy_string(t->algorithm, sizeof(t->algorithm), v.algorithm) < 0)
                 return -EBADMSG;
         if (v.options) {
@@ -97,28 +100,11 @@ static int parse_targets(sd_json_variant *targets, DmTable *t) {
         return 0;
 }
 
-int probe_dm_table(const char *address, Origin *o) {
-        _cleanup_(sd_varlink_unrefp) sd_varlink *link = NULL;
-        sd_json_variant *reply = NULL, *targets;
-        const char *error_id = NULL, *s;
-        DmTable *t = &o->dm;
+int probe_reply_parse(const char *error_id, sd_json_variant *reply, DmTable *t) {
+        sd_json_variant *targets;
+        const char *s;
         int r;
 
-        dm_table_done(t);
-        r = sd_varlink_connect_address(&link, address);
-        if (r < 0)
-                return probe_failed(t, r, "the prober at %s cannot be reached (%s; is modgate-probe.socket "
-                                    "enabled?)", address, strerrordesc_np(-r) ?: "unknown error");
-        (void) sd_varlink_set_relative_timeout(link, PROBE_TIMEOUT_USEC);
-
-        r = sd_varlink_callbo(link, "io.modgate.Probe.DescribeDevice", &reply, &error_id,
-                              SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
-                              SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->device_dev)),
-                              SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq",
-                                                           SD_JSON_BUILD_UNSIGNED(o->diskseq)));
-        if (r < 0)
-                return probe_failed(t, r, "the prober at %s did not answer: %s", address,
-                                    strerrordesc_np(-r) ?: "unknown error");
         if (error_id) {
                 if (strcmp(error_id, "io.modgate.Probe.DeviceChanged") == 0)
                         return probe_failed(t, ESTALE, "it is another device than the one the file is on (its diskseq "
@@ -146,4 +132,29 @@ int probe_dm_table(const char *address, Origin *o) {
                 return probe_failed(t, EBADMSG, "the prober's answer is malformed");
         }
         return 0;
+}
+
+int probe_dm_table(const char *address, Origin *o) {
+        _cleanup_(sd_varlink_unrefp) sd_varlink *link = NULL;
+        sd_json_variant *reply = NULL;
+        const char *error_id = NULL;
+        DmTable *t = &o->dm;
+        int r;
+
+        dm_table_done(t);
+        r = sd_varlink_connect_address(&link, address);
+        if (r < 0)
+                return probe_failed(t, r, "the prober at %s cannot be reached (%s; is modgate-probe.socket "
+                                    "enabled?)", address, strerrordesc_np(-r) ?: "unknown error");
+        (void) sd_varlink_set_relative_timeout(link, PROBE_TIMEOUT_USEC);
+
+        r = sd_varlink_callbo(link, "io.modgate.Probe.DescribeDevice", &reply, &error_id,
+                              SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
+                              SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->device_dev)),
+                              SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq",
+                                                           SD_JSON_BUILD_UNSIGNED(o->diskseq)));
+        if (r < 0)
+                return probe_failed(t, r, "the prober at %s did not answer: %s", address,
+                                    strerrordesc_np(-r) ?: "unknown error");
+        return probe_reply_parse(error_id, reply, t);
 }

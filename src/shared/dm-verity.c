@@ -47,6 +47,10 @@ static bool is_hex(const char *s, size_t min, size_t max) {
         return strspn(s, "0123456789abcdef") == n;
 }
 
+bool dm_verity_root_hash_is_valid(const char *s) {
+        return is_hex(s, 2, 128);
+}
+
 int dm_verity_table_parse(const char *line, DmVerityTable *ret) {
         _cleanup_(dm_verity_table_done) DmVerityTable t = {};
         char word[WORD_MAX];
@@ -65,7 +69,7 @@ int dm_verity_table_parse(const char *line, DmVerityTable *ret) {
                 if (next_word(&p, word, sizeof(word)) < 0 || parse_uint64(word, &u) < 0)
                         return -EBADMSG;
         if (next_word(&p, t.algorithm, sizeof(t.algorithm)) < 0 ||
-            next_word(&p, t.root_hash, sizeof(t.root_hash)) < 0 || !is_hex(t.root_hash, 2, 128) ||
+            next_word(&p, t.root_hash, sizeof(t.root_hash)) < 0 || !dm_verity_root_hash_is_valid(t.root_hash) ||
             next_word(&p, word, sizeof(word)) < 0 || (strcmp(word, "-") != 0 && !is_hex(word, 2, 512)))
                 return -EBADMSG;
 

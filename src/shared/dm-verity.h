@@ -21,6 +21,9 @@ typedef struct DmVerityTable {
 
 void dm_verity_table_done(DmVerityTable *t);
 
+/* A root hash as the kernel writes it: 2 to 128 lowercase hex digits, whole bytes. */
+bool dm_verity_root_hash_is_valid(const char *s);
+
 /* Returns 0, -EBADMSG for a line that is not of this form, or -ENOMEM. */
 int dm_verity_table_parse(const char *line, DmVerityTable *ret);
 

@@ -55,11 +55,12 @@ int parse_unsigned(const char *s, unsigned *ret) {
         uint64_t v;
         int r;
 
+        /* Not a number at all is -EINVAL, even when its digits alone would not fit. */
         r = parse_digits(&s, UINT_MAX, &v);
+        if (r == -EINVAL || *s != '\0')
+                return -EINVAL;
         if (r < 0)
                 return r;
-        if (*s != '\0')
-                return -EINVAL;
         *ret = (unsigned) v;
         return 0;
 }
@@ -68,11 +69,12 @@ int parse_uint64(const char *s, uint64_t *ret) {
         uint64_t v;
         int r;
 
+        /* Not a number at all is -EINVAL, even when its digits alone would not fit. */
         r = parse_digits(&s, UINT64_MAX, &v);
+        if (r == -EINVAL || *s != '\0')
+                return -EINVAL;
         if (r < 0)
                 return r;
-        if (*s != '\0')
-                return -EINVAL;
         *ret = v;
         return 0;
 }
@@ -139,7 +141,8 @@ int parse_timespan(const char *s, uint64_t *ret) {
                 *ret = USEC_INFINITY;
                 return 0;
         }
-        if (!is_digit(*s))
+        /* Blanks go between components only: none at either end. */
+        if (!is_digit(*s) || strchr(" \t", s[strlen(s) - 1]))
                 return -EINVAL;
 
         while (*s != '\0') {

@@ -88,15 +88,17 @@ const char *module_path_check(const char *path) {
         return NULL;
 }
 
-static const char *context_string_check(const char *s, const char *what) {
-        if (!s)
-                return NULL;
+bool request_context_string_is_valid(const char *s) {
         if (strnlen(s, CONTEXT_STRING_MAX + 1) > CONTEXT_STRING_MAX)
-                return what;
+                return false;
         for (const char *p = s; *p; p++)
                 if ((unsigned char) *p < ' ' || *p == 0x7f)
-                        return what;
-        return NULL;
+                        return false;
+        return true;
+}
+
+static const char *context_string_check(const char *s, const char *what) {
+        return !s || request_context_string_is_valid(s) ? NULL : what;
 }
 
 const char *request_context_check(const RequestContext *c) {

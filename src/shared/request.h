@@ -33,6 +33,10 @@ typedef struct RequestContext {
         int64_t seqnum;         /* -1 when not given */
 } RequestContext;
 
+/* Whether s may be a string of a request's context (devpath, subsystem, action, file): at most
+ * CONTEXT_STRING_MAX bytes, no control characters. */
+bool request_context_string_is_valid(const char *s);
+
 /* Each returns NULL when the value is acceptable, or the reason it is not. */
 const char *modalias_check(const char *s);
 const char *module_parameters_check(const char *s);

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +16,12 @@
 #include "load-client.h"
 #include "log.h"
 #include "macro.h"
+#include "udev-context.h"
 
 /* udev kills a RUN program when the event times out (event_timeout, 180 s by default). */
 #define DEFAULT_TIMEOUT_USEC (60 * USEC_PER_SEC)
 /* At most this many loads at once; a rule names a handful of modules at most. */
 #define MAX_PARALLEL 8U
-/* udev's values are short; anything longer than this is not passed on as context. */
-#define CONTEXT_VALUE_MAX 4096U
 
 static uint64_t arg_timeout_usec = DEFAULT_TIMEOUT_USEC;
 static const char *arg_address = NULL;
@@ -81,38 +79,6 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
-static const char *env_value(const char *key) {
-        const char *v = getenv(key);
-
-        return v && *v && strnlen(v, CONTEXT_VALUE_MAX + 1) <= CONTEXT_VALUE_MAX ? v : NULL;
-}
-
-/* The device event as the daemon records it; fields udev did not set are left out. */
-static int build_context(sd_json_variant **ret) {
-        const char *seqnum = env_value("SEQNUM");
-        uint64_t n = 0;
-        char *end = NULL;
-        bool have_seqnum = false;
-
-        if (seqnum) {
-                errno = 0;
-                n = strtoull(seqnum, &end, 10);
-                have_seqnum = errno == 0 && end && *end == '\0' && seqnum[0] >= '0' && seqnum[0] <= '9' &&
-                        n <= INT64_MAX;
-        }
-
-        return sd_json_buildo(
-                        ret,
-                        SD_JSON_BUILD_PAIR_STRING("source", "udev"),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!env_value("DEVPATH"), "devpath",
-                                                     SD_JSON_BUILD_STRING(env_value("DEVPATH"))),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!env_value("SUBSYSTEM"), "subsystem",
-                                                     SD_JSON_BUILD_STRING(env_value("SUBSYSTEM"))),
-                        SD_JSON_BUILD_PAIR_CONDITION(have_seqnum, "seqnum", SD_JSON_BUILD_UNSIGNED(n)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!env_value("ACTION"), "action",
-                                                     SD_JSON_BUILD_STRING(env_value("ACTION"))));
-}
-
 /* Logs the outcome of one request and says whether it fails this program. Not finding a module,
  * a refusal by policy and a load that goes on in the daemon are part of the normal course of device
  * events: udev must not treat them as failures. */
@@ -166,7 +132,9 @@ static int run(int argc, char *argv[]) {
         if (optind >= argc && !getenv("MODALIAS"))
                 return log_error_errno(EINVAL, "No MODALIAS in the environment and no module named.");
 
-        r = build_context(&context);
+        /* The device event as the daemon records it; fields udev did not set are left out. */
+        r = udev_context_build(getenv("DEVPATH"), getenv("SUBSYSTEM"), getenv("SEQNUM"), getenv("ACTION"),
+                               &context);
         if (r < 0)
                 return log_error_errno(r, "Failed to build the request: %m");
 

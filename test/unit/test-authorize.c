@@ -241,6 +241,10 @@ TEST(cgroup) {
         check_unit("9:name=systemd:/system.slice/systemd-udevd.service\n8:pids:/\n0::/\n", 0,
                    "systemd-udevd.service", true, false);
         check_unit("9:name=systemd:/\n0::/\n", 0, NULL, false, true);
+        /* A cgroup of another hierarchy, named to look like systemd's line, is that hierarchy's. */
+        check_unit("1:name=systemd:/user.slice/user-1000.slice/user@1000.service/x\n"
+                   "3:cpu:/x:name=systemd:/system.slice/systemd-udevd.service\n0::/\n", 0, "user@1000.service",
+                   false, false);
         check_unit("4:memory:/x\n", -EBADMSG, NULL, false, false);
         check_unit("", -EBADMSG, NULL, false, false);
         check_unit("0::relative\n", -EBADMSG, NULL, false, false);

@@ -173,6 +173,26 @@ TEST(refused_unsent) {
         load_requests_done(reqs, ELEMENTSOF(reqs));
 }
 
+/* A name or a modalias that is not UTF-8 cannot be sent as JSON: it is refused alone, and the other
+ * requests go on (a boot list with such a line loaded nothing after it). */
+TEST(not_utf8_unsent) {
+        LoadRequest reqs[] = {
+                { .name = "caf\xe9" },
+                { .modalias = "pci:v\xff" },
+                { .name = "ok_name" },
+        };
+        const LoadOptions o = { .address = "/nonexistent/modgate.sock", .timeout_usec = USEC_PER_SEC };
+
+        check(load_requests_run(&o, reqs, ELEMENTSOF(reqs)) == 0);
+        check(reqs[0].verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[0].error_id, "io.modgate.Manager.InvalidName");
+        check_streq(reqs[0].detail, "refused before asking modgated: io.modgate.Manager.InvalidName (not UTF-8)");
+        check(reqs[1].verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[1].error_id, "io.modgate.Manager.InvalidModalias");
+        check(reqs[2].verdict == LOAD_VERDICT_UNREACHABLE);
+        load_requests_done(reqs, ELEMENTSOF(reqs));
+}
+
 int main(void) {
         RUN(verdicts);
         RUN(describe_success);
@@ -181,5 +201,6 @@ int main(void) {
         RUN(timeouts);
         RUN(refusal_words);
         RUN(refused_unsent);
+        RUN(not_utf8_unsent);
         return tests_done();
 }

@@ -33,6 +33,33 @@ TEST(files_in_order_with_lines) {
         check_streq(c, "/run/modprobe.d/60-wrap.conf:1");
 }
 
+TEST(statements_as_libkmod_reads_them) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *a = NULL, *text = NULL;
+        char *comment = NULL;
+
+        /* A line longer than any buffer is one line; "options NAME" with nothing after is refused by
+         * libkmod; a backslash before another byte stands for it (an escaped backslash ends no line);
+         * a carriage return is part of the line. */
+        comment = malloc(5001);
+        check(comment);
+        memset(comment, 'x', 5000);
+        comment[5000] = '\0';
+        check(asprintf(&text, "# %soptions dummy a=1\n"
+                              "options dummy\n"
+                              "options dummy \n"
+                              "options dummy b=1\\\\\n"
+                              "options dummy c=1\n"
+                              "options du\\mmy d=1\n"
+                              "options dummy\r\n"
+                              "options\tdummy\te=1\r\n", comment) > 0);
+        free(comment);
+        tmp_write(root, "/etc/modprobe.d/x.conf", text);
+        a = sources(root, NULL, "dummy");
+        check_streq(a, "/etc/modprobe.d/x.conf:4, /etc/modprobe.d/x.conf:5, /etc/modprobe.d/x.conf:6, "
+                       "/etc/modprobe.d/x.conf:8");
+}
+
 TEST(names_alike_and_cmdline) {
         _cleanup_tmp_root_ char *root = tmp_root_new();
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
@@ -40,8 +67,19 @@ TEST(names_alike_and_cmdline) {
         tmp_write(root, "/lib/modprobe.d/x.conf", "options snd-hda-intel model=auto\n");
         a = sources(root, "quiet snd_hda_intel.power_save=1 root=/dev/vda", "snd_hda_intel");
         check_streq(a, "/lib/modprobe.d/x.conf:1, the kernel command line");
-        /* A word without "=", or another module's, sets nothing. */
-        b = sources(root, "snd_hda_intel.flag dummy.x=1 .y=1", "snd_hda_intel");
+        /* As libkmod reads the command line: "MODULE.FLAG" sets a boolean; '=' before the '.', a second
+         * '.' before the value, nothing after the '.', or another module's word sets nothing. */
+        b = sources(root, "snd_hda_intel=1 snd_hda_intel.a.b=1 snd_hda_intel. dummy.x=1 .y=1", "snd_hda_intel");
+        check_streq(b, "/lib/modprobe.d/x.conf:1");
+        free(b);
+        b = sources(root, "quiet snd-hda-intel.flag", "snd_hda_intel");
+        check_streq(b, "/lib/modprobe.d/x.conf:1, the kernel command line");
+        free(b);
+        /* A word in quotes, as grub passes a value with blanks; a quoted value's blanks are not words. */
+        b = sources(root, "\"snd_hda_intel.dyndbg=file x.c +p\"", "snd_hda_intel");
+        check_streq(b, "/lib/modprobe.d/x.conf:1, the kernel command line");
+        free(b);
+        b = sources(root, "dummy.x=\"a snd_hda_intel.y=1\" \"b", "snd_hda_intel");
         check_streq(b, "/lib/modprobe.d/x.conf:1");
         c = sources(root, "quiet", "nothing_sets_it");
         check(c == NULL);
@@ -60,6 +98,7 @@ TEST(error_classes) {
 
 int main(void) {
         RUN(files_in_order_with_lines);
+        RUN(statements_as_libkmod_reads_them);
         RUN(names_alike_and_cmdline);
         RUN(error_classes);
         return tests_done();

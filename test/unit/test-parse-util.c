@@ -35,6 +35,10 @@ TEST(unsigned_numbers) {
         check(parse_unsigned("1 ", &u) == -EINVAL);
         check(parse_unsigned("0x10", &u) == -EINVAL);
         check(parse_unsigned("1e3", &u) == -EINVAL);
+        /* Not a number, however large its digits. */
+        check(parse_unsigned("18446744073.709551615", &u) == -EINVAL);
+        check(parse_uint64("18446744073709551616x", &(uint64_t) { 0 }) == -EINVAL);
+        check(parse_uint64("18446744073709551616", &(uint64_t) { 0 }) == -ERANGE);
 }
 
 static uint64_t span(const char *s) {
@@ -66,7 +70,7 @@ TEST(timespan) {
 TEST(timespan_invalid) {
         static const char *const bad[] = {
                 "", " 5s", "s", "5x", "5 x", "1.5s", "-5s", "5s,", "infinite", "Infinity", "5S", "5sec s",
-                "5µs", "99999999999999999999999x",
+                "5µs", "99999999999999999999999x", "5s ", "5 ", "1min 30s\t",
         };
         static const char *const range[] = {
                 "18446744073709551615us", "99999999999999999999999", "18446744073709551614", "40000000w",

@@ -263,6 +263,16 @@ TEST(cmdline) {
         check_streq(ignored[0], "modgate.mode=lax");
         check(policy_check_module(&p, SOURCE_UDEV, "snd_pcsp").verdict == VERDICT_DENY);
         policy_done(&p);
+
+        /* Words as the kernel's next_arg() reads them: any blank between them, a word in quotes, and a
+         * word that is only the start of an option's name (which was read past its end). */
+        ignored = strv_free(ignored);
+        policy_init(&p);
+        check(policy_add_cmdline(&p, "module\vmodule_blacklist=floppy\r\"module-blacklist=pcspkr\"", &ignored) == 0);
+        check(policy_check_module(&p, SOURCE_UDEV, "floppy").verdict == VERDICT_DENY);
+        check_streq(policy_check_module(&p, SOURCE_UDEV, "pcspkr").rule->option, "module_blacklist=pcspkr");
+        check(!ignored);
+        policy_done(&p);
 }
 
 static char *serialize(const Policy *p) {
