@@ -271,6 +271,54 @@ def strace_profile(pid, run):
     return counts
 
 
+def perf_profile(pid, run, out):
+    """Where pid's CPU goes while run() runs: perf record with DWARF call chains (cpu-clock, a
+    software event, works without a PMU), reported as each function's share of the samples with what
+    it calls (children) and alone (self), user-space functions with a name only. The full report is
+    kept in out. None when perf is not there."""
+    if not shutil.which("perf"):
+        return None
+    data = out + ".data"
+    p = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "--call-graph", "dwarf,16384",
+                          "-o", data, "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    try:
+        run()
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=120)
+    report = subprocess.run(["perf", "report", "-i", data, "--children", "--sort", "symbol", "--stdio", "-g", "none",
+                             "--percent-limit", "0.5"], capture_output=True, text=True).stdout
+    os.unlink(data)
+    with open(out, "w") as f:
+        f.write(report)
+    funcs = []
+    for line in report.splitlines():
+        w = line.split()
+        if len(w) >= 4 and w[0].endswith("%") and w[2] == "[.]" and not w[3].startswith("0x"):
+            funcs.append((w[3], float(w[0][:-1]), float(w[1][:-1])))
+    return funcs
+
+
+# The event loop and the method dispatch that every request goes through: not where its cost is.
+FRAME = {"main", "manager_run", "_start", "__libc_start_main", "sd_event_loop", "sd_event_run", "sd_event_dispatch",
+         "sd_varlink_process", "vl_method_load", "start_thread", "clone3", "__clone3"}
+
+
+def perf_top(funcs, per_request_ns, n=10, prefixes=None):
+    """The functions that cost most, as "name share (µs per request)", for a figure's note."""
+    if not funcs:
+        return "perf not available"
+    out = []
+    for name, children, _ in funcs:
+        if name in FRAME or (prefixes and not name.startswith(prefixes)):
+            continue
+        out.append("%s %.0f%% (%s)" % (name, children, fmt(children / 100 * per_request_ns, "ns")))
+        if len(out) == n:
+            break
+    return ", ".join(out)
+
+
 # --- the run ------------------------------------------------------------------------------------
 
 def results_dir(builddir, results):

@@ -51,13 +51,14 @@ def first_keys(b):
         if hit and origin == "pattern" and k not in seen:
             seen.add(k)
             keys.append(k)
-    return keys[:FIRST_KEYS], keys[FIRST_KEYS:FIRST_KEYS + PROFILE_FIRST]
+    return (keys[:FIRST_KEYS], keys[FIRST_KEYS:FIRST_KEYS + PROFILE_FIRST],
+            keys[FIRST_KEYS + PROFILE_FIRST:FIRST_KEYS + 3 * PROFILE_FIRST])
 
 
 def run(b, vm=False):
     b.forget_modules()
     b.make_live(b.deps)         # every module live: nothing loads, every hit is already_loaded
-    keys, profile_keys = first_keys(b)
+    keys, profile_keys, perf_keys = first_keys(b)
     b.make_live(b.deps)
     d = b.daemon("s1")
     floor = b.floor("s1-floor", "e1000", b.path_of("e1000"))
@@ -80,6 +81,9 @@ def run(b, vm=False):
     first_cpu, first_sched = meter.per(len(keys))
     profile_first = common.strace_profile(fresh.pid, lambda: b.loadgen(
         fresh.address, 1, len(profile_keys), b.calls_file("s1-pfirst", [{"modalias": k} for k in profile_keys])))
+    perf_first = common.perf_profile(fresh.pid, lambda: b.loadgen(
+        fresh.address, 1, len(perf_keys), b.calls_file("s1-perf", [{"modalias": k} for k in perf_keys])),
+        os.path.join(b.results, "s1-perf-first.txt"))
     udev_first, udev_first_res = udev_lookup(b, keys, "s1-udev-first")
     udev_repeat, _ = udev_lookup(b, [common.E1000_MODALIAS] * CALLS[1], "s1-udev-repeat")
 
@@ -88,6 +92,8 @@ def run(b, vm=False):
     for name, server in (("modgated", d), ("floor", floor)):
         counts = common.strace_profile(server.pid, lambda s=server: b.loadgen(s.address, 1, PROFILE_CALLS, repeat))
         profile[name] = {k: v / PROFILE_CALLS for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
+    perf_repeat = common.perf_profile(d.pid, lambda: b.loadgen(d.address, 1, 2 * PROFILE_CALLS, repeat),
+                                      os.path.join(b.results, "s1-perf-repeat.txt"))
     costs = json.loads(subprocess.run([b.tool["costs"], b.trusted, "e1000", common.E1000_MODALIAS, "20000"],
                                       check=True, capture_output=True, text=True).stdout)
     d.stop()
@@ -128,6 +134,11 @@ def run(b, vm=False):
                                "twice, pidfd signal), kmod_validate_resources() %s, initstate %s" % (
                                    common.fmt(peer, "ns"), common.fmt(costs["validate"], "ns"),
                                    common.fmt(costs["initstate"], "ns"))))
+    figures.append(Figure(1, "where a repeated request's CPU goes (perf)", m1["cpu_ns"], "ns",
+                          note=common.perf_top(perf_repeat, m1["cpu_ns"])))
+    figures.append(Figure(1, "where a first lookup's CPU goes (perf)", first_cpu, "ns",
+                          note=common.perf_top(perf_first, first_cpu)))
+    data.update({"perf_repeat": perf_repeat, "perf_first": perf_first})
     data.update({"runs": runs, "first": {"keys": len(keys), "cpu_ns": first_cpu, "sched_ns": first_sched,
                                          "errors": first["errors"], "p50_ns": pct(first["latency"], 50)},
                  "udev_first_cpu_ns": udev_first, "udev_first": udev_first_res, "udev_repeat_cpu_ns": udev_repeat,

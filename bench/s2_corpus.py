@@ -15,6 +15,7 @@ from common import Figure, pct
 
 # modprobe runs for every MODPROBE_EVERY-th request of the corpus: ~2,000 execs stand for 10,000.
 MODPROBE_EVERY = 5
+PERF_CALLS = 2000
 
 
 def finit_count(log):
@@ -32,6 +33,16 @@ def run(b, vm=False):
     with open(keys_path, "w") as f:
         f.write("\n".join(keys) + "\n")
     eng = {}
+
+    # Where a load's CPU goes: a fresh daemon, a kernel with nothing loaded, the first PERF_CALLS requests.
+    b.forget_modules()
+    d = b.daemon("s2-perf")
+    meter = common.CpuMeter(d.pid)
+    perf = common.perf_profile(d.pid, lambda: b.loadgen(d.address, 1, PERF_CALLS, b.calls_file(
+        "s2-perf", [{"modalias": k} for k in keys[:PERF_CALLS]])), os.path.join(b.results, "s2-perf.txt"))
+    perf_cpu, _ = meter.per(1)
+    perf_loads = finit_count(d.shim_log)
+    d.stop()
 
     # modgated: one persistent connection, one call at a time.
     b.forget_modules()
@@ -106,6 +117,9 @@ def run(b, vm=False):
                     "context) %s, SHA-256 %s, over %d of the loaded files" % (
                         common.fmt(load_costs["modinfo"], "ns"), common.fmt(load_costs["sha256"], "ns"),
                         load_costs["files"])),
+        Figure(2, "where the corpus's CPU goes (perf)", perf_cpu / max(1, perf_loads), "ns",
+               note="per load, over the first %d requests (%d loads): %s" % (
+                   PERF_CALLS, perf_loads, common.perf_top(perf, perf_cpu / max(1, perf_loads), n=12))),
         Figure(2, "corpus end to end per request, modgated", m["wall_ns"], "ns", "udev in-process", u["wall_ns"],
                note="p50 %s p99 %s; server CPU %s per request" % (
                    common.fmt(pct(m["latency"], 50), "ns"), common.fmt(pct(m["latency"], 99), "ns"),
@@ -117,7 +131,7 @@ def run(b, vm=False):
     ]
     data = {"corpus": {"requests": n, "hits": hits, "buses": c["buses"], "keys": keys, "hit": c["hit"],
                        "origin": c["origin"]}, "engines": eng, "modprobe_every": MODPROBE_EVERY,
-            "load_costs_ns": load_costs}
+            "load_costs_ns": load_costs, "perf": perf}
     data["plot"] = lambda path: plot(path, eng, c)
     return figures, data
 
