@@ -101,7 +101,7 @@ def plot(path, results):
     for i, k in enumerate(labels):
         late = sorted(v / 1e6 for v in results[k]["modgated"]["late_ns"])
         ax[1].plot(late, [j / len(late) for j in range(len(late))], label=k)
-    ax[1].set(title="waiter answered after the load was done (CDF)", xlabel="ms", ylabel="fraction")
+    ax[1].set(title="waiter answered after the load was done (CDF)", xlabel="ms", xscale="log", ylabel="fraction")
     ax[1].legend(fontsize=7)
     ax[1].grid(alpha=0.3)
     fig.suptitle("Scenario 3: duplicate storms")
