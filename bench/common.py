@@ -106,6 +106,12 @@ class Bench:
             os.makedirs(os.path.join(self.modprobe_root, d))
             os.symlink(self.trusted, os.path.join(self.modprobe_root, d, self.kver))
 
+    def unique(self, name):
+        """A server name not used before in this run: a socket and a notify socket are made per name,
+        and a repeated scenario starts its servers again."""
+        self.n_servers += 1
+        return "%s-%d" % (name, self.n_servers)
+
     def path_of(self, module):
         return os.path.join(self.trusted, self.deps[module][0])
 
@@ -128,13 +134,13 @@ class Bench:
         tier's debug, whose every-request lines would be measured too."""
         e = {"MODGATE_LOG_LEVEL": "info"}
         e.update(env or {})
-        d = h.Daemon(self.work, name, self.trusted, extra_env=e, args=args)
+        d = h.Daemon(self.work, self.unique(name), self.trusted, extra_env=e, args=args)
         if not d.activate():
             raise RuntimeError("modgated %s did not start:\n%s" % (name, d.stderr_text()))
         return d
 
     def floor(self, name, module, path):
-        s = Activated(self.work, name, [self.tool["varlink-floor"], module, path])
+        s = Activated(self.work, self.unique(name), [self.tool["varlink-floor"], module, path])
         s.call("org.varlink.service.GetInfo")
         return s
 

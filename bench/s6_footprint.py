@@ -61,7 +61,7 @@ def activation_run(b):
     b.forget_modules()
     b.make_live(["e1000"])
     for i in range(ACTIVATIONS):
-        d = common.h.Daemon(b.work, "s6-act%d" % i, b.trusted, extra_env={"MODGATE_LOG_LEVEL": "info"})
+        d = common.h.Daemon(b.work, b.unique("s6-act"), b.trusted, extra_env={"MODGATE_LOG_LEVEL": "info"})
         t0 = time.monotonic_ns()
         r = d.call(common.MANAGER + "Load", {"modalias": common.E1000_MODALIAS})
         firsts.append(time.monotonic_ns() - t0)
@@ -78,7 +78,7 @@ def activation_run(b):
 def depmod_run(b):
     """A writable copy of the tree, as test-requests.py's index case makes it; the time from
     depmod's exit to the answer that needs its new index, against a warm answer."""
-    base = os.path.join(b.work, "fresh")
+    base = os.path.join(b.work, b.unique("fresh"))
     os.makedirs(base)
     common.h.run("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", base)
     root = os.path.join(base, "lib/modules", b.kver)
@@ -89,7 +89,7 @@ def depmod_run(b):
     shutil.move(module, keep)
     common.h.run("depmod", "-b", base, b.kver)
     b.forget_modules()
-    d = common.h.Daemon(b.work, "s6-depmod", root, extra_env={"MODGATE_LOG_LEVEL": "info"},
+    d = common.h.Daemon(b.work, b.unique("s6-depmod"), root, extra_env={"MODGATE_LOG_LEVEL": "info"},
                         args=("--manifest=" + manifest,))
     assert d.activate()
     warm = []
