@@ -357,6 +357,7 @@ def run(src, builddir, results, wanted, repeat, vm):
     for n in wanted:
         for i in range(repeat):
             tag = str(n) if repeat == 1 else "%d.%d" % (n, i + 1)
+            b.prefix = "s%s" % tag.replace(".", "-")      # names of the files a scenario writes itself
             t0, la0 = time.monotonic(), loadavg()
             try:
                 figures, data = scenarios.ALL[n](b, vm=vm)

@@ -83,7 +83,7 @@ def run(b, vm=False):
         fresh.address, 1, len(profile_keys), b.calls_file("s1-pfirst", [{"modalias": k} for k in profile_keys])))
     perf_first = common.perf_profile(fresh.pid, lambda: b.loadgen(
         fresh.address, 1, len(perf_keys), b.calls_file("s1-perf", [{"modalias": k} for k in perf_keys])),
-        os.path.join(b.results, "s1-perf-first.txt"))
+        os.path.join(b.results, b.prefix + "-perf-first.txt"))
     udev_first, udev_first_res = udev_lookup(b, keys, "s1-udev-first")
     udev_repeat, _ = udev_lookup(b, [common.E1000_MODALIAS] * CALLS[1], "s1-udev-repeat")
 
@@ -93,7 +93,7 @@ def run(b, vm=False):
         counts = common.strace_profile(server.pid, lambda s=server: b.loadgen(s.address, 1, PROFILE_CALLS, repeat))
         profile[name] = {k: v / PROFILE_CALLS for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
     perf_repeat = common.perf_profile(d.pid, lambda: b.loadgen(d.address, 1, 2 * PROFILE_CALLS, repeat),
-                                      os.path.join(b.results, "s1-perf-repeat.txt"))
+                                      os.path.join(b.results, b.prefix + "-perf-repeat.txt"))
     costs = json.loads(subprocess.run([b.tool["costs"], b.trusted, "e1000", common.E1000_MODALIAS, "20000"],
                                       check=True, capture_output=True, text=True).stdout)
     d.stop()

@@ -39,7 +39,7 @@ def run(b, vm=False):
     d = b.daemon("s2-perf")
     meter = common.CpuMeter(d.pid)
     perf = common.perf_profile(d.pid, lambda: b.loadgen(d.address, 1, PERF_CALLS, b.calls_file(
-        "s2-perf", [{"modalias": k} for k in keys[:PERF_CALLS]])), os.path.join(b.results, "s2-perf.txt"))
+        "s2-perf", [{"modalias": k} for k in keys[:PERF_CALLS]])), os.path.join(b.results, b.prefix + "-perf.txt"))
     perf_cpu, _ = meter.per(1)
     perf_loads = finit_count(d.shim_log)
     d.stop()
