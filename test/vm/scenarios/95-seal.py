@@ -64,6 +64,18 @@ def test_status(vm):
     status, error = guest.varlinkctl(vm, "io.modgate.Manager.Status")
     implemented(error, "Status")
     assert error is None and status["sealed"] is False and status["mode"] == "enforce", (error, status)
+    # The guest's module tree is an erofs on dm-verity: Status names its root hash, read from the
+    # kernel's table, and the kernel's enforcement as the guest's /sys says it.
+    root = status["roots"][0]
+    assert root["path"] == "/usr/lib/modules/" + guest.kernel_release(vm) and root["state"] == "pinned", root
+    assert root["verityRootHash"] == vm.manifest["roothash"], (root, vm.manifest["roothash"])
+    assert "roothash=" + vm.manifest["roothash"] in root["identity"] and "fstype=erofs" in root["identity"], root
+    sig = vm.sh("cat /sys/module/module/parameters/sig_enforce").out.strip()
+    assert "module signatures: " in status["enforcement"] and "modules_disabled: 0" in status["enforcement"], status
+    signatures = status["enforcement"].split(";")[0]
+    assert signatures.startswith("module signatures: " + ("enforced" if sig == "Y" else "not enforced")), \
+        (sig, signatures)
+    print("# Status: %s; root %s" % (status["enforcement"], root["identity"]))
 
 
 MONITOR_FIRST = r'''

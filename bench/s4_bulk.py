@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Scenario 4: bulk loading of a boot list with real dependencies (the Debian tree's modules.dep),
+each module's init taking a time drawn from a fixed, seeded distribution (bench/tools/delay-shim.c,
+in front of the tier's shim). modgated, fed by modgate-modules-load, against the critical-path bound
+(the longest chain of init times through the dependency graph: no loader can finish sooner), and
+against systemd-modules-load before v259 (sequential), v259 (parallel threads without dependency
+order) and Android's dependency waves (bench/anchors/bulk-load.c)."""
+
+import json
+import os
+import random
+import subprocess
+import time
+
+import common
+from common import Figure
+
+SEED = 14
+LIST_MIN, LIST_MAX = 90, 120
+THREADS = 16            # v259 clamps the online CPUs to 1..16; a machine with 16 or more
+DEFAULT_WORKERS = 4     # [Load] Workers= as shipped
+
+
+def blacklisted_or_soft(b):
+    """Modules a boot list should not name here: softdeps (loaders differ in honouring them) and
+    modprobe.d blacklists (the list would lose them)."""
+    out = set(h_softdeps(b.tree))
+    for d in ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d", "/run/modprobe.d"):
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            with open(os.path.join(d, name), errors="replace") as f:
+                for line in f:
+                    w = line.split()
+                    if len(w) >= 2 and w[0] in ("blacklist", "install", "softdep", "options"):
+                        out.add(w[1].replace("-", "_"))
+    return out
+
+
+def h_softdeps(tree):
+    return common.h.parse_modules_softdep(tree)
+
+
+def boot_list(b):
+    """(listed names, {module: (delay ms, [dependencies])}) of LIST_MIN to LIST_MAX modules."""
+    rng = random.Random(SEED)
+    bad = blacklisted_or_soft(b)
+    deps = {n: d for n, (_, d) in b.deps.items()}
+    ok = [n for n, d in sorted(deps.items()) if 1 <= len(d) <= 8 and n not in bad and not (set(d) & bad)]
+    listed, closure = [], set()
+    for n in rng.sample(ok, len(ok)):
+        new = closure | {n} | set(deps[n])
+        if len(new) > LIST_MAX:
+            continue
+        listed.append(n)
+        closure = new
+        if len(closure) >= LIST_MIN:
+            break
+    graph = {}
+    for n in sorted(closure):
+        u = rng.random()
+        ms = rng.randint(1, 5) if u < 0.70 else rng.randint(10, 60) if u < 0.95 else rng.randint(100, 300)
+        graph[n] = (ms, deps[n])
+    return listed, graph
+
+
+def bounds(graph, workers):
+    finish = {}
+    for n in sorted(graph, key=lambda n: len(graph[n][1])):   # a dependency has fewer dependencies
+        ms, d = graph[n]
+        finish[n] = ms + max((finish[x] for x in d), default=0)
+    cp = max(finish.values())
+    total = sum(ms for ms, _ in graph.values())
+    return cp, total, max(cp, total / workers)
+
+
+def live_count(names):
+    return sum(1 for n in names if common.h.module_state(n) == "live")
+
+
+def run_modgated(b, listed, graph, delays, workers, all_at_once=False):
+    """Through modgate-modules-load (at most 16 calls in flight, as it sends them), or with every
+    listed module's call sent at once, each on its own connection (bench/tools/loadgen.c --storm)."""
+    b.forget_modules()
+    env = {"LD_PRELOAD": "%s %s" % (b.tool["delay-shim.so"], b.shim), "MODGATE_BENCH_DELAYS": delays}
+    d = b.daemon("s4-w%d%s" % (workers, "-storm" if all_at_once else ""), env=env, args=("--workers=%d" % workers,))
+    if all_at_once:
+        calls = b.calls_file("s4", [{"name": n} for n in listed])
+        res = b.storm(d.address, len(listed), calls)
+        wall = (max(res["answered"]) - res["released_ns"]) / 1e9
+        failed = res["errors"]
+    else:
+        conf = os.path.join(b.work, "s4-boot.conf")
+        with open(conf, "w") as f:
+            f.write("\n".join(listed) + "\n")
+        t0 = time.monotonic()
+        p = subprocess.run([*common.h.in_unit("modgate-modules-load.service"), b.modgate_modules_load,
+                            "--address=" + d.address, conf], capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        failed = p.returncode != 0 and p.stderr
+    recs = [r for r in d.shim_records() if r["call"] == "finit_module"]
+    d.stop()
+    if failed:
+        raise RuntimeError("boot list through modgated failed: %s" % failed)
+    return {"wall_s": wall, "finit": len(recs), "live": live_count(graph),
+            "loads": [(r["name"], r["end"]) for r in recs]}
+
+
+def run_anchor(b, mode, threads, listed, graph, delays):
+    b.forget_modules()
+    path = os.path.join(b.work, "s4-list")
+    with open(path, "w") as f:
+        f.write("\n".join(listed) + "\n")
+    log = os.path.join(b.work, "s4-%s.shim.log" % mode)
+    env = b.shim_env(log, extra={"LD_PRELOAD": "%s %s" % (b.tool["delay-shim.so"], b.shim),
+                                 "MODGATE_BENCH_DELAYS": delays})
+    out = json.loads(subprocess.run([b.tool["bulk-load"], b.trusted, mode, str(threads), path], check=True,
+                                    capture_output=True, text=True, env=env).stdout)
+    with open(log) as f:
+        recs = [json.loads(line) for line in f if '"finit_module"' in line]
+    return {"wall_s": out["wall_ns"] / 1e9, "finit": len(recs), "live": live_count(graph),
+            "loads": [(r["name"], r["end"]) for r in recs]}
+
+
+def run(b, vm=False):
+    listed, graph = boot_list(b)
+    delays = os.path.join(b.work, "s4.delays")
+    with open(delays, "w") as f:
+        for n, (ms, d) in sorted(graph.items()):
+            f.write("%s %d %s\n" % (n, ms, ",".join(d)))
+    cp, total, lb4 = bounds(graph, DEFAULT_WORKERS)
+    res = {
+        "modgated Workers=64": run_modgated(b, listed, graph, delays, 64),
+        "modgated Workers=4": run_modgated(b, listed, graph, delays, DEFAULT_WORKERS),
+        "modgated Workers=64, every call at once": run_modgated(b, listed, graph, delays, 64, all_at_once=True),
+        "sequential (modules-load < v259)": run_anchor(b, "sequential", 1, listed, graph, delays),
+        "parallel %d threads (v259)" % THREADS: run_anchor(b, "parallel", THREADS, listed, graph, delays),
+        "dependency waves %d threads (Android)" % THREADS: run_anchor(b, "waves", THREADS, listed, graph, delays),
+    }
+    b.forget_modules()
+    m64, m4 = res["modgated Workers=64"], res["modgated Workers=4"]
+    n = len(graph)
+    figures = [
+        Figure(4, "boot list, modgated Workers=64", m64["wall_s"], "s", "critical path", cp / 1e3, "≤ 1.10",
+               m64["wall_s"] <= 1.10 * cp / 1e3 and m64["live"] == n,
+               note="%d listed, %d modules, %d finit_module, %d live" % (len(listed), n, m64["finit"], m64["live"])),
+        Figure(4, "boot list, modgated Workers=4 (default)", m4["wall_s"], "s", "max(path, sum/4)", lb4 / 1e3,
+               "≤ 1.10", m4["wall_s"] <= 1.10 * lb4 / 1e3 and m4["live"] == n,
+               note="sum of init times %s" % common.fmt(total / 1e3, "s")),
+    ]
+    s = res["modgated Workers=64, every call at once"]
+    figures.append(Figure(4, "boot list, modgated W=64, every call at once", s["wall_s"], "s", "critical path",
+                          cp / 1e3, note="without modgate-modules-load's 16 calls in flight; %d finit_module, %d live"
+                          % (s["finit"], s["live"])))
+    for name, r in res.items():
+        if name.startswith("modgated"):
+            continue
+        figures.append(Figure(4, "boot list, " + name, r["wall_s"], "s", "modgated W=64", m64["wall_s"],
+                              note="%d finit_module, %d live" % (r["finit"], r["live"])))
+    data = {"listed": listed, "graph": {k: list(v) for k, v in graph.items()}, "critical_path_ms": cp,
+            "sum_ms": total, "bound_w4_ms": lb4, "results": res,
+            "approximation": "per-module init times come from bench/tools/delay-shim.c in front of the tier's "
+                             "shim: during its sleep a module is absent from /sys/module, not coming"}
+    data["plot"] = lambda path: plot(path, res, graph, cp, lb4)
+    return figures, data
+
+
+def plot(path, res, graph, cp, lb4):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(14, 6), gridspec_kw={"width_ratios": [1, 1.4]})
+    names = list(res)
+    ax[0].barh(range(len(names)), [res[k]["wall_s"] for k in names], color="C0")
+    ax[0].axvline(cp / 1e3, color="k", ls="--", lw=1, label="critical path %.3f s" % (cp / 1e3))
+    ax[0].axvline(1.1 * cp / 1e3, color="grey", ls=":", lw=1, label="target 1.10 × critical path")
+    ax[0].axvline(lb4 / 1e3, color="C1", ls="--", lw=1, label="bound for 4 workers %.3f s" % (lb4 / 1e3))
+    ax[0].set_yticks(range(len(names)), names, fontsize=8)
+    ax[0].set(title="time to load the boot list", xlabel="s")
+    ax[0].legend(fontsize=7)
+    loads = res["modgated Workers=64"]["loads"]
+    t0 = min(end - graph[n][0] * 1e6 for n, end in loads)
+    order = sorted(loads, key=lambda x: x[1])
+    for i, (n, end) in enumerate(order):
+        start = end - graph[n][0] * 1e6
+        ax[1].barh(i, (end - start) / 1e9, left=(start - t0) / 1e9, height=0.8, color="C0")
+    ax[1].axvline(cp / 1e3, color="k", ls="--", lw=1)
+    ax[1].set(title="modgated Workers=64: each module's init (ordered by end)", xlabel="s", ylabel="module")
+    fig.suptitle("Scenario 4: bulk loading, %d modules" % len(graph))
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

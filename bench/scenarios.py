@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The scenarios of issue #14, by number: each run(bench, vm=) returns (figures, data), data being
+the raw samples kept as JSON, with "plot": a function that writes the PNG."""
+
+import s1_repeat
+import s2_corpus
+import s3_storm
+import s4_bulk
+import s5_helper
+import s6_footprint
+import s7_vm
+
+ALL = {
+    1: s1_repeat.run,
+    2: s2_corpus.run,
+    3: s3_storm.run,
+    4: s4_bulk.run,
+    5: s5_helper.run,
+    6: s6_footprint.run,
+    7: s7_vm.run,
+}
