@@ -44,6 +44,27 @@ OTHER = ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"]
 SUCCESS, FAILURE, INVALID, DENIED_EXIT, NOT_FOUND, LOAD_FAILED, REFUSED, NO_DAEMON = range(8)
 
 
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COMPLETE = r"""
+uname() { echo %s; }
+source %s
+line=$1
+COMP_WORDS=()
+for w in $line; do
+    while [[ $w == *=* ]]; do
+        [[ -n ${w%%%%=*} ]] && COMP_WORDS+=("${w%%%%=*}")
+        COMP_WORDS+=("=")
+        w=${w#*=}
+    done
+    [[ -n $w ]] && COMP_WORDS+=("$w")
+done
+[[ $line == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_modgatectl
+printf '%%s\n' "${COMPREPLY[@]}"
+"""
+
+
 def write_dropin(name, text):
     os.makedirs(DROPINS, exist_ok=True)
     path = os.path.join(DROPINS, name)
@@ -78,6 +99,9 @@ class Follower:
             seen.append(line)
             if pred(line):
                 return line
+        for q, lines in ((self.out, self.lines), (self.err, self.errors)):
+            while not q.empty():
+                lines.append(q.get())
         raise AssertionError("not seen in time; stdout %r stderr %r rc %s" % (self.lines, self.errors,
                                                                               self.proc.poll()))
 
@@ -398,6 +422,33 @@ def main():
         res = expect(ctl("list", env=dict(base_env, SYSTEMD_COLORS="1")), SUCCESS)
         assert "\x1b[" in res.stdout, res.stdout
 
+    # --- bash completion ---------------------------------------------------------------------------
+
+    def complete(line):
+        """What shell-completion/bash/modgatectl offers for a command line typed up to the cursor, words
+        broken as bash breaks them (at '=' too), for the kernel whose tree the daemon uses."""
+        script = COMPLETE % (os.path.basename(tree), os.path.join(SRC, "shell-completion/bash/modgatectl"))
+        env = dict(base_env, PATH=os.path.dirname(os.environ["MODGATECTL"]) + ":" + base_env["PATH"])
+        res = subprocess.run(["bash", "-c", script, "bash", line], capture_output=True, text=True, env=env,
+                             timeout=60)
+        assert res.returncode == 0 and not res.stderr, res
+        return res.stdout.split()
+
+    def case_completion():
+        assert sorted(complete("modgatectl ")) == sorted(["status", "list", "describe", "explain", "monitor", "load",
+                                                          "unload", "reload", "seal"])
+        assert complete("modgatectl --no-p") == ["--no-pager"]
+        assert complete("modgatectl --json=") == ["pretty", "short", "off"]
+        assert complete("modgatectl --source=u") == ["udev"]
+        assert complete("modgatectl load team_mode_ro") == [USER]
+        assert "net-pf-38" in complete("modgatectl -p a=1 explain net-pf-3"), "plain aliases are offered"
+        assert complete("modgatectl seal --load=dummy,team_mode_ro") == ["dummy," + USER]
+        recorded = {m["module"] for m in h.ok(d.call(M + "List"))["modules"]}
+        assert set(complete("modgatectl --address=%s describe " % d.address)) == recorded
+        if os.path.exists("/proc/modules"):
+            with open("/proc/modules") as f:
+                assert set(complete("modgatectl unload ")) == {line.split()[0] for line in f}
+
     # --- seal, last: nothing loads after it --------------------------------------------------------
 
     def case_seal():
@@ -434,6 +485,8 @@ def main():
     t.case("a ReadGroup= member runs the read-only verbs and is refused the others with exit 6", case_read_group)
     t.case("a pager and colours on a terminal only, as $MODGATE_PAGER, $SYSTEMD_PAGER, $PAGER, NO_COLOR and "
            "SYSTEMD_COLORS say", case_terminal)
+    t.case("bash completion: verbs, options and their values, the index's names and aliases, the daemon's "
+           "records", case_completion)
     t.case("seal: a final list, then every load and unload refused with exit 6", case_seal)
 
     h.dump_stderr(daemons)
