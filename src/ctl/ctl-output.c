@@ -162,6 +162,16 @@ char *format_timespan(char buf[static TIMESTAMP_MAX], uint64_t usec) {
         };
         size_t n = 0, shown = 0;
 
+        /* Below a second, milliseconds with one decimal read best: "1.2ms", "850us". */
+        if (usec >= USEC_PER_MSEC && usec < USEC_PER_SEC) {
+                unsigned tenths = (unsigned) ((usec + 50) / 100);
+
+                if (tenths % 10 == 0)
+                        snprintf(buf, TIMESTAMP_MAX, "%ums", tenths / 10);
+                else
+                        snprintf(buf, TIMESTAMP_MAX, "%u.%ums", tenths / 10, tenths % 10);
+                return buf;
+        }
         buf[0] = 0;
         for (size_t i = 0; i < ELEMENTSOF(units) && shown < 2; i++) {
                 uint64_t k = usec / units[i].usec;

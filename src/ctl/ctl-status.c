@@ -88,9 +88,10 @@ static void print_status(sd_json_variant *s) {
         for (size_t i = 0; roots && sd_json_variant_is_array(roots) && i < sd_json_variant_elements(roots); i++)
                 print_root(sd_json_variant_by_index(roots, i), i == 0);
         print_fieldf("Workers", "%" PRIi64 " (%" PRIi64 " busy), %" PRIi64 " jobs queued, %" PRIi64
-                     " requests waiting, %" PRIi64 " connections",
+                     " requests waiting, %" PRIi64 " connection%s",
                      int_or_zero(s, "workers"), int_or_zero(s, "busyWorkers"), int_or_zero(s, "queuedJobs"),
-                     int_or_zero(s, "pendingRequests"), int_or_zero(s, "connections"));
+                     int_or_zero(s, "pendingRequests"), int_or_zero(s, "connections"),
+                     int_or_zero(s, "connections") == 1 ? "" : "s");
         print_counters(sd_json_variant_by_key(s, "counters"));
         print_latency(sd_json_variant_by_key(s, "latency"));
 }
