@@ -69,10 +69,9 @@ bool json_output(void) {
 }
 
 void json_dump(sd_json_variant *v) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *empty = NULL;
-
-        if (!v && sd_json_variant_new_object(&empty, NULL, 0) >= 0)
-                v = empty;
+        /* No reply (the connection failed) prints nothing rather than an empty object. */
+        if (!v)
+                return;
         (void) sd_json_variant_dump(v, arg_json_format_flags | SD_JSON_FORMAT_NEWLINE | SD_JSON_FORMAT_FLUSH |
                                     (colors_enabled() ? SD_JSON_FORMAT_COLOR : 0), stdout, NULL);
 }

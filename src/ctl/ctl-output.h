@@ -31,7 +31,7 @@ const char *outcome_color(const char *outcome);
 /* "●" on a UTF-8 terminal, "*" elsewhere. */
 const char *glyph_dot(void);
 
-/* The daemon's reply as --json= asks; returns whether JSON output is on. */
+/* Whether --json= is on; the daemon's reply as it asks (nothing for NULL). */
 bool json_output(void);
 void json_dump(sd_json_variant *v);
 
