@@ -27,8 +27,9 @@ typedef struct Request {
         int (*build)(const char *arg, sd_json_variant **ret);
         /* Shows one reply; error_id is NULL on success. Returns 0 or -errno with the exit status
          * recorded. */
-        int (*show)(const struct Request *req, const char *what, sd_json_variant *reply, const char *error_id);
+        int (*show)(struct Request *req, const char *what, sd_json_variant *reply, const char *error_id);
         Table *table;
+        size_t shown;           /* replies shown so far */
 } Request;
 
 /* What the daemon would refuse as invalid is refused here, in its words, and not sent. */
@@ -103,7 +104,7 @@ static void show_left_out(const char *what, sd_json_variant *reply) {
                 log_notice("%s: not loaded, blacklisted by modprobe.d: %s", what, blacklisted);
 }
 
-static int show_load(const Request *req, const char *what, sd_json_variant *reply, const char *error_id) {
+static int show_load(Request *req, const char *what, sd_json_variant *reply, const char *error_id) {
         int r;
 
         if (json_output())
@@ -162,7 +163,7 @@ static CtlExit verdict_status(const char *verdict) {
 }
 
 /* What a load would do, for a person: the verdict first, then each module with its checks. */
-static int show_explanation(const Request *req, const char *what, sd_json_variant *reply, const char *error_id) {
+static int show_explanation(Request *req, const char *what, sd_json_variant *reply, const char *error_id) {
         sd_json_variant *mods = reply ? sd_json_variant_by_key(reply, "modules") : NULL;
         const char *verdict = json_str(reply, "verdict"), *reason = json_str(reply, "reason");
         CtlExit status = verdict_status(verdict);
@@ -173,6 +174,9 @@ static int show_explanation(const Request *req, const char *what, sd_json_varian
                 if (error_id)
                         return ctl_log_error(req->verb, what, error_id, reply);
         } else {
+                /* Several explanations read apart. */
+                if (req->shown++ > 0)
+                        fputc('\n', stdout);
                 printf("%s: %s%s%s%s%s\n", what, ansi(outcome_color(verdict)), verdict ?: "?",
                        ansi(outcome_color(verdict) ? ANSI_NORMAL : NULL), reason ? ": " : "", reason ?: "");
                 printf("  source %s, mode %s, policy %.12s\n", json_str(reply, "source") ?: "?",
@@ -185,7 +189,7 @@ static int show_explanation(const Request *req, const char *what, sd_json_varian
         return status == CTL_EXIT_SUCCESS ? 0 : ctl_fail(status, EPERM);
 }
 
-static int show_unload(const Request *req, const char *what, sd_json_variant *reply, const char *error_id) {
+static int show_unload(Request *req, const char *what, sd_json_variant *reply, const char *error_id) {
         if (json_output())
                 json_dump(reply);
         return error_id ? ctl_log_error(req->verb, what, error_id, reply) : 0;

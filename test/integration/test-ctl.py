@@ -291,6 +291,8 @@ def main():
                                                                "policy deny by %s/50-test.conf:2" % DROPINS))
         assert "requires: " in res.stdout, res.stdout
         expect(ctl("--dry-run", "load", DENIED), DENIED_EXIT, out=("vxlan: denied",))
+        res = expect(ctl("explain", LOADS, DENIED), DENIED_EXIT, out=("\n\nvxlan: denied",))
+        assert res.stdout.startswith("dummy: already_loaded\n"), res.stdout
         res = expect(ctl("--json=short", "explain", DENIED), DENIED_EXIT)
         assert as_json(res)["verdict"] == "denied" and as_json(res)["modules"], res
         res = ctl("explain", "no_such_module_xyz")
