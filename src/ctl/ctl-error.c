@@ -225,8 +225,8 @@ static void text_sealed(const ErrorText *t) {
                 format_timestamp(ts, (uint64_t) at);
         log_error("%s: %s: the kernel was sealed at %s: no module can be loaded or unloaded.", t->what,
                   t->error, ts);
-        log_error("kernel.modules_disabled=1 holds until the next boot; 'modgatectl seal --load=NAME' loads "
-                  "a final list before sealing.");
+        log_error("kernel.modules_disabled=1 holds until the next boot: reboot to load or unload modules "
+                  "again, and name what must still load with 'modgatectl seal --load=NAME'.");
 }
 
 static void text_configuration(const ErrorText *t) {

@@ -102,7 +102,13 @@ int verb_seal(char **args, size_t n) {
                 r = ctl_call(vl, "io.modgate.Manager.Seal", p, &reply, &error);
         if (r < 0)
                 return r;
-        if (error)
-                return ctl_log_error("seal", "seal", error, reply);
+        if (error) {
+                /* A name of the final list that cannot load refuses the whole Seal: say which. */
+                r = ctl_log_error("seal", json_str(reply, "name") ?: json_str(reply, "module") ?: "seal", error, reply);
+                if (!streq_ptr(error, "io.modgate.Manager.Sealed") &&
+                    !streq_ptr(error, "io.modgate.Manager.PermissionDenied"))
+                        log_error("Nothing was sealed.");
+                return r;
+        }
         return seal_show(reply);
 }

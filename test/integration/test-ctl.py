@@ -459,11 +459,16 @@ def main():
         s = h.Daemon(work, "seal", root)
         daemons.append(s)
         assert s.activate(), s.stderr_text()
+        expect(ctl("seal", "--load=" + DENIED, address=s.address), DENIED_EXIT,
+               err=("vxlan: io.modgate.Manager.PolicyDenied", "Nothing was sealed."))
+        expect(ctl("seal", "--load=no_such_module_xyz", address=s.address), NOT_FOUND,
+               err=("no_such_module_xyz: no such module.", "Nothing was sealed."))
         res = expect(ctl("seal", "--load=" + LOADS + ",tun", address=s.address), SUCCESS,
                      out=("Sealed: kernel.modules_disabled=1",))
         assert [line.split()[:2] for line in res.stdout.splitlines()[1:3]] == [[LOADS, "already_loaded"],
                                                                                ["tun", "already_loaded"]], res.stdout
-        expect(ctl("load", "macvtap", address=s.address), REFUSED, err=("Sealed", "until the next boot"))
+        expect(ctl("load", "macvtap", address=s.address), REFUSED, err=("Sealed", "until the next boot: reboot"))
+        expect(ctl("seal", address=s.address), REFUSED, err=("seal: io.modgate.Manager.Sealed",))
         expect(ctl("unload", LOADS, address=s.address), REFUSED, err=("Sealed",))
         expect(ctl("status", address=s.address), SUCCESS, out=("Sealed: yes",))
         with open(sysctl) as f:
