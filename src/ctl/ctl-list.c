@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-json.h>
 #include <systemd/sd-varlink.h>
@@ -84,27 +85,46 @@ int verb_list(char **args, size_t n) {
         return 0;
 }
 
+/* "VALUE (NOTE)", or VALUE alone, or NULL: for the fields that carry a second one. */
+static void print_field_noted(const char *key, const char *value, const char *note) {
+        if (value && note)
+                print_fieldf(key, "%s (%s)", value, note);
+        else
+                print_field(key, value ?: note);
+}
+
 static void print_request(sd_json_variant *m) {
+        _cleanup_free_ char *hardware = NULL;
+
         if (json_str(m, "requestName"))
-                print_fieldf("Request", "%s", json_str(m, "requestName"));
+                print_field("Request", json_str(m, "requestName"));
         else if (json_str(m, "modalias"))
                 print_fieldf("Request", "modalias %s", json_str(m, "modalias"));
-        print_field("Device", json_str(m, "devpath"));
+        print_field("Alias", json_str(m, "alias"));
+        print_field("Required by", json_str(m, "requiredBy"));
+        if (json_str(m, "deviceVendor") || json_str(m, "deviceModel"))
+                if (asprintf(&hardware, "%s%s%s", json_str(m, "deviceVendor") ?: "",
+                             json_str(m, "deviceVendor") && json_str(m, "deviceModel") ? " " : "",
+                             json_str(m, "deviceModel") ?: "") < 0)
+                        hardware = NULL;
+        print_field_noted("Device", json_str(m, "devpath"), hardware);
 }
 
 static void print_caller(sd_json_variant *m) {
+        const char *command = json_str(m, "peerCommand"), *unit = json_str(m, "peerUnit");
         int64_t pid, uid;
         bool has_pid = json_int(m, "peerPid", &pid), has_uid = json_int(m, "peerUid", &uid);
 
-        if (!has_pid && !has_uid && !json_str(m, "peerUnit"))
+        if (!has_pid && !has_uid && !unit)
                 return;
         printf("%*s: ", FIELD_WIDTH, "Caller");
         if (has_pid)
-                printf("pid %" PRIi64 "%s", pid, has_uid || json_str(m, "peerUnit") ? ", " : "");
+                printf("pid %" PRIi64 "%s%s%s%s", pid, command ? " (" : "", command ?: "", command ? ")" : "",
+                       has_uid || unit ? ", " : "");
         if (has_uid)
-                printf("uid %" PRIi64 "%s", uid, json_str(m, "peerUnit") ? ", " : "");
-        if (json_str(m, "peerUnit"))
-                printf("unit %s", json_str(m, "peerUnit"));
+                printf("uid %" PRIi64 "%s", uid, unit ? ", " : "");
+        if (unit)
+                printf("unit %s", unit);
         fputc('\n', stdout);
 }
 
@@ -138,10 +158,10 @@ static void print_record(sd_json_variant *m) {
         print_request(m);
         print_caller(m);
         print_file(m);
-        print_field("Parameters", json_str(m, "parameters"));
+        print_field_noted("Parameters", json_str(m, "parameters"), json_str(m, "optionsSource"));
         print_field("Rule", json_str(m, "rule"));
         print_field("Reason", json_str(m, "reason"));
-        print_field("Error", json_str(m, "errnoName"));
+        print_field_noted("Error", json_str(m, "errnoName"), json_str(m, "errnoClass"));
         print_field("Taint", json_str(m, "taint"));
 }
 

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-event.h>
 #include <systemd/sd-json.h>
@@ -79,20 +80,33 @@ static void print_decision(FILE *f, const char *type, sd_json_variant *ev) {
 
 static void print_event(sd_json_variant *ev) {
         const char *type = json_str(ev, "type"), *module = ev_str(ev, "module");
+        _cleanup_free_ char *details = NULL;
         char ts[TIMESTAMP_MAX] = "?";
+        size_t size = 0;
         int64_t time;
+        FILE *f;
+
+        f = open_memstream(&details, &size);
+        if (!f) {
+                (void) log_oom();
+                return;
+        }
+        if (streq_ptr(type, "request"))
+                print_request(f, ev);
+        else if (streq_ptr(type, "sealed"))
+                fputs("kernel.modules_disabled=1", f);
+        else
+                print_decision(f, type, ev);
+        if (fclose(f) != 0)
+                return;
 
         if (ev_int(ev, "time", &time) && time > 0)
                 format_timestamp_precise(ts, (uint64_t) time);
-        printf("%s %s%-16s%s %-20s ", ts, ansi(outcome_color(type)), type ?: "?",
-               ansi(outcome_color(type) ? ANSI_NORMAL : NULL), module ?: "-");
-        if (streq_ptr(type, "request"))
-                print_request(stdout, ev);
-        else if (streq_ptr(type, "sealed"))
-                fputs("kernel.modules_disabled=1", stdout);
+        printf("%s %s%-16s%s ", ts, ansi(outcome_color(type)), type ?: "?", ansi(outcome_color(type) ? ANSI_NORMAL : NULL));
+        if (details[0])
+                printf("%-20s %s\n", module ?: "-", details);
         else
-                print_decision(stdout, type, ev);
-        fputc('\n', stdout);
+                printf("%s\n", module ?: "-");
 }
 
 static int on_event(sd_varlink *link, sd_json_variant *p, const char *error_id, sd_varlink_reply_flags_t flags,
