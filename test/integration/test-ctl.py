@@ -353,9 +353,9 @@ def main():
         try:
             ready = json.loads(f.line(lambda line: True))
             assert ready["event"]["type"] == "ready", ready
-            h.ok(d.load("tun"))
-            loaded = json.loads(f.line(lambda line: '"loaded"' in line and '"tun"' in line))
-            assert loaded["event"]["module"] == "tun", loaded
+            h.ok(d.load("ifb"))
+            loaded = json.loads(f.line(lambda line: '"loaded"' in line and '"ifb"' in line))
+            assert loaded["event"]["module"] == "ifb", loaded
         finally:
             rc = f.stop(signal.SIGINT)
         assert rc == SUCCESS, (rc, f.errors)
