@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <systemd/sd-json.h>
 #include <systemd/sd-varlink.h>
 
@@ -62,11 +63,26 @@ static void print_latency(sd_json_variant *l) {
 
         if (!l || int_or_zero(l, "samples") <= 0)
                 return;
-        print_fieldf("Latency", "p50 %s, p90 %s, p99 %s, max %s (last %" PRIi64 " loads)",
+        print_fieldf("Latency", "p50 %s, p90 %s, p99 %s, max %s (of the last %" PRIi64 " load%s)",
                      format_timespan(p50, (uint64_t) int_or_zero(l, "p50USec")),
                      format_timespan(p90, (uint64_t) int_or_zero(l, "p90USec")),
                      format_timespan(p99, (uint64_t) int_or_zero(l, "p99USec")),
-                     format_timespan(max, (uint64_t) int_or_zero(l, "maxUSec")), int_or_zero(l, "samples"));
+                     format_timespan(max, (uint64_t) int_or_zero(l, "maxUSec")), int_or_zero(l, "samples"),
+                     int_or_zero(l, "samples") == 1 ? "" : "s");
+}
+
+/* "signatures: enforced; lockdown: none; ...": one item a line, as systemctl status lists values. */
+static void print_enforcement(const char *e) {
+        const char *key = "Enforcement";
+
+        while (e && *e) {
+                size_t n = strcspn(e, ";");
+
+                printf("%*s%s%.*s\n", FIELD_WIDTH, key, key[0] ? ": " : "  ", (int) n, e);
+                e += n;
+                e += strspn(e, "; ");
+                key = "";
+        }
 }
 
 static void print_status(sd_json_variant *s) {
@@ -80,7 +96,7 @@ static void print_status(sd_json_variant *s) {
                json_str(s, "version") ?: "?");
         print_fieldf("Mode", "%s%s%s", ansi(color), mode ?: "?", ansi(ANSI_NORMAL));
         print_field("Policy", json_str(s, "policyDigest"));
-        print_field("Enforcement", json_str(s, "enforcement"));
+        print_enforcement(json_str(s, "enforcement"));
         print_fieldf("Sealed", "%s%s%s", ansi(sealed ? ANSI_BLUE : NULL),
                      sealed ? "yes: no module can be loaded or unloaded until reboot" : "no",
                      ansi(sealed ? ANSI_NORMAL : NULL));

@@ -342,7 +342,8 @@ def main():
     def case_status():
         res = expect(ctl("status"), SUCCESS)
         for words in ("modgated ", "        Mode: enforce", "      Sealed: no", "       Roots: %s (pinned)" % root,
-                      "evidence: ", "     Workers: ", "    Requests: ", "      Policy: "):
+                      "evidence: ", "     Workers: ", "    Requests: ", "      Policy: ", " Enforcement: module signatures: ",
+                      "\n" + " " * 14 + "lockdown: "):
             assert words in res.stdout, (words, res.stdout)
         s = as_json(expect(ctl("--json=short", "status"), SUCCESS))
         assert s["mode"] == "enforce" and s["sealed"] is False and s["roots"][0]["path"] == root, s
