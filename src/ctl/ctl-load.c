@@ -30,6 +30,7 @@ typedef struct Request {
         int (*show)(struct Request *req, const char *what, sd_json_variant *reply, const char *error_id);
         Table *table;
         size_t shown;           /* replies shown so far */
+        bool patient;           /* wait as long as the kernel takes, as systemctl start waits for its job */
 } Request;
 
 /* What the daemon would refuse as invalid is refused here, in its words, and not sent. */
@@ -206,8 +207,11 @@ static int request_all(Request *req, char **args, size_t n) {
                 const char *error = NULL;
 
                 r = req->build(args[i], &params);
-                if (r >= 0 && !vl)
+                if (r >= 0 && !vl) {
                         r = ctl_connect(&vl);
+                        if (r >= 0 && req->patient)
+                                (void) sd_varlink_set_relative_timeout(vl, UINT64_MAX);
+                }
                 if (r >= 0)
                         r = ctl_call(vl, req->method, params, &reply, &error);
                 if (r >= 0)
@@ -223,7 +227,7 @@ static int request_all(Request *req, char **args, size_t n) {
 
 int verb_load(char **args, size_t n) {
         _cleanup_(table_freep) Table *t = table_new(MODULE_COLUMNS, module_headers);
-        Request req = { "load", "io.modgate.Manager.Load", build_load, show_load, t };
+        Request req = { "load", "io.modgate.Manager.Load", build_load, show_load, t, .patient = true };
         int r;
 
         if (!t)
@@ -242,7 +246,7 @@ int verb_explain(char **args, size_t n) {
 }
 
 int verb_unload(char **args, size_t n) {
-        Request req = { "unload", "io.modgate.Manager.Unload", build_unload, show_unload, NULL };
+        Request req = { "unload", "io.modgate.Manager.Unload", build_unload, show_unload, NULL, .patient = true };
 
         return request_all(&req, args, n);
 }

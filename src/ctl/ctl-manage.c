@@ -98,8 +98,11 @@ int verb_seal(char **args, size_t n) {
         r = seal_parameters(&p);
         if (r >= 0)
                 r = ctl_connect(&vl);
-        if (r >= 0)
-                r = ctl_call(vl, "io.modgate.Manager.Seal", p, &reply, &error);
+        if (r < 0)
+                return r;
+        /* The final list loads, and every load in flight is waited for: as long as the kernel takes. */
+        (void) sd_varlink_set_relative_timeout(vl, UINT64_MAX);
+        r = ctl_call(vl, "io.modgate.Manager.Seal", p, &reply, &error);
         if (r < 0)
                 return r;
         if (error) {
