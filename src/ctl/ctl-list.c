@@ -177,7 +177,6 @@ int verb_describe(char **args, size_t n) {
         if (r < 0)
                 return r;
 
-        pager_open();
         for (size_t i = 0; i < n; i++) {
                 _cleanup_(sd_json_variant_unrefp) sd_json_variant *p = NULL;
                 sd_json_variant *reply = NULL;
@@ -194,6 +193,7 @@ int verb_describe(char **args, size_t n) {
                                 break;
                         continue;
                 }
+                pager_open();
                 if (json_output())
                         json_dump(reply);
                 else {

@@ -169,6 +169,9 @@ static int show_explanation(Request *req, const char *what, sd_json_variant *rep
         const char *verdict = json_str(reply, "verdict"), *reason = json_str(reply, "reason");
         CtlExit status = verdict_status(verdict);
 
+        /* Only once there is something to page: an error alone goes straight to the terminal. */
+        if (!error_id)
+                pager_open();
         if (json_output() || error_id) {
                 if (json_output())
                         json_dump(reply);
@@ -241,7 +244,6 @@ int verb_load(char **args, size_t n) {
 int verb_explain(char **args, size_t n) {
         Request req = { "explain", "io.modgate.Manager.Explain", build_load, show_explanation, NULL };
 
-        pager_open();
         return request_all(&req, args, n);
 }
 
