@@ -290,9 +290,9 @@ def main():
         res = h.run(*ctl, "load", "vxlan", capture_output=True, text=True, check=False)
         assert res.returncode == 0 and "already_loaded" in res.stdout, res
         res = h.run(*ctl, "load", "no_such_module_xyz", capture_output=True, text=True, check=False)
-        assert res.returncode == 1 and "no_such_module_xyz: no such module." in res.stderr, res
+        assert res.returncode == 4 and "no_such_module_xyz: no such module." in res.stderr, res
         res = h.run(*ctl, "load", "../x", capture_output=True, text=True, check=False)
-        assert res.returncode == 1 and "io.modgate.Manager.InvalidName" in res.stderr, res
+        assert res.returncode == 2 and "io.modgate.Manager.InvalidName" in res.stderr, res
         # What the daemon would refuse as invalid is refused in its words, without a connection.
         nowhere = [os.environ["MODGATECTL"], "--address=/run/modgate/nothing.sock"]
         invalid = "io.modgate.Manager.Invalid"
@@ -303,19 +303,19 @@ def main():
                             (["load", "/x/../a.ko"], "%sPath: path is not normalized" % invalid),
                             (["-p", "a=\x01", "load", "vxlan"], "vxlan: %sModuleParameters" % invalid)):
             res = h.run(*nowhere, *args, capture_output=True, text=True, check=False)
-            assert res.returncode == 1 and words in res.stderr, (args, res)
+            assert res.returncode == 2 and words in res.stderr, (args, res)
             assert "Failed to connect" not in res.stderr, (args, res)
         res = h.run(*nowhere, "load", "x" * 70, "vxlan", capture_output=True, text=True, check=False)
-        assert res.returncode == 1 and "Failed to connect" in res.stderr, "a valid one is still asked for"
+        assert res.returncode == 2 and "Failed to connect" in res.stderr, "a valid one is still asked for"
         res = h.run(*ctl, "load", OUTSIDE_MODULE, capture_output=True, text=True, check=False)
-        assert res.returncode == 1 and "UntrustedOrigin: path leaves the trusted root" in res.stderr, res
+        assert res.returncode == 3 and "UntrustedOrigin: path leaves the trusted root" in res.stderr, res
         res = h.run(*ctl, "--json", "load", "macvlan", capture_output=True, text=True, check=False)
         assert res.returncode == 0 and json.loads(res.stdout)["modules"][0]["outcome"] == "loaded", res
         res = h.run(*ctl, "frobnicate", "x", capture_output=True, text=True, check=False)
-        assert res.returncode == 1 and "Unknown command 'frobnicate'" in res.stderr, res
+        assert res.returncode == 2 and "Unknown command 'frobnicate'" in res.stderr, res
         res = h.run(*ctl, "--address=/run/modgate/none.sock", "load", "x", capture_output=True, text=True,
                     check=False)
-        assert res.returncode == 1 and "Failed to connect to /run/modgate/none.sock" in res.stderr, res
+        assert res.returncode == 7 and "Failed to connect to /run/modgate/none.sock" in res.stderr, res
 
     def case_no_fd_leak():
         def round():

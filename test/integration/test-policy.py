@@ -261,7 +261,7 @@ def main():
     def case_modgatectl():
         ctl = [os.environ["MODGATECTL"], "--address=" + d.address]
         r = h.run(*ctl, "explain", "vxlan", check=False, capture_output=True, text=True)
-        assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+        assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
         first = r.stdout.splitlines()[0]
         assert first.startswith("vxlan: denied: vxlan needs ") and first.endswith("(Deny=udp_tunnel)"), r.stdout
         assert "udp_tunnel" in r.stdout and "policy deny by " + POLICY_FILE + ":3" in r.stdout, r.stdout
@@ -269,9 +269,9 @@ def main():
         assert r.returncode == 0 and r.stdout.startswith("dummy: load"), (r.stdout, r.stderr)
         assert "file: trusted by manifest evidence" in r.stdout, r.stdout
         r = h.run(*ctl, "--source=kernel", "explain", "nlmon", check=False, capture_output=True, text=True)
-        assert r.returncode == 1 and "source kernel" in r.stdout, (r.stdout, r.stderr)
+        assert r.returncode == 3 and "source kernel" in r.stdout, (r.stdout, r.stderr)
         r = h.run(*ctl, "load", "vxlan", check=False, capture_output=True, text=True)
-        assert r.returncode == 1 and "PolicyDenied: vxlan needs udp_tunnel" in r.stderr, r
+        assert r.returncode == 3 and "PolicyDenied: vxlan needs udp_tunnel" in r.stderr, r
         r = h.run(*ctl, "reload", check=False, capture_output=True, text=True)
         assert r.returncode == 0 and r.stdout.startswith("policy ") and "(enforce) in force" in r.stdout, r
         assert h.finit_records(d.shim_records(), ["vxlan", "dummy"]) == []
