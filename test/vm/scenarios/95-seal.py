@@ -76,6 +76,11 @@ def test_status(vm):
     assert signatures.startswith("module signatures: " + ("enforced" if sig == "Y" else "not enforced")), \
         (sig, signatures)
     print("# Status: %s; root %s" % (status["enforcement"], root["identity"]))
+    # modgatectl status says the same, for a person.
+    out = vm.sh("SYSTEMD_COLORS=0 modgatectl --no-pager status").out
+    assert "dm-verity root hash: " + vm.manifest["roothash"] in out, out
+    assert signatures in out.replace("\n", ";") or signatures.split(": ", 1)[1] in out, out
+    assert "modules_disabled: 0" in out, out
 
 
 MONITOR_FIRST = r'''
