@@ -49,9 +49,10 @@ static void print_root(sd_json_variant *root, bool first) {
 static void print_counters(sd_json_variant *c) {
         if (!c)
                 return;
-        print_fieldf("Requests", "%" PRIi64 " since start: %" PRIi64 " loaded, %" PRIi64 " joined a load, %" PRIi64
-                     " answered at once", int_or_zero(c, "requests"), int_or_zero(c, "loads"),
-                     int_or_zero(c, "coalesced"), int_or_zero(c, "cached"));
+        print_fieldf("Requests", "%" PRIi64 " since start, %" PRIi64 " of them joined a load in flight",
+                     int_or_zero(c, "requests"), int_or_zero(c, "coalesced"));
+        print_fieldf("Modules", "%" PRIi64 " loaded, %" PRIi64 " answered at once (loaded, builtin or refused "
+                     "before)", int_or_zero(c, "loads"), int_or_zero(c, "cached"));
         print_fieldf("Refused", "%" PRIi64 " denied, %" PRIi64 " failed, %" PRIi64 " not found, %" PRIi64
                      " callers refused", int_or_zero(c, "denied"), int_or_zero(c, "failed"),
                      int_or_zero(c, "notFound"), int_or_zero(c, "refusedCallers"));
