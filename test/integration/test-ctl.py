@@ -37,6 +37,7 @@ FAILS = "veth"                  # the shim makes finit_module fail with ENOEXEC
 INSTALL = "eql"                 # modprobe.d has an install command for it
 NO_EXIT = "nlmon"               # the shim gives it no exit function: EBUSY on unload
 USER, USED = "team_mode_roundrobin", "team"     # the first needs the second
+E1000_MODALIAS = "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00"
 MEMBER = ["setpriv", "--reuid=4242", "--regid=4343", "--clear-groups"]
 OTHER = ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"]
 
@@ -320,12 +321,22 @@ def main():
                            ("Evidence", "manifest"), ("SHA256", rec["sha256"]), ("Parameters", "nbds_max=2")):
             assert "%12s: %s" % (key, value) in res.stdout, (key, res.stdout)
         assert res.stdout.startswith("* nbd\n") or res.stdout.startswith("\u25cf nbd\n"), res.stdout
-        assert " ago" in res.stdout and "Caller: pid " in res.stdout, res.stdout
+        assert " ago" in res.stdout and "Caller: pid %d (modgatectl), uid 0" % rec["peerPid"] in res.stdout, res.stdout
         res = expect(ctl("--json=short", "describe", LOADS, FAILS), SUCCESS)
         replies = [json.loads(line) for line in res.stdout.splitlines()]
         assert [r["module"]["module"] for r in replies] == [LOADS, FAILS], replies
         assert replies[1]["module"]["outcome"] == "failed" and replies[1]["module"]["errnoName"] == "ENOEXEC", replies
         expect(ctl("describe", "minix"), NOT_FOUND, err=("minix: no record of it this boot.", "'modgatectl list'"))
+        # A modalias: the alias pattern it matched, and the hardware udev's database names for it.
+        expect(ctl("-m", "load", E1000_MODALIAS), SUCCESS, out=("e1000 ",))
+        res = expect(ctl("describe", "e1000"), SUCCESS, out=("     Request: modalias " + E1000_MODALIAS,
+                                                             "       Alias: pci:v00008086d0000100Esv*"))
+        rec = h.ok(d.call(M + "Describe", {"name": "e1000"}))["module"]
+        if rec.get("deviceVendor"):
+            assert "      Device: %s" % rec["deviceVendor"] in res.stdout, res.stdout
+        rec = h.ok(d.call(M + "Describe", {"name": USED}))["module"]
+        assert rec["requiredBy"].startswith("team_mode_"), rec
+        expect(ctl("describe", USED), SUCCESS, out=("Required by: " + rec["requiredBy"],))
 
     # --- reload, status, monitor -------------------------------------------------------------------
 
@@ -342,7 +353,8 @@ def main():
     def case_status():
         res = expect(ctl("status"), SUCCESS)
         for words in ("modgated ", "        Mode: enforce", "      Sealed: no", "       Roots: %s (pinned)" % root,
-                      "evidence: ", "     Workers: ", "    Requests: ", "      Policy: ", " Enforcement: module signatures: ",
+                      "evidence: ", "     Workers: ", "    Requests: ", "     Modules: ", "      Policy: ",
+                      " Enforcement: module signatures: ",
                       "\n" + " " * 14 + "lockdown: "):
             assert words in res.stdout, (words, res.stdout)
         s = as_json(expect(ctl("--json=short", "status"), SUCCESS))
