@@ -31,6 +31,8 @@ struct Resolver {
         char *index_dir;        /* where libkmod reads the index: the pinned root's fd, /proc/self/fd/N */
         Hashmap *plans;
         unsigned generation;
+        char cmdline[8192];     /* the kernel command line, read once: it never changes, and libkmod's
+                                 * options from it are what records name as their source */
 };
 
 typedef struct Builder {
@@ -127,6 +129,8 @@ int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
         q = context_new(r->index_dir, &r->ctx);
         if (q < 0)
                 return q;
+        if (read_line_at(AT_FDCWD, "/proc/cmdline", r->cmdline, sizeof(r->cmdline)) < 0)
+                r->cmdline[0] = '\0';
 
         *ret = TAKE_PTR(r);
         return 0;
@@ -226,12 +230,8 @@ static int module_path(const Resolver *r, struct kmod_module *mod, char **ret) {
 
 /* Only for a module with options, so rarely: libkmod read the same files when it made the index's
  * context. */
-static int options_source(const char *name, char **ret) {
-        char cmdline[8192];
-
-        if (read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
-                cmdline[0] = 0;
-        return modprobe_options_sources(NULL, cmdline, name, ret);
+static int options_source(const Resolver *r, const char *name, char **ret) {
+        return modprobe_options_sources(NULL, r->cmdline, name, ret);
 }
 
 int plan_needed_by(const Plan *p, size_t i, char **ret) {
@@ -279,7 +279,7 @@ static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, Role
                 return -ENOMEM;
         }
         module_name_normalize(s->name);
-        if (s->options && options_source(s->name, &s->options_source) < 0) {
+        if (s->options && options_source(r, s->name, &s->options_source) < 0) {
                 free(s->name);
                 free(s->path);
                 free(s->options);
