@@ -43,15 +43,6 @@ static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req
         return buf;
 }
 
-void udev_rule_names_free(UdevRuleName *a, size_t n) {
-        for (size_t i = 0; a && i < n; i++) {
-                free(a[i].name);
-                free(a[i].subsystem);
-                free(a[i].kernel);
-        }
-        free(a);
-}
-
 /* A name the rules pass for this very device: a rule that names it and whose SUBSYSTEM== and
  * KERNEL== (the rules' only conditions on the device itself) the device meets. */
 static const char *rule_name_failure(const AuthRequest *req, char *buf, size_t size) {

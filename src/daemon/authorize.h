@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "request.h"
+#include "udev-rules.h"
 
 #define PEER_GROUPS_MAX 64
 
@@ -35,16 +36,6 @@ void peer_identity_done(PeerIdentity *p);
  * service, the boot list runs as its own service. */
 #define UDEV_UNIT "systemd-udevd.service"
 #define BOOT_UNIT "modgate-modules-load.service"
-
-/* A module name that one of udev's installed rules passes to modgate-udev, with what that rule
- * matches on: the device's subsystem and its kernel name (a glob). */
-typedef struct UdevRuleName {
-        char *name;
-        char *subsystem;        /* SUBSYSTEM=="..."; NULL when the rule has none */
-        char *kernel;           /* KERNEL=="..."; NULL when the rule has none */
-} UdevRuleName;
-
-void udev_rule_names_free(UdevRuleName *a, size_t n);
 
 typedef enum AuthMethod {
         AUTH_LOAD,

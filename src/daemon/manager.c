@@ -3,14 +3,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include "conf-files.h"
 #include "enforcement.h"
 #include "history.h"
 #include "fileio.h"
@@ -22,6 +25,7 @@
 #include "probe-client.h"
 #include "root-identity.h"
 #include "strv.h"
+#include "udev-rules.h"
 #include "udevd-check.h"
 #include "varlink.h"
 
@@ -108,6 +112,7 @@ Manager *manager_free(Manager *m) {
         free(m->roots);
         strv_free(m->cmdline_root_hashes);
         udev_rule_names_free(m->udev_rule_names, m->n_udev_rule_names);
+        free(m->udev_rules_stamp);
         free(m->probe_address);
         free(m->runtime_dir);
         safe_close(m->running_fd);
@@ -183,14 +188,6 @@ static int root_log(const TrustedRoot *t) {
                           "FsVerityDigest= of its own.", t->path);
         return 0;
 }
-
-/* Where udev finds modgate's rules: the first that exists hides the others. */
-static const char *const udev_rule_files[] = {
-        "/etc/udev/rules.d/80-modgate.rules",
-        "/run/udev/rules.d/80-modgate.rules",
-        UDEV_RULES_DIR "/80-modgate.rules",
-        NULL,
-};
 
 static int root_verify(TrustedRoot *t, void *userdata) {
         Manager *m = userdata;
@@ -390,10 +387,6 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up the module policy: %m");
         manager_log_policy(m, "Loaded");
 
-        r = peer_udev_rule_names(udev_rule_files, &m->udev_rule_names, &m->n_udev_rule_names);
-        if (r < 0)
-                return log_oom();
-
         m->load_context = (LoadContext) {
                 .roots = m->roots,
                 .n_roots = m->n_roots,
@@ -483,6 +476,48 @@ static int manager_arm_idle_timer(Manager *m) {
 }
 
 /* Settings that workers or pinned roots depend on wait for a restart; the rest apply now. */
+int manager_read_udev_rules(Manager *m) {
+        _cleanup_strv_free_ char **files = NULL;
+        UdevRuleName *names = NULL;
+        size_t n = 0;
+        int r;
+
+        _cleanup_free_ char *stamp = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        r = conf_files_list(udev_rules_dirs, NULL, ".rules", 0, SIZE_MAX, &files);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to list udev's rules files, keeping what they said before: %m");
+
+        /* Read again only what changed since: which files, and each one's inode, size and time. */
+        f = open_memstream(&stamp, &size);
+        if (!f)
+                return log_oom();
+        for (char **p = files; *p; p++) {
+                struct stat st = {};
+
+                (void) stat(*p, &st);
+                fprintf(f, "%s:%llu:%llu:%lld:%lld.%ld\n", *p, (unsigned long long) st.st_dev,
+                        (unsigned long long) st.st_ino, (long long) st.st_size, (long long) st.st_mtim.tv_sec,
+                        st.st_mtim.tv_nsec);
+        }
+        if (fclose(f) != 0 || !stamp)
+                return log_oom();
+        if (streq_ptr(stamp, m->udev_rules_stamp))
+                return 0;
+
+        r = udev_rule_names_read((const char *const *) files, &names, &n);
+        if (r < 0)
+                return log_oom();
+        udev_rule_names_free(m->udev_rule_names, m->n_udev_rule_names);
+        m->udev_rule_names = names;
+        m->n_udev_rule_names = n;
+        free(m->udev_rules_stamp);
+        m->udev_rules_stamp = TAKE_PTR(stamp);
+        return 0;
+}
+
 int manager_reload(Manager *m, char **ret_error) {
         _cleanup_(config_done) Config c = {};
         _cleanup_free_ char *error = NULL;

@@ -46,8 +46,9 @@ typedef struct Manager {
         Compression kernel_compression;
         char **cmdline_root_hashes;     /* roothash= and usrhash= on the kernel command line */
         char *probe_address;            /* --prober=; NULL: PROBE_ADDRESS */
-        UdevRuleName *udev_rule_names;  /* the modules udev's installed rules name to modgate-udev */
+        UdevRuleName *udev_rule_names;  /* the modules udev's rules name to modgate-udev, as last read */
         size_t n_udev_rule_names;
+        char *udev_rules_stamp;         /* the rules files they were read from, as they were then */
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
         Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
         History *history;               /* this boot's decisions, module by module */
@@ -85,6 +86,11 @@ int manager_run(Manager *m);
 /* Reads the configuration again and puts its policy in force; the other settings as they allow
  * (Workers= and the trust settings wait for the next start). On an invalid configuration nothing
  * changes, and *ret_error (when not NULL) says which file and line. Returns 0 or -errno. */
+/* Reads the module names that udev's rules pass to modgate-udev anew, from every rules file that udev
+ * reads now: udev itself reads changed rules before its next event, and modgate-udev-rules writes
+ * its overrides while udevd runs. On failure the names read before stay. */
+int manager_read_udev_rules(Manager *m);
+
 int manager_reload(Manager *m, char **ret_error);
 
 /* Reloads the module index when depmod rewrote it, and then forgets remembered denials, which were

@@ -35,7 +35,3 @@ int uevent_modalias(const char *uevent, char **ret);
  * -ENOMEM. */
 int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias, char **ret_subsystem);
 
-/* The module names the installed udev rules pass to modgate-udev (RUN+=".../modgate-udev NAME..."),
- * each with its rule's SUBSYSTEM== and KERNEL== matches, from the first of rule_files that exists
- * (the administrator's hides the package's). Returns 0 or -ENOMEM. */
-int peer_udev_rule_names(const char *const *rule_files, UdevRuleName **ret, size_t *ret_n);

@@ -94,6 +94,9 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 r = peer_read_device(p.context.devpath, &device_exists, &device_modalias, &device_subsystem);
                 if (r < 0)
                         return r;
+                /* A name, not the device's modalias: one that udev's rules, as they are now, pass. */
+                if (p.name)
+                        (void) manager_read_udev_rules(m);
         }
         r = check_caller(m, link, &peer,
                          &(AuthRequest) {

@@ -13,6 +13,7 @@
 #include "module-name.h"
 #include "peer.h"
 #include "strv.h"
+#include "udev-rules.h"
 
 #define RULES "80-modgate.rules"
 
@@ -91,8 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (asprintf(&missing, "%s/missing.rules", fuzz_tmp_dir()) < 0)
                 return 0;
 
-        /* The first file that exists is read: one that does not is no rules at all. */
-        r = peer_udev_rule_names((const char *const[]) { missing, path, NULL }, &names, &n);
+        /* Every file is read: one that does not exist is no rules at all. */
+        r = udev_rule_names_read((const char *const[]) { missing, path, NULL }, &names, &n);
         if (r < 0) {
                 fuzz_assert(r == -ENOMEM);
                 return 0;
@@ -109,5 +110,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 fuzz_assert(found);
         }
         udev_rule_names_free(names, n);
+
+        /* modgate-udev-rules' rewrite of kmod builtin calls: nothing else changes, and what it
+         * writes has no call left to rewrite. */
+        {
+                _cleanup_free_ char *out = NULL, *again = NULL;
+                _cleanup_strv_free_ char **subsystems = NULL;
+                bool unmatched = false;
+                size_t k = 0, k2 = 0;
+
+                r = udev_rules_rewrite_kmod(text, "/h/modgate-udev", &out, &k, &subsystems, &unmatched);
+                if (r < 0) {
+                        fuzz_assert(r == -ENOMEM);
+                        return 0;
+                }
+                if (k == 0)
+                        fuzz_assert(streq_ptr(out, text) && !subsystems && !unmatched);
+                fuzz_assert(strv_length(subsystems) <= k);
+                fuzz_assert(udev_rules_rewrite_kmod(out, "/h/modgate-udev", &again, &k2, NULL, NULL) == 0);
+                fuzz_assert(k2 == 0 && streq_ptr(again, out));
+        }
         return 0;
 }

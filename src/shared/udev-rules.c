@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "module-name.h"
+#include "strv.h"
+#include "udev-rules.h"
+
+#ifndef UDEV_RULES_DIR
+#define UDEV_RULES_DIR "/usr/lib/udev/rules.d"
+#endif
+
+const char *const udev_rules_dirs[] = {
+        "/etc/udev/rules.d",
+        "/run/udev/rules.d",
+        "/usr/local/lib/udev/rules.d",
+        UDEV_RULES_DIR,
+        NULL,
+};
+
+void udev_rule_names_free(UdevRuleName *a, size_t n) {
+        for (size_t i = 0; a && i < n; i++) {
+                free(a[i].name);
+                free(a[i].subsystem);
+                free(a[i].kernel);
+        }
+        free(a);
+}
+
+int udev_rule_match(const char *line, const char *key, char **ret) {
+        size_t n = strlen(key);
+
+        *ret = NULL;
+        for (const char *p = line; (p = strstr(p, key)); p += n) {
+                const char *v, *end;
+
+                if (p != line && !strchr(", \t", p[-1]))
+                        continue;
+                if (strncmp(p + n, "==\"", 3) != 0)
+                        continue;
+                v = p + n + 3;
+                end = strchr(v, '"');
+                if (!end)
+                        return 0;
+                *ret = strndup(v, (size_t) (end - v));
+                return *ret ? 1 : -ENOMEM;
+        }
+        return 0;
+}
+
+void udev_rules_join_lines(char *text) {
+        char *out = text, *start = text;
+        bool continued = false;
+
+        for (char *p = text; *p;) {
+                size_t n = strcspn(p, "\n"), skip = MIN(strspn(p, " \t\r"), n);
+                const char *line = p + skip;
+                bool newline = p[n] == '\n';
+
+                p += n + newline;
+                if (n > skip && line[0] == '#')
+                        continue;
+                memmove(out, line, n - skip);
+                out += n - skip;
+                continued = out > start && out[-1] == '\\';
+                if (continued)
+                        out--;
+                else {
+                        if (newline)
+                                *out++ = '\n';
+                        start = out;
+                }
+        }
+        if (continued)
+                out = start;
+        *out = '\0';
+}
+
+/* The names one joined rule line passes to modgate-udev, appended to *names. */
+static int line_names(char *line, UdevRuleName **names, size_t *n) {
+        _cleanup_free_ char *subsystem = NULL, *kernel = NULL;
+        char *p = strstr(line, "/modgate-udev "), *end, *w;
+
+        if (!p)
+                return 0;
+        if (udev_rule_match(line, "SUBSYSTEM", &subsystem) < 0 || udev_rule_match(line, "KERNEL", &kernel) < 0)
+                return -ENOMEM;
+        p += strlen("/modgate-udev ");
+        end = strchr(p, '"');
+        if (!end)
+                return 0;
+        *end = '\0';
+        for (w = strtok_r(p, " \t", &end); w; w = strtok_r(NULL, " \t", &end)) {
+                UdevRuleName *a;
+
+                if (!module_name_is_valid(w))
+                        continue;
+                a = reallocarray(*names, *n + 1, sizeof(**names));
+                if (!a)
+                        return -ENOMEM;
+                *names = a;
+                a[*n] = (UdevRuleName) { .name = strdup(w) };
+                (*n)++;
+                if (!a[*n - 1].name || strdup_or_null(subsystem, &a[*n - 1].subsystem) < 0 ||
+                    strdup_or_null(kernel, &a[*n - 1].kernel) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int udev_rule_names_read(const char *const *files, UdevRuleName **ret, size_t *ret_n) {
+        UdevRuleName *names = NULL;
+        size_t n = 0;
+
+        for (const char *const *f = files; f && *f; f++) {
+                _cleanup_(fclosep) FILE *file = NULL;
+                _cleanup_free_ char *text = NULL;
+                char *lines = NULL;
+                size_t size;
+
+                file = fopen(*f, "re");
+                if (!file)
+                        continue;
+                if (read_full_stream(file, 1024 * 1024, &text, &size) < 0)
+                        continue;
+                udev_rules_join_lines(text);
+                for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines))
+                        if (line_names(line, &names, &n) < 0) {
+                                udev_rule_names_free(names, n);
+                                return -ENOMEM;
+                        }
+        }
+        *ret = names;
+        *ret_n = n;
+        return 0;
+}
+
+/* At p, a RUN{builtin} call of the kmod builtin's "load": its length up to and including the closing
+ * quote, with where its operator and its arguments (after "kmod load") start and end. 0 if p is
+ * anything else. */
+static size_t kmod_call(const char *p, const char **ret_op, size_t *ret_op_len, const char **ret_args,
+                        size_t *ret_args_len) {
+        const char *q = p + strlen("RUN{builtin}"), *op, *v, *args;
+        size_t op_len;
+
+        if (strncmp(p, "RUN{builtin}", strlen("RUN{builtin}")) != 0)
+                return 0;
+        q += strspn(q, " \t");
+        op = q;
+        if (strncmp(q, "+=", 2) == 0 || strncmp(q, ":=", 2) == 0)
+                op_len = 2;
+        else if (q[0] == '=' && q[1] != '=')
+                op_len = 1;
+        else
+                return 0;
+        q += op_len;
+        q += strspn(q, " \t");
+        if (*q != '"')
+                return 0;
+        v = q + 1;
+        v += strspn(v, " \t");
+        if (strncmp(v, "kmod", 4) != 0 || !strchr(" \t", v[4]) || v[4] == '\0')
+                return 0;
+        v += 4 + strspn(v + 4, " \t");
+        if (strncmp(v, "load", 4) != 0 || !strchr(" \t\"", v[4]) || v[4] == '\0')
+                return 0;
+        args = v + 4;
+        /* The value ends at the first quote that no backslash escapes, as udev reads it. */
+        for (q = args; *q != '"'; q++) {
+                if (*q == '\0' || *q == '\n')
+                        return 0;
+                if (q[0] == '\\' && q[1] == '"')
+                        q++;
+        }
+        *ret_op = op;
+        *ret_op_len = op_len;
+        *ret_args = args;
+        *ret_args_len = (size_t) (q - args);
+        return (size_t) (q + 1 - p);
+}
+
+/* The subsystems of the rules that run helper, and whether one of them matches none. */
+static int helper_subsystems(const char *text, const char *helper, char ***subsystems, bool *unmatched) {
+        _cleanup_free_ char *joined = strdup(text), *needle = NULL;
+        char *lines = NULL;
+
+        if (!joined || asprintf(&needle, "\"%s", helper) < 0)
+                return -ENOMEM;
+        udev_rules_join_lines(joined);
+        for (char *line = strtok_r(joined, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
+                _cleanup_free_ char *s = NULL;
+                int r;
+
+                if (!strstr(line, needle))
+                        continue;
+                r = udev_rule_match(line, "SUBSYSTEM", &s);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        *unmatched = true;
+                else if (!strv_contains(*subsystems, s) && strv_consume(subsystems, TAKE_PTR(s)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int udev_rules_rewrite_kmod(const char *text, const char *helper, char **ret, size_t *ret_n,
+                            char ***ret_subsystems, bool *ret_unmatched) {
+        _cleanup_strv_free_ char **subsystems = NULL;
+        _cleanup_free_ char *out = NULL;
+        size_t size = 0, n = 0;
+        bool unmatched = false;
+        FILE *f;
+        int r;
+
+        f = open_memstream(&out, &size);
+        if (!f)
+                return -ENOMEM;
+        for (const char *p = text; *p;) {
+                size_t len = strcspn(p, "\n"), skip = strspn(p, " \t\r");
+                const char *end = p + len, *w = p;
+
+                if (skip < len && p[skip] == '#') {
+                        fwrite(p, 1, len, f);
+                        w = end;
+                }
+                while (w < end) {
+                        const char *op, *args;
+                        size_t op_len, args_len, call = 0;
+
+                        if (w == p || strchr(", \t", w[-1]))
+                                call = kmod_call(w, &op, &op_len, &args, &args_len);
+                        if (call == 0 || w + call > end) {
+                                fputc(*w++, f);
+                                continue;
+                        }
+                        fprintf(f, "RUN%.*s\"%s%.*s\"", (int) op_len, op, helper, (int) args_len, args);
+                        w += call;
+                        n++;
+                }
+                if (*end == '\n')
+                        fputc('\n', f);
+                p = *end ? end + 1 : end;
+        }
+        if (fclose(f) != 0 || !out)
+                return -ENOMEM;
+
+        if (n > 0 && (ret_subsystems || ret_unmatched)) {
+                r = helper_subsystems(out, helper, &subsystems, &unmatched);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(out);
+        if (ret_n)
+                *ret_n = n;
+        if (ret_subsystems)
+                *ret_subsystems = TAKE_PTR(subsystems);
+        if (ret_unmatched)
+                *ret_unmatched = unmatched;
+        return 0;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strv.h"
+#include "tests-tmp.h"
+#include "tests.h"
+#include "udev-rules.h"
+
+#define H "/usr/libexec/modgate/modgate-udev"
+
+static char *rewrite(const char *text, size_t *n, char ***subsystems, bool *unmatched) {
+        char *out = NULL;
+
+        check(udev_rules_rewrite_kmod(text, H, &out, n, subsystems, unmatched) == 0);
+        check(out);
+        return out;
+}
+
+TEST(rewrite_calls) {
+        static const struct {
+                const char *in, *out;
+                size_t n;
+        } cases[] = {
+                /* Debian's 80-debian-compat.rules */
+                { "SUBSYSTEM==\"scsi\", ENV{DEVTYPE}==\"scsi_device\", TEST!=\"[module/sg]\", RUN{builtin}+=\"kmod load sg\"\n",
+                  "SUBSYSTEM==\"scsi\", ENV{DEVTYPE}==\"scsi_device\", TEST!=\"[module/sg]\", RUN+=\"" H " sg\"\n", 1 },
+                /* udev's 80-drivers.rules: no name is the device's MODALIAS, as modgate-udev without one */
+                { "ENV{MODALIAS}==\"?*\", RUN{builtin}+=\"kmod load\"", "ENV{MODALIAS}==\"?*\", RUN+=\"" H "\"", 1 },
+                /* the operators, blanks around them and in the value, several names */
+                { "A==\"1\",RUN{builtin} = \"kmod  load a b\"", "A==\"1\",RUN=\"" H " a b\"", 1 },
+                { "RUN{builtin}:=\"kmod load x\", RUN{builtin}+=\"kmod load y\"",
+                  "RUN:=\"" H " x\", RUN+=\"" H " y\"", 2 },
+                { "RUN{builtin}+=\"kmod load $env{MODALIAS}\"", "RUN+=\"" H " $env{MODALIAS}\"", 1 },
+                /* an escaped quote stays as it was written */
+                { "RUN{builtin}+=\"kmod load \\\"q\\\" z\"", "RUN+=\"" H " \\\"q\\\" z\"", 1 },
+                /* a continued rule: only the line with the call changes */
+                { "SUBSYSTEM==\"pci\", \\\n  RUN{builtin}+=\"kmod load a\"\n", "SUBSYSTEM==\"pci\", \\\n  RUN+=\"" H " a\"\n", 1 },
+                /* not calls of kmod load: left alone */
+                { "# RUN{builtin}+=\"kmod load c\"\n", "# RUN{builtin}+=\"kmod load c\"\n", 0 },
+                { "   # RUN{builtin}+=\"kmod load c\"", "   # RUN{builtin}+=\"kmod load c\"", 0 },
+                { "IMPORT{builtin}=\"hwdb --subsystem=pci\"", "IMPORT{builtin}=\"hwdb --subsystem=pci\"", 0 },
+                { "RUN{builtin}+=\"kmod loader x\"", "RUN{builtin}+=\"kmod loader x\"", 0 },
+                { "RUN{builtin}+=\"kmodload x\"", "RUN{builtin}+=\"kmodload x\"", 0 },
+                { "RUN{builtin}+=\"kmod\"", "RUN{builtin}+=\"kmod\"", 0 },
+                { "RUN{builtin}==\"kmod load x\"", "RUN{builtin}==\"kmod load x\"", 0 },
+                { "XRUN{builtin}+=\"kmod load x\"", "XRUN{builtin}+=\"kmod load x\"", 0 },
+                { "RUN{builtin}+=\"kmod load x", "RUN{builtin}+=\"kmod load x", 0 },
+                { "RUN{builtin}+=\"kmod load x\nRUN{builtin}+=\"kmod load y\"\n", "RUN{builtin}+=\"kmod load x\nRUN+=\"" H " y\"\n", 1 },
+                { "RUN{program}+=\"kmod load x\"", "RUN{program}+=\"kmod load x\"", 0 },
+                { "", "", 0 },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                _cleanup_free_ char *out = NULL;
+                size_t n = 99;
+
+                out = rewrite(cases[i].in, &n, NULL, NULL);
+                check_streq(out, cases[i].out);
+                check(n == cases[i].n);
+        }
+}
+
+TEST(rewrite_subsystems) {
+        _cleanup_strv_free_ char **s = NULL;
+        _cleanup_free_ char *out = NULL;
+        bool unmatched = true;
+        size_t n;
+
+        out = rewrite("SUBSYSTEM==\"scsi\", RUN{builtin}+=\"kmod load sg\"\n"
+                      "SUBSYSTEM==\"scsi\", RUN{builtin}+=\"kmod load ch\"\n"
+                      "# SUBSYSTEM==\"usb\", RUN{builtin}+=\"kmod load x\"\n"
+                      "SUBSYSTEMS==\"usb\", \\\n SUBSYSTEM==\"tty\", RUN{builtin}+=\"kmod load y\"\n",
+                      &n, &s, &unmatched);
+        check(n == 3);
+        check(strv_length(s) == 2);
+        check_streq(s[0], "scsi");
+        check_streq(s[1], "tty");
+        check(!unmatched);
+        free(out);
+        strv_free(s);
+        s = NULL;
+
+        /* A rule that matches no subsystem: every device's event must be replayed. */
+        out = rewrite("SUBSYSTEMS==\"usb\", RUN{builtin}+=\"kmod load y\"\n", &n, &s, &unmatched);
+        check(n == 1 && unmatched && strv_length(s) == 0);
+}
+
+TEST(names) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *a = NULL, *b = NULL, *missing = NULL;
+        UdevRuleName *names = NULL;
+        size_t n = 0;
+        FILE *f;
+
+        check(asprintf(&a, "%s/a.rules", root) > 0 && asprintf(&b, "%s/b.rules", root) > 0 &&
+              asprintf(&missing, "%s/missing.rules", root) > 0);
+        f = fopen(a, "we");
+        check(f);
+        fputs("SUBSYSTEM==\"scsi\", RUN+=\"" H " sg\"\n"
+              "# SUBSYSTEM==\"scsi\", RUN+=\"" H " commented\"\n"
+              "KERNEL==\"mtd*ro\", \\\n RUN+=\"" H " sm_ftl ../bad x\"\n", f);
+        check(fclose(f) == 0);
+        f = fopen(b, "we");
+        check(f);
+        fputs("RUN+=\"" H "\"\nSUBSYSTEM==\"pci\", RUN+=\"" H " late\"\n", f);
+        check(fclose(f) == 0);
+
+        /* Every file is read, not only the first. */
+        check(udev_rule_names_read((const char *const[]) { missing, a, b, NULL }, &names, &n) == 0);
+        check(n == 4);
+        check_streq(names[0].name, "sg");
+        check_streq(names[0].subsystem, "scsi");
+        check(!names[0].kernel);
+        check_streq(names[1].name, "sm_ftl");
+        check_streq(names[1].kernel, "mtd*ro");
+        check(!names[1].subsystem);
+        check_streq(names[2].name, "x");
+        check_streq(names[3].name, "late");
+        check_streq(names[3].subsystem, "pci");
+        udev_rule_names_free(names, n);
+}
+
+int main(void) {
+        RUN(rewrite_calls);
+        RUN(rewrite_subsystems);
+        RUN(names);
+        return tests_done();
+}
