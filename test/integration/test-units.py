@@ -71,6 +71,9 @@ def main():
         want = {
             pkg_var("systemd", "systemd_system_unit_dir"): ["modgated.socket", "modgated.service",
                                                              "modgate-modules-load.service",
+                                                             "modgate-udev-rules.service",
+                                                             "modgate-udev-rules-refresh.service",
+                                                             "modgate-udev-rules.path",
                                                              "systemd-udevd.service.d/modgate.conf",
                                                              "systemd-modules-load.service.d/modgate.conf",
                                                              "systemd-sysctl.service.d/modgate.conf",
@@ -79,8 +82,9 @@ def main():
             pkg_var("systemd", "sysctldir"): ["50-modgate.conf"],
             os.path.join(pkg_var("udev", "udev_dir"), "rules.d"): ["80-modgate.rules"],
             "/etc/udev/rules.d": ["80-drivers.rules"],
-            LIBEXEC: ["modgated", "modgate-udev", "modgate-modprobe", "modgate-modules-load"],
-            "/usr/share/man/man8": ["modgated.8", "modgate-udev.8", "modgate-modprobe.8", "modgate-modules-load.8"],
+            LIBEXEC: ["modgated", "modgate-udev", "modgate-udev-rules", "modgate-modprobe", "modgate-modules-load"],
+            "/usr/share/man/man8": ["modgated.8", "modgate-udev.8", "modgate-udev-rules.8", "modgate-modprobe.8",
+                                    "modgate-modules-load.8"],
         }
         missing = [os.path.join(d, f) for d, files in want.items() for f in files
                    if not os.path.isfile(dest + os.path.join(d, f))]
@@ -101,16 +105,19 @@ def main():
                                  r"ProtectProc|ProcSubset|DeviceAllow|RestrictSUIDSGID", line), "unexpected exposure: " + line
 
     def case_exposure_others():
-        score, table = exposure(merged, "modgate-modules-load.service")
-        print("# modgate-modules-load.service exposure %.1f" % score, flush=True)
-        assert score <= EXPOSURE_MAX, table
+        for unit in ("modgate-modules-load.service", "modgate-udev-rules.service",
+                     "modgate-udev-rules-refresh.service"):
+            score, table = exposure(merged, unit)
+            print("# %s exposure %.1f" % (unit, score), flush=True)
+            assert score <= EXPOSURE_MAX, table
         # systemd-udevd with modgate's drop-in: no CAP_SYS_MODULE any more.
         score, table = exposure(merged, "systemd-udevd.service")
         print("# systemd-udevd.service exposure with modgate's drop-in %.1f" % score, flush=True)
         assert re.search(r"^✓ CapabilityBoundingSet=~CAP_SYS_MODULE ", table, re.M), table
 
     def case_verify():
-        units = ["modgated.socket", "modgated.service", "modgate-modules-load.service", "systemd-udevd.service",
+        units = ["modgated.socket", "modgated.service", "modgate-modules-load.service", "modgate-udev-rules.service",
+                 "modgate-udev-rules-refresh.service", "modgate-udev-rules.path", "systemd-udevd.service",
                  "systemd-modules-load.service", "systemd-sysctl.service", "sysinit.target", "sockets.target"]
         res = subprocess.run(["systemd-analyze", "verify", "--man=no", "--root=" + merged, *units],
                              capture_output=True, text=True)
