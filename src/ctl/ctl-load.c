@@ -160,6 +160,8 @@ static CtlExit verdict_status(const char *verdict) {
                 return CTL_EXIT_NOT_FOUND;
         if (streq_ptr(verdict, "failed"))
                 return CTL_EXIT_LOAD_FAILED;
+        if (streq_ptr(verdict, "sealed"))
+                return CTL_EXIT_REFUSED;
         return CTL_EXIT_SUCCESS;
 }
 

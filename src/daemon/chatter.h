@@ -22,6 +22,7 @@
 typedef enum ChatterKind {
         CHATTER_NOT_FOUND,
         CHATTER_PRESENT,                /* already loaded, or builtin */
+        CHATTER_SEALED,                 /* refused after a seal: the kernel asks on, whatever the answer */
         _CHATTER_KIND_MAX,
 } ChatterKind;
 

@@ -12,6 +12,7 @@
 #include "loader.h"
 #include "macro.h"
 #include "policy.h"
+#include "seal.h"
 
 typedef struct Explanation {
         const char *verdict;    /* NULL until something decides */
@@ -197,6 +198,11 @@ int explain_request(Manager *m, const LoadParameters *p, sd_json_variant **ret) 
         size_t first;
         int r;
 
+        /* A Load is refused before anything else once the kernel is sealed; the rest still says what
+         * the policy and the files would have decided. */
+        if (seal_refuses(m) && decide(&e, "sealed", NULL, m->seal.request ? "the kernel is being sealed" :
+                                      "the kernel is sealed (kernel.modules_disabled=1)") < 0)
+                return -ENOMEM;
         if (key && explain_key(m, key, source, &e, &key_policy) < 0)
                 return -ENOMEM;
         r = sd_json_variant_new_array(&modules, NULL, 0);

@@ -417,12 +417,16 @@ void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned 
         if (kind == CHATTER_NOT_FOUND)
                 record_add(&rec, "MESSAGE=%lu more requests in the last %us matched no module, for %zu keys: %s.",
                            s->total, window_sec, s->n_keys, top ?: "?");
-        else
+        else if (kind == CHATTER_PRESENT)
                 record_add(&rec, "MESSAGE=%lu more requests in the last %us were for modules already loaded or "
                            "builtin, %zu modules: %s.", s->total, window_sec, s->n_keys, top ?: "?");
+        else
+                record_add(&rec, "MESSAGE=%lu more requests in the last %us were refused because the kernel is "
+                           "sealed, %zu kinds (method:source:key): %s.", s->total, window_sec, s->n_keys, top ?: "?");
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_SUMMARY);
         record_add(&rec, "PRIORITY=%d", LOG_INFO);
-        record_add(&rec, "MODGATE_OUTCOME=%s", kind == CHATTER_NOT_FOUND ? "not_found" : "already_loaded");
+        record_add(&rec, "MODGATE_OUTCOME=%s", kind == CHATTER_NOT_FOUND ? "not_found" :
+                   kind == CHATTER_PRESENT ? "already_loaded" : "refused_sealed");
         record_add(&rec, "MODGATE_COUNT=%lu", s->total);
         record_add(&rec, "MODGATE_KEYS=%zu", s->n_keys);
         record_add(&rec, "MODGATE_WINDOW_SEC=%u", window_sec);

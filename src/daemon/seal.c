@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <systemd/sd-json.h>
 
+#include "fileio.h"
 #include "kernel.h"
 #include "log.h"
 #include "manager.h"
+#include "parse-util.h"
 #include "seal.h"
 #include "strv.h"
 #include "varlink.h"
@@ -39,6 +45,43 @@ static SealRequest *seal_request_free(SealRequest *req) {
         return NULL;
 }
 
+/* When a Seal of this boot sealed the kernel, kept in the runtime directory (gone at reboot, as the
+ * seal is) for the instances that come after the one that sealed. */
+#define SEALED_FILE "sealed"
+
+static void seal_save_time(Manager *m) {
+        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
+        char buf[32];
+        int n;
+
+        if (!m->runtime_dir)
+                return;
+        dir = open(m->runtime_dir, O_DIRECTORY | O_PATH | O_CLOEXEC);
+        if (dir >= 0)
+                fd = openat(dir, SEALED_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+        n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", m->seal.sealed_usec);
+        if (fd < 0 || write(fd, buf, (size_t) n) != n)
+                log_warning_errno(errno, "Failed to write %s/%s, a later instance will not know when the kernel was "
+                                  "sealed: %m", m->runtime_dir, SEALED_FILE);
+}
+
+static void seal_load_time(Manager *m) {
+        _cleanup_close_ int dir = -EBADF;
+        char buf[32];
+        uint64_t t;
+
+        if (!m->runtime_dir)
+                return;
+        dir = open(m->runtime_dir, O_DIRECTORY | O_PATH | O_CLOEXEC);
+        if (dir < 0 || read_small_file_at(dir, SEALED_FILE, buf, sizeof(buf)) < 0)
+                return;
+        buf[strcspn(buf, "\n")] = '\0';
+        if (parse_uint64(buf, &t) < 0 || t == 0 || t > realtime_usec())
+                return log_warning("Ignoring %s/%s, which does not hold a time of this boot: %s", m->runtime_dir,
+                                   SEALED_FILE, buf);
+        m->seal.sealed_usec = t;
+}
+
 bool seal_startup(Manager *m) {
         int r;
 
@@ -46,9 +89,11 @@ bool seal_startup(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
         m->seal.sealed = r > 0;
-        if (m->seal.sealed)
+        if (m->seal.sealed) {
+                seal_load_time(m);
                 log_notice("The kernel is sealed (kernel.modules_disabled=1): every Load, Unload and Seal is "
                            "refused until reboot.");
+        }
         return m->seal.sealed;
 }
 
@@ -69,7 +114,15 @@ bool seal_refuses(Manager *m) {
 }
 
 int seal_refuse(Manager *m, sd_varlink *link, const Requester *who, const char *method) {
-        journal_record_sealed_refusal(who, method, !m->seal.sealed);
+        const char *key = who->name ?: who->modalias ?: who->path ?: "";
+        _cleanup_free_ char *chatter_key = NULL;
+
+        /* After a seal the kernel goes on asking for modules (any user can make it), and each ask is
+         * refused: the first refusal of a method, source and key is journaled, the repeats are
+         * counted into the summary, so that they cannot crowd out the records that matter. */
+        if (asprintf(&chatter_key, "%s:%s:%s", method, request_source_to_string(who->source), key) < 0 ||
+            !m->chatter || chatter_note(m->chatter, CHATTER_SEALED, chatter_key) != 0)
+                journal_record_sealed_refusal(who, method, !m->seal.sealed);
         return sd_varlink_errorbo(link, "io.modgate.Manager.Sealed",
                                   SD_JSON_BUILD_PAIR_CONDITION(m->seal.sealed_usec > 0, "sealedAt",
                                                                SD_JSON_BUILD_UNSIGNED(m->seal.sealed_usec)));
@@ -112,6 +165,7 @@ static void seal_finish(SealRequest *req) {
         } else {
                 m->seal.sealed = true;
                 (void) sd_event_now(m->event, CLOCK_REALTIME, &m->seal.sealed_usec);
+                seal_save_time(m);
                 journal_record_sealed(&req->who, req->load, req->pending);
                 manager_emit(m, "sealed", NULL, NULL);
                 r = req->link ? seal_reply(req) : 0;

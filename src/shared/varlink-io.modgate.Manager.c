@@ -139,7 +139,8 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_INPUT_BY_TYPE(context, Context, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_INPUT(timeoutUSec, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("What a Load would do: load, already_loaded, denied, would_deny (permissive "
-                                         "mode: loads and records), untrusted, not_found"),
+                                         "mode: loads and records), untrusted, not_found, sealed (the kernel takes "
+                                         "no module until reboot)"),
                 SD_VARLINK_DEFINE_OUTPUT(verdict, SD_VARLINK_STRING, 0),
                 SD_VARLINK_FIELD_COMMENT("The rule that decided, when the policy did"),
                 SD_VARLINK_DEFINE_OUTPUT(rule, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),

@@ -32,6 +32,7 @@ HANG_UP_SEC = 15
 DENIED = "sch_sfb"                      # Deny= in every daemon's modgate.conf
 SEALED_ID = "2599f1fbbcb64d94a435dc58f3b46dd0"
 SEALED_REFUSED_ID = "25972186cde14878944b0edb085df09a"
+SUMMARY_ID = "c8d1b1d2700740cfa317dadecaa59c5f"
 STARTED_ID = "0b62bd3196754f93821022336e8ce9fa"
 REFUSED_CALLER_ID = "f68712d0c1414e768ead0ce5ff450860"
 NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
@@ -443,7 +444,10 @@ sys.stdin.read()
 
     # --- Seal --------------------------------------------------------------------------------------
 
-    ds = start("seal", env={"MODGATE_SHIM_DELAY_MS": "1500"})
+    # Its runtime directory is the next instance's, as systemd's RuntimeDirectory= (kept) would make it.
+    seal_runtime = os.path.join(work, "seal-run")
+    os.makedirs(seal_runtime)
+    ds = start("seal", env={"MODGATE_SHIM_DELAY_MS": "1500", "RUNTIME_DIRECTORY": seal_runtime})
 
     def case_seal_refusals():
         n = len(ds.shim_records())
@@ -518,13 +522,22 @@ sys.stdin.read()
             rec = journal.records(MESSAGE_ID=SEALED_REFUSED_ID, _PID=str(ds.pid), **match)
             assert rec and rec[-1]["MODGATE_OUTCOME"] == "refused_sealed", (method, rec)
             assert rec[-1]["MODGATE_REASON"] == "the kernel is sealed (kernel.modules_disabled=1)", rec
+            seal["at"] = p["sealedAt"]
+        # The same refusal again and again (the kernel asks on after a seal): journaled once, counted.
+        for _ in range(40):
+            error(call(ds.address, "Load", {"name": "tcp_cdg"}), MANAGER + ".Sealed")
+        rec = journal.records(MESSAGE_ID=SEALED_REFUSED_ID, _PID=str(ds.pid), MODGATE_REQUEST_NAME="tcp_cdg",
+                              MODGATE_METHOD="Load")
+        assert len(rec) == 1, len(rec)
         # Who may not ask is still told so, and only then.
         r = h.call_as(NO_SYS_MODULE, ds.address, MANAGER + ".Load", {"name": "tcp_cdg"})
         error(r, MANAGER + ".PermissionDenied")
         # Nothing reached the kernel, and what reports still answers.
         assert ds.shim_records()[seal["records"]:] == [], ds.shim_records()[seal["records"]:]
         assert h.module_state("tcp_cdg") is None and h.module_state("tcp_bic") == "live"
-        assert ok(call(ds.address, "Explain", {"name": "tcp_cdg"}))["modules"][0]["name"] == "tcp_cdg"
+        x = ok(call(ds.address, "Explain", {"name": "tcp_cdg"}))
+        assert x["verdict"] == "sealed" and x["reason"] == "the kernel is sealed (kernel.modules_disabled=1)", x
+        assert x["modules"][0]["name"] == "tcp_cdg", x
         assert {m["module"] for m in ok(call(ds.address, "List"))["modules"]} >= {"tcp_vegas", "tcp_yeah", "tcp_bic"}
 
     def case_sealed_status():
@@ -534,13 +547,18 @@ sys.stdin.read()
 
     def case_restart():
         h.assert_clean_exit(ds)
-        d2 = start("resealed")
+        # The counted refusals, summarized at exit.
+        rec = journal.records(MESSAGE_ID=SUMMARY_ID, _PID=str(ds.pid), MODGATE_OUTCOME="refused_sealed")
+        # (the second Seal above, with the same method, source and empty key, is one of them)
+        assert len(rec) == 1 and int(rec[0]["MODGATE_COUNT"]) == 41, rec
+        assert rec[0]["MODGATE_TOP"] == "Load:admin:tcp_cdg=40 Seal:admin:=1", rec
+        d2 = start("resealed", env={"RUNTIME_DIRECTORY": seal_runtime})
         rec = journal.records(MESSAGE_ID=STARTED_ID, _PID=str(d2.pid))
         assert len(rec) == 1 and rec[0]["MODGATE_SEALED"] == "1", rec
         assert "the kernel is sealed" in rec[0]["MESSAGE"] and "modules_disabled: 1" in rec[0]["MODGATE_ENFORCEMENT"], rec
         n = len(d2.shim_records())
         p = error(call(d2.address, "Load", {"name": "tcp_cdg"}), MANAGER + ".Sealed")
-        assert p == {}, p       # when, this instance does not know
+        assert p == {"sealedAt": seal["at"]}, (p, seal)      # when, the instance that sealed wrote down
         assert journal.records(MESSAGE_ID=SEALED_REFUSED_ID, _PID=str(d2.pid), MODGATE_REQUEST_NAME="tcp_cdg")
         assert d2.shim_records()[n:] == [] and h.module_state("tcp_cdg") is None
 
