@@ -35,8 +35,11 @@ static const char *arg_address = NULL;
 /* Like modprobe, every message names the program: it may end up in the kernel log. */
 #define TAG "modgate-modprobe: "
 
+#define KERNEL_MODPROBE "/proc/sys/kernel/modprobe"
+
 static void help(void) {
-        printf("%s [OPTIONS...] [--] NAME\n\n"
+        printf("%s [OPTIONS...] [--] NAME\n"
+               "%s --set-kernel-modprobe\n\n"
                "Ask modgated to load the module the kernel requests (kernel.modprobe helper).\n\n"
                "  -h --help             Show this help\n"
                "     --version          Show package version\n"
@@ -47,8 +50,35 @@ static void help(void) {
                "                        When modgated is not running, wait at most this long\n"
                "                        for it to start (default: 5s)\n"
                "     --address=PATH     Talk to modgated on this socket\n"
-               "                        (default: " MODGATE_VARLINK_ADDRESS ")\n",
-               program_invocation_short_name);
+               "                        (default: " MODGATE_VARLINK_ADDRESS ")\n"
+               "     --set-kernel-modprobe\n"
+               "                        Make " MODGATE_MODPROBE_PATH "\n"
+               "                        the kernel's helper, if it is installed there\n",
+               program_invocation_short_name, program_invocation_short_name);
+}
+
+/* kernel.modprobe is set by running this, from systemd-sysctl.service's drop-in, rather than by a
+ * sysctl.d file: an initramfs generator that copies sysctl.d (dracut's systemd-sysctl module does)
+ * but not modgate would point the initramfs's kernel at a helper that is not there, and every
+ * request_module() in it would fail. A copied drop-in that runs a missing program fails instead,
+ * and kernel.modprobe stays /sbin/modprobe. The path written is the installed one, never
+ * /proc/self/exe: a copy run from elsewhere does not become the kernel's helper. */
+static int set_kernel_modprobe(void) {
+        static const char value[] = MODGATE_MODPROBE_PATH "\n";
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        if (access(MODGATE_MODPROBE_PATH, X_OK) < 0)
+                return log_error_errno(errno, TAG "%s is not there (%m): leaving kernel.modprobe as it is.",
+                                       MODGATE_MODPROBE_PATH);
+        fd = open(KERNEL_MODPROBE, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return log_error_errno(errno, TAG "Failed to open %s: %m", KERNEL_MODPROBE);
+        n = write(fd, value, sizeof(value) - 1);
+        if (n != (ssize_t) sizeof(value) - 1)
+                return log_error_errno(n < 0 ? errno : EIO, TAG "Failed to write %s: %m", KERNEL_MODPROBE);
+        log_info(TAG "kernel.modprobe = %s", MODGATE_MODPROBE_PATH);
+        return 0;
 }
 
 /* The kernel starts its helpers without stdin, stdout and stderr. Left closed, the varlink socket
@@ -83,6 +113,7 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
                 ARG_TIMEOUT,
                 ARG_START_TIMEOUT,
                 ARG_ADDRESS,
+                ARG_SET_KERNEL_MODPROBE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -92,6 +123,7 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
                 { "timeout", required_argument, NULL, ARG_TIMEOUT },
                 { "start-timeout", required_argument, NULL, ARG_START_TIMEOUT },
                 { "address", required_argument, NULL, ARG_ADDRESS },
+                { "set-kernel-modprobe", no_argument, NULL, ARG_SET_KERNEL_MODPROBE },
                 {}
         };
         int c, r;
@@ -124,6 +156,11 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
                 case ARG_ADDRESS:
                         arg_address = optarg;
                         break;
+                case ARG_SET_KERNEL_MODPROBE:
+                        if (optind != argc)
+                                return log_error_errno(EINVAL, TAG "--set-kernel-modprobe takes nothing else.");
+                        r = set_kernel_modprobe();
+                        return r < 0 ? r : 0;
                 case '?':
                         return -EINVAL;
                 default:

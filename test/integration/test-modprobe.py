@@ -232,6 +232,34 @@ def main():
         assert res.returncode == 1 and "PermissionDenied" in res.stderr, res
         assert len(daemon.shim_records()) == n
 
+    def case_set_kernel_modprobe():
+        # kernel.modprobe as a file (this host's kernel has none): the copy of /proc/sys/kernel that
+        # fake_modules_disabled() binds over the real one, or the real one's own file.
+        h.fake_modules_disabled(work)
+        sysctl = "/proc/sys/kernel/modprobe"
+        with open(sysctl, "w") as f:
+            f.write("/sbin/modprobe\n")
+        libexec = "/usr/libexec/modgate"
+        os.makedirs(libexec, exist_ok=True)
+        h.run("mount", "-t", "tmpfs", "tmpfs", libexec)
+        try:
+            # Not installed (an initramfs that copied the drop-in but not modgate): nothing changes.
+            res = h.run_program([MODPROBE, "--set-kernel-modprobe"], env=KERNEL_ENV)
+            assert res.returncode == 1 and "%s/modgate-modprobe is not there" % libexec in res.stderr, res
+            with open(sysctl) as f:
+                assert f.read() == "/sbin/modprobe\n"
+            # Installed: the installed path, not the one this copy runs from.
+            shutil.copy(MODPROBE, libexec + "/modgate-modprobe")
+            os.chmod(libexec + "/modgate-modprobe", 0o755)
+            res = h.run_program([MODPROBE, "--set-kernel-modprobe"], env=KERNEL_ENV)
+            assert res.returncode == 0, res
+            with open(sysctl) as f:
+                assert f.read() == libexec + "/modgate-modprobe\n"
+            res = h.run_program([MODPROBE, "--set-kernel-modprobe", "fs-erofs"], env=KERNEL_ENV)
+            assert res.returncode == 1 and "takes nothing else" in res.stderr, res
+        finally:
+            h.run("umount", libexec)
+
     t.case("the kernel's form -q -- NAME sends NAME as a modalias with the kernel context", case_kernel_form)
     t.case("plain NAME, -q NAME, -- NAME, -v and --quiet are accepted", case_other_forms)
     t.case("kernel aliases with parentheses and digits pass unchanged", case_aliases_pass_unchanged)
@@ -246,6 +274,8 @@ def main():
     t.case("end to end: the claim is refused before anything is resolved, without a syscall", case_real_not_found)
     t.case("a daemon that is not running and does not start is given up on after --start-timeout; modgated "
            "holds the lock that says it runs", case_start_timeout)
+    t.case("--set-kernel-modprobe writes the installed path to kernel.modprobe, and leaves it alone when the helper "
+           "is not installed there", case_set_kernel_modprobe)
 
     fake.stop()
     t.case("the daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",

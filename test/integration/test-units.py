@@ -79,7 +79,6 @@ def main():
                                                              "systemd-sysctl.service.d/modgate.conf",
                                                              "modprobe@.service.d/modgate.conf"],
             pkg_var("systemd", "systemd_system_preset_dir"): ["80-modgate.preset"],
-            pkg_var("systemd", "sysctldir"): ["50-modgate.conf"],
             os.path.join(pkg_var("udev", "udev_dir"), "rules.d"): ["80-modgate.rules"],
             "/etc/udev/rules.d": ["80-drivers.rules"],
             LIBEXEC: ["modgated", "modgate-udev", "modgate-udev-rules", "modgate-modprobe", "modgate-modules-load"],
@@ -182,10 +181,13 @@ def main():
         assert 'ENV{MODALIAS}=="?*", RUN{builtin}+="kmod load"' in rules, rules
 
     def case_sysctl_and_dropins():
-        with open(dest + pkg_var("systemd", "sysctldir") + "/50-modgate.conf") as f:
-            lines = [x for x in f.read().splitlines() if x and not x.startswith("#")]
-        assert lines == ["kernel.modprobe = %s/modgate-modprobe" % LIBEXEC], lines
+        # No sysctl.d file (an initramfs generator would copy it without modgate): the drop-in sets it,
+        # and a copy of the drop-in without the helper fails harmlessly ("-").
+        assert not os.path.exists(dest + pkg_var("systemd", "sysctldir")), os.listdir(dest + pkg_var("systemd", "sysctldir"))
         unitdir = dest + pkg_var("systemd", "systemd_system_unit_dir")
+        with open(unitdir + "/systemd-sysctl.service.d/modgate.conf") as f:
+            text = f.read()
+        assert "\nExecStartPost=-%s/modgate-modprobe --set-kernel-modprobe\n" % LIBEXEC in text, text
         with open(unitdir + "/systemd-udevd.service.d/modgate.conf") as f:
             text = f.read()
         assert "CapabilityBoundingSet=~CAP_SYS_MODULE\n" in text and "Wants=modgated.socket\n" in text, text
@@ -204,7 +206,7 @@ def main():
         installed = set(json.loads(subprocess.run(["meson", "introspect", "--installed", off], capture_output=True,
                                                   text=True, check=True).stdout).values())
         for gone in ("/etc/udev/rules.d/80-drivers.rules", "/usr/lib/udev/rules.d/80-modgate.rules",
-                     "/usr/lib/sysctl.d/50-modgate.conf"):
+                     "/usr/lib/systemd/system/modgate-udev-rules.service"):
             assert gone not in installed, gone
         assert not [f for f in installed if ".service.d/" in f], installed
         for kept in (LIBEXEC + "/modgate-udev", LIBEXEC + "/modgate-modprobe", "/usr/lib/systemd/system/modgated.service"):
