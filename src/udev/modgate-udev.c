@@ -142,7 +142,12 @@ static int run(int argc, char *argv[]) {
         if (!reqs)
                 return log_oom();
         for (size_t i = 0; i < n; i++) {
-                if (optind < argc)
+                /* udev's kmod builtin looks each argument up as a name or an alias: a rule may pass a
+                 * device's modalias ("kmod load $env{MODALIAS}"), which names no module; it has a
+                 * colon after its bus ("pci:v..."), which no module name has. */
+                if (optind < argc && strchr(argv[optind + i], ':'))
+                        reqs[i].modalias = argv[optind + i];
+                else if (optind < argc)
                         reqs[i].name = argv[optind + i];
                 else
                         reqs[i].modalias = getenv("MODALIAS");

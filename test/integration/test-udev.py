@@ -152,6 +152,14 @@ def main():
         for r in reqs:
             assert "modalias" not in r and r["context"]["source"] == "udev", r
             assert r["context"]["devpath"] == "/devices/pci0000:00/0000:00:19.0", r
+        # A rule that passes the device's modalias ("kmod load $env{MODALIAS}", as udev's builtin
+        # takes it, rewritten by modgate-udev-rules): sent as a modalias, not as a name.
+        alias = "pci:v00008086d000015B8sv00008086sd00002071bc02sc00i00"
+        before = len(fake.requests)
+        res = udev("--address=" + fake_path, alias, "e1000e")
+        assert res.returncode == 0, res
+        reqs = last_requests(len(fake.requests) - before)
+        assert sorted((r.get("name") or "", r.get("modalias") or "") for r in reqs) == [("", alias), ("e1000e", "")], reqs
 
     def case_missing_env():
         res = udev("--address=" + fake_path, env={"MODALIAS": "acpi:PNP0A03:", "SEQNUM": "12x"})
