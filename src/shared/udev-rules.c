@@ -233,6 +233,18 @@ int udev_rules_rewrite_kmod(const char *text, const char *helper, char **ret, si
                         const char *op, *args;
                         size_t op_len, args_len, call = 0;
 
+                        /* A value is never a key: what is quoted is copied as it is, up to its closing
+                         * quote (one no backslash escapes), or to the end of the line. */
+                        if (*w == '"') {
+                                const char *q = w + 1;
+
+                                while (q < end && *q != '"')
+                                        q += q[0] == '\\' && q + 1 < end && q[1] == '"' ? 2 : 1;
+                                q = MIN(q + 1, end);
+                                fwrite(w, 1, (size_t) (q - w), f);
+                                w = q;
+                                continue;
+                        }
                         if (w == p || strchr(", \t", w[-1]))
                                 call = kmod_call(w, &op, &op_len, &args, &args_len);
                         if (call == 0 || w + call > end) {

@@ -50,6 +50,11 @@ TEST(rewrite_calls) {
                 { "RUN{builtin}+=\"kmod load x", "RUN{builtin}+=\"kmod load x", 0 },
                 { "RUN{builtin}+=\"kmod load x\nRUN{builtin}+=\"kmod load y\"\n", "RUN{builtin}+=\"kmod load x\nRUN+=\"" H " y\"\n", 1 },
                 { "RUN{program}+=\"kmod load x\"", "RUN{program}+=\"kmod load x\"", 0 },
+                /* a key inside a value is no key */
+                { "ENV{X}==\"a, RUN{builtin}+=\", RUN{builtin}+=\"kmod load z\"",
+                  "ENV{X}==\"a, RUN{builtin}+=\", RUN+=\"" H " z\"", 1 },
+                { "RUN{builtin}+=\"kmod load a, RUN{builtin}:=\"kmod load\"",
+                  "RUN+=\"" H " a, RUN{builtin}:=\"kmod load\"", 1 },
                 { "", "", 0 },
         };
 
