@@ -41,10 +41,11 @@ int udev_rule_match(const char *line, const char *key, char **ret);
  * skipped. Returns 0 or -ENOMEM. */
 int udev_rule_names_read(const char *const *files, UdevRuleName **ret, size_t *ret_n);
 
-/* Pure: text with every RUN{builtin} call of "kmod load [ARG...]" (outside comments) made a RUN of
- * "HELPER [ARG...]", the operator (+=, =, :=) and the arguments kept, the rest byte for byte.
- * *ret_n: how many were rewritten; *ret_unmatched: one of them is in a rule without SUBSYSTEM==
- * (ret_subsystems has the subsystems of the others, without repeats; both may be NULL). Returns 0 or
- * -ENOMEM. */
+/* Pure: text with every RUN{builtin} call of "kmod load [ARG...]" (outside comments and quoted
+ * values) made a RUN of "HELPER [ARG...]", the operator (+=, =, :=) and the arguments kept, the rest
+ * byte for byte. *ret_n: how many were rewritten. When any was, ret_subsystems has the SUBSYSTEM==
+ * of every rule that runs HELPER afterwards (those that ran it before too), without repeats, and
+ * *ret_unmatched says one of those rules has none (both may be NULL): the devices whose events to
+ * replay. A call that a backslash splits over two lines is not rewritten. Returns 0 or -ENOMEM. */
 int udev_rules_rewrite_kmod(const char *text, const char *helper, char **ret, size_t *ret_n,
                             char ***ret_subsystems, bool *ret_unmatched);
