@@ -179,11 +179,15 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
         return 0;
 }
 
+#define DELETED_SUFFIX " (deleted)"
+
 /* The file's path below its root as the root's manifest lists it: the file itself, with the symlinks
  * inside the tree resolved (the fd knows where it is). NULL when it is not below the root's
  * directory. */
 static int manifest_relpath(const TrustedRoot *root, int fd, char **ret) {
+        const size_t deleted = strlen(DELETED_SUFFIX);
         char link[64], path[PATH_MAX];
+        struct stat st;
         const char *rel;
         size_t n;
         ssize_t k;
@@ -196,6 +200,12 @@ static int manifest_relpath(const TrustedRoot *root, int fd, char **ret) {
         if (k < 0)
                 return negative_errno();
         path[k] = '\0';
+        /* A file replaced by rename after it was opened (a package upgrade) is unlinked: the kernel
+         * names it "PATH (deleted)". The fd still holds the bytes that were at PATH, and those are
+         * checked against PATH's entry, not reported as a file the manifest does not list. */
+        if ((size_t) k > deleted && strcmp(path + k - deleted, DELETED_SUFFIX) == 0 && fstat(fd, &st) >= 0 &&
+            st.st_nlink == 0)
+                path[k - deleted] = '\0';
         n = strlen(root->real_path);
         if (strcmp(root->real_path, "/") == 0)
                 n = 0;
