@@ -135,12 +135,32 @@ static const char *finit_error_to_string(int error) {
         case EPERM:
                 return "the kernel refused the load (lockdown, module_blacklist= on the command line, or a "
                        "security module such as LoadPin or IPE)";
+        case EACCES:
+                return "a security module refused the kernel's read of the file (IMA appraisal, SELinux)";
         case EKEYREJECTED:
         case ENOKEY:
         case EBADMSG:
                 return "the module signature was rejected or is missing while signatures are enforced";
+        case EKEYEXPIRED:
+        case ENOPKG:
+                return "the module signature cannot be checked (expired key, or a hash algorithm the kernel lacks)";
         case ETXTBSY:
                 return "the file is open for writing";
+        case EFBIG:
+                return "the file is larger than the kernel reads";
+        case EOPNOTSUPP:
+                return "the kernel cannot decompress the module";
+        case ENOMEM:
+        case ENOSPC:
+                return "the kernel has no memory left for the module";
+        case ETIMEDOUT:
+                return "the kernel gave up waiting for a module this one needs";
+        case EINTR:
+                return "interrupted while waiting for another load of this module";
+        case EBADF:
+        case EFAULT:
+                return "modgate handed the kernel an invalid file descriptor or parameter string (a bug in "
+                       "modgate)";
         case EBUSY:
                 /* Linux 6.2 and later: a concurrent load of the same name failed, or it is going. */
                 return "another load of this module failed meanwhile, or the module is being removed";
