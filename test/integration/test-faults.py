@@ -237,6 +237,31 @@ def main():
     slow.start()
     print("# set-up took %.1f s" % (time.monotonic() - started), flush=True)
 
+    # --- bad input that the other suites leave out ------------------------------------------------
+
+    def case_bad_input():
+        n = len(main_d.shim_records())
+        for name in (".", "..", "$(reboot)", "a;b", "--force", "a\tb", "\x01x", "x\x7f", " x"):
+            assert h.error_of(main_d.load(name), "InvalidName") == {"name": name}, name
+        # Quotes in a modalias are a literal key like any other: nothing matches.
+        for alias in ('pci:"x"', "pci:'x'"):
+            assert h.error_of(main_d.call(LOAD, {"modalias": alias}), "ModuleNotFound") == {"modalias": alias}
+        # Not UTF-8, trailing garbage, one brace too many: hung up on, no reply.
+        for raw in (b'{"method":"io.modgate.Manager.Load","parameters":{"name":"\xff\xfe"}}',
+                    b'{"method":"org.varlink.service.GetInfo"} trailing',
+                    b'{"method":"org.varlink.service.GetInfo","parameters":{}}}'):
+            c = h.Varlink(main_d.address, timeout=10)
+            try:
+                c.sock.sendall(raw + b"\0")
+                assert c.sock.recv(65536) == b"", raw
+            finally:
+                c.close()
+        assert main_d.shim_records()[n:] == []
+        serves_root(main_d)
+
+    t.case("names with '.', '..', shell and option characters, whitespace and control characters: InvalidName; "
+           "quotes in a modalias match nothing; non-UTF-8 and trailing garbage are hung up on", case_bad_input)
+
     # --- a: a module file replaced by rename while requests run ----------------------------------
 
     def case_rename_race():
@@ -513,9 +538,19 @@ def main():
         finally:
             for c in conns:
                 c.close()
-        # Recovered: new connections are served, and a load opens its file.
-        wait_for("the daemon to serve again", lambda: d.proc.poll() is None and
-                 "error" not in d.call(GETINFO), timeout=15)
+        # Recovered: new connections are served (hung up on until the daemon has seen the others
+        # go), and a load opens its file.
+        closed = time.monotonic()
+
+        def serves():
+            assert d.proc.poll() is None, d.stderr_text()[-2000:]
+            try:
+                return "error" not in d.call(GETINFO)
+            except (ConnectionError, OSError):
+                return False
+        wait_for("the daemon to serve again", serves, timeout=15)
+        print("# served again %.0f ms after the connections closed" % (1000 * (time.monotonic() - closed)),
+              flush=True)
         mods = h.modules_of(d.load(fd_mod))
         assert [m["outcome"] for m in mods] == ["loaded"], mods
         assert [c["result"] for c in finits(d, fd_mod)] == [0]
