@@ -10,8 +10,8 @@ is made, and that nothing was loaded or lost: the shim's record of finit_module(
 daemon that still serves root afterwards.
 
 Only the module syscalls are faked (test/shim), over a private /sys/module; the shim records the
-SHA-256 of the bytes it read from the fd it was handed, and emulates deny_write_access() by looking
-for a write-mode fd of the same file in /proc."""
+SHA-256 of the bytes it read from the fd it was handed, and answers ETXTBSY as deny_write_access()
+does, from the kernel's own count of writers (a read lease on the fd fails while there is one)."""
 
 import errno
 import hashlib
