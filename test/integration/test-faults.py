@@ -579,6 +579,10 @@ def main():
             loading = {x["module"]: x for x in status.get("loading", [])}
             assert hang_mod in loading and loading[hang_mod]["forUSec"] > 1000000, status
             assert not stuck.answered(0), "answered while its init hangs"
+            out = subprocess.run([os.environ["MODGATECTL"], "--address=" + d.address, "status"], capture_output=True,
+                                 text=True, timeout=30, env={"PATH": os.environ["PATH"]})
+            assert out.returncode == 0 and [x for x in out.stdout.splitlines() if "Loading: " + hang_mod + " (for "
+                                                in x], (out.stdout, out.stderr)
             notice = [line for line in d.stderr_text().splitlines() if "adding a worker" in line]
             assert notice and hang_mod in notice[0], notice
             print("# with Workers=1 and %s hanging, %d others loaded in %.1f s; Status: %s; %s"
