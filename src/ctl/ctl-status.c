@@ -86,6 +86,19 @@ static void print_enforcement(const char *e) {
         }
 }
 
+/* The modules on a worker now, each with how long: a module whose init hangs shows here. */
+static void print_loading(sd_json_variant *loading) {
+        size_t n = loading && sd_json_variant_is_array(loading) ? sd_json_variant_elements(loading) : 0;
+
+        for (size_t i = 0; i < n; i++) {
+                sd_json_variant *e = sd_json_variant_by_index(loading, i);
+                char since[TIMESTAMP_MAX];
+
+                printf("%*s%s%s (for %s)\n", FIELD_WIDTH, i == 0 ? "Loading" : "", i == 0 ? ": " : "  ",
+                       json_str(e, "module") ?: "?", format_timespan(since, (uint64_t) int_or_zero(e, "forUSec")));
+        }
+}
+
 static void print_status(sd_json_variant *s) {
         const char *mode = json_str(s, "mode");
         const char *color = streq_ptr(mode, "enforce") ? ANSI_GREEN : ANSI_YELLOW;
@@ -109,6 +122,7 @@ static void print_status(sd_json_variant *s) {
                      int_or_zero(s, "workers"), int_or_zero(s, "busyWorkers"), int_or_zero(s, "queuedJobs"),
                      int_or_zero(s, "pendingRequests"), int_or_zero(s, "connections"),
                      int_or_zero(s, "connections") == 1 ? "" : "s");
+        print_loading(sd_json_variant_by_key(s, "loading"));
         print_counters(sd_json_variant_by_key(s, "counters"));
         print_latency(sd_json_variant_by_key(s, "latency"));
 }

@@ -169,6 +169,7 @@ const char *kernel_error_class(int error) {
                 return "signature";
         case EPERM:
         case EACCES:
+        case ENOSYS:
                 return "refused";
         case ENOEXEC:
         case EINVAL:
@@ -181,10 +182,15 @@ const char *kernel_error_class(int error) {
         case EEXIST:
         case EBUSY:
         case ETIMEDOUT:
+        case ETXTBSY:
+        case EINTR:
                 return "busy";
         case ENOMEM:
         case ENOSPC:
                 return "resource";
+        case EBADF:
+        case EFAULT:
+                return "internal";
         default:
                 return "init";
         }

@@ -183,9 +183,24 @@ int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Reque
         const Plan *plan = NULL;
         int r;
 
+        /* An index that changed on disk and cannot be read again (depmod left it missing, truncated or
+         * corrupt): nothing is resolved, so nothing is loaded, and the caller is told why by name
+         * rather than by a bare errno. The next request tries again. */
         r = manager_refresh_index(m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to reload the module index: %m");
+        if (r < 0) {
+                const char *key = p->name ?: p->modalias ?: p->path;
+
+                log_error_errno(r, "Failed to reload the module index of %s for %s: %m", resolver_dirname(m->resolver),
+                                key);
+                return sd_varlink_errorbo(link, "io.modgate.Manager.LoadFailed",
+                                          SD_JSON_BUILD_PAIR_STRING("module", key),
+                                          SD_JSON_BUILD_PAIR_STRING("reason", "the module index (modules.*.bin) "
+                                                                    "cannot be read: missing or corrupt; nothing "
+                                                                    "was loaded"),
+                                          SD_JSON_BUILD_PAIR_INTEGER("errno", -r),
+                                          SD_JSON_BUILD_PAIR_STRING("errnoName", strerrorname_np(-r)),
+                                          SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));
+        }
 
         if (p->path) {
                 r = resolver_plan_path(m->resolver, p->path, ret_owned);

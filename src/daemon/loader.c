@@ -135,12 +135,32 @@ static const char *finit_error_to_string(int error) {
         case EPERM:
                 return "the kernel refused the load (lockdown, module_blacklist= on the command line, or a "
                        "security module such as LoadPin or IPE)";
+        case EACCES:
+                return "a security module refused the kernel's read of the file (IMA appraisal, SELinux)";
         case EKEYREJECTED:
         case ENOKEY:
         case EBADMSG:
                 return "the module signature was rejected or is missing while signatures are enforced";
+        case EKEYEXPIRED:
+        case ENOPKG:
+                return "the module signature cannot be checked (expired key, or a hash algorithm the kernel lacks)";
         case ETXTBSY:
                 return "the file is open for writing";
+        case EFBIG:
+                return "the file is larger than the kernel reads";
+        case EOPNOTSUPP:
+                return "the kernel cannot decompress the module";
+        case ENOMEM:
+        case ENOSPC:
+                return "the kernel has no memory left for the module";
+        case ETIMEDOUT:
+                return "the kernel gave up waiting for a module this one needs";
+        case EINTR:
+                return "interrupted while waiting for another load of this module";
+        case EBADF:
+        case EFAULT:
+                return "modgate handed the kernel an invalid file descriptor or parameter string (a bug in "
+                       "modgate)";
         case EBUSY:
                 /* Linux 6.2 and later: a concurrent load of the same name failed, or it is going. */
                 return "another load of this module failed meanwhile, or the module is being removed";
@@ -179,11 +199,15 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
         return 0;
 }
 
+#define DELETED_SUFFIX " (deleted)"
+
 /* The file's path below its root as the root's manifest lists it: the file itself, with the symlinks
  * inside the tree resolved (the fd knows where it is). NULL when it is not below the root's
  * directory. */
 static int manifest_relpath(const TrustedRoot *root, int fd, char **ret) {
+        const size_t deleted = strlen(DELETED_SUFFIX);
         char link[64], path[PATH_MAX];
+        struct stat st;
         const char *rel;
         size_t n;
         ssize_t k;
@@ -196,6 +220,12 @@ static int manifest_relpath(const TrustedRoot *root, int fd, char **ret) {
         if (k < 0)
                 return negative_errno();
         path[k] = '\0';
+        /* A file replaced by rename after it was opened (a package upgrade) is unlinked: the kernel
+         * names it "PATH (deleted)". The fd still holds the bytes that were at PATH, and those are
+         * checked against PATH's entry, not reported as a file the manifest does not list. */
+        if ((size_t) k > deleted && strcmp(path + k - deleted, DELETED_SUFFIX) == 0 && fstat(fd, &st) >= 0 &&
+            st.st_nlink == 0)
+                path[k - deleted] = '\0';
         n = strlen(root->real_path);
         if (strcmp(root->real_path, "/") == 0)
                 n = 0;

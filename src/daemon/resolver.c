@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "hashmap.h"
+#include "index-check.h"
 #include "log.h"
 #include "modprobe-options.h"
 #include "module-name.h"
@@ -98,6 +99,11 @@ static void kmod_log(void *data, int priority, const char *file, int line, const
 static int context_new(const char *dirname, struct kmod_ctx **ret) {
         struct kmod_ctx *ctx;
         int r;
+
+        /* libkmod checks only an index's header, and reads a corrupt or truncated trie as "no match". */
+        r = index_check_dir(dirname);
+        if (r < 0)
+                return r;
 
         ctx = kmod_new(dirname, NULL);
         if (!ctx)

@@ -383,9 +383,19 @@ static int on_stuck_timer(sd_event_source *source, uint64_t usec, void *userdata
 
         if (s->ready.head && s->n_running >= s->n_workers + s->n_extra &&
             s->n_extra < EXTRA_WORKERS_MAX) {
+                const Job *oldest = NULL, *j;
+                size_t state = 0;
+
+                /* Named, so that an init that hangs is found in the journal, not only in Status. */
+                while (hashmap_iterate(s->jobs, &state, NULL, (void **) &j))
+                        if (j->state == JOB_RUNNING && (!oldest || j->running_since < oldest->running_since))
+                                oldest = j;
                 s->n_extra++;
-                log_notice("Every worker has been loading for %u s and %s waits: adding a worker (%u beyond "
-                           "Workers=).", STUCK_USEC / 1000000U, s->ready.head->result.name, s->n_extra);
+                log_notice("Every worker has been loading for %u s (the longest, %s, for %llu s) and %s waits: "
+                           "adding a worker (%u beyond Workers=).", STUCK_USEC / 1000000U,
+                           oldest ? oldest->result.name : "?",
+                           oldest ? (unsigned long long) ((now_usec() - oldest->running_since) / 1000000U) : 0ULL,
+                           s->ready.head->result.name, s->n_extra);
         }
         scheduler_dispatch(s);
         return 0;
@@ -736,6 +746,10 @@ void scheduler_state(Scheduler *s, SchedulerState *ret) {
                 .busy = s->n_running,
                 .queued = n > s->n_running ? n - s->n_running : 0,
         };
+}
+
+uint64_t job_running_since(const Job *j) {
+        return j->state == JOB_RUNNING ? j->running_since : 0;
 }
 
 int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {

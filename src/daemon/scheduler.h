@@ -66,6 +66,9 @@ void jobs_unref(Job **jobs, size_t n);
 
 bool job_is_done(const Job *j);
 const ModuleResult *job_result(const Job *j);
+/* When the job went onto a worker (CLOCK_MONOTONIC, µs), or 0 while it is not on one: a module
+ * whose init hangs is on a worker for ever. */
+uint64_t job_running_since(const Job *j);
 
 /* Calls cb once, on the event loop thread, when the job is done. Returns 0 or -ENOMEM. */
 int job_watch(Job *j, job_done_t cb, void *userdata);

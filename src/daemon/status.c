@@ -78,8 +78,36 @@ static int latency_build(const Latency *l, sd_json_variant **ret) {
                               SD_JSON_BUILD_PAIR_UNSIGNED("maxUSec", s.max));
 }
 
+/* The modules on a worker now, with how long each has been there: an init that hangs shows here. */
+static int loading_build(Scheduler *s, sd_json_variant **ret) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *a = NULL;
+        uint64_t now = now_usec();
+        Job **jobs = NULL;
+        size_t n = 0;
+        int r;
+
+        r = sd_json_variant_new_array(&a, NULL, 0);
+        if (r >= 0)
+                r = scheduler_jobs(s, &jobs, &n);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                uint64_t since = job_running_since(jobs[i]);
+
+                if (since > 0)
+                        r = sd_json_variant_append_arraybo(
+                                        &a,
+                                        SD_JSON_BUILD_PAIR_STRING("module", job_result(jobs[i])->name),
+                                        SD_JSON_BUILD_PAIR_UNSIGNED("forUSec", now > since ? now - since : 0));
+        }
+        jobs_unref(jobs, n);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
 int manager_status(Manager *m, sd_json_variant **ret) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *roots = NULL, *counters = NULL, *latency = NULL;
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *roots = NULL, *counters = NULL, *latency = NULL,
+                *loading = NULL;
         _cleanup_free_ char *enforcement = NULL;
         SchedulerState st;
         Enforcement e;
@@ -92,6 +120,8 @@ int manager_status(Manager *m, sd_json_variant **ret) {
                 r = counters_build(&m->counters, &counters);
         if (r >= 0)
                 r = latency_build(&m->latency, &latency);
+        if (r >= 0)
+                r = loading_build(m->scheduler, &loading);
         if (r < 0)
                 return r;
         r = enforcement_describe("/", &e, &enforcement);
@@ -113,6 +143,7 @@ int manager_status(Manager *m, sd_json_variant **ret) {
                         SD_JSON_BUILD_PAIR_UNSIGNED("workers", st.workers),
                         SD_JSON_BUILD_PAIR_UNSIGNED("busyWorkers", st.busy),
                         SD_JSON_BUILD_PAIR_UNSIGNED("queuedJobs", st.queued),
+                        SD_JSON_BUILD_PAIR_VARIANT("loading", loading),
                         SD_JSON_BUILD_PAIR_UNSIGNED("pendingRequests", m->n_requests),
                         SD_JSON_BUILD_PAIR_UNSIGNED("connections",
                                                     sd_varlink_server_current_connections(m->varlink_server)),

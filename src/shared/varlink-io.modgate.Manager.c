@@ -274,6 +274,12 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_DEFINE_FIELD(p99USec, SD_VARLINK_INT, 0),
                 SD_VARLINK_DEFINE_FIELD(maxUSec, SD_VARLINK_INT, 0));
 
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                Loading,
+                SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("How long it has been on a worker, in µs"),
+                SD_VARLINK_DEFINE_FIELD(forUSec, SD_VARLINK_INT, 0));
+
 static SD_VARLINK_DEFINE_METHOD(
                 Status,
                 SD_VARLINK_DEFINE_OUTPUT(version, SD_VARLINK_STRING, 0),
@@ -296,6 +302,9 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_OUTPUT(workers, SD_VARLINK_INT, 0),
                 SD_VARLINK_DEFINE_OUTPUT(busyWorkers, SD_VARLINK_INT, 0),
                 SD_VARLINK_DEFINE_OUTPUT(queuedJobs, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("The modules on a worker now (opened, checked, or inside finit_module()), "
+                                         "with how long each has been there: a module whose init hangs stays here"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(loading, Loading, SD_VARLINK_ARRAY),
                 SD_VARLINK_FIELD_COMMENT("Load calls waiting for their reply"),
                 SD_VARLINK_DEFINE_OUTPUT(pendingRequests, SD_VARLINK_INT, 0),
                 SD_VARLINK_DEFINE_OUTPUT(connections, SD_VARLINK_INT, 0),
@@ -561,6 +570,8 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_type_Counters,
                 SD_VARLINK_SYMBOL_COMMENT("Load calls' latency, from arrival to reply"),
                 &vl_type_Latency,
+                SD_VARLINK_SYMBOL_COMMENT("A module on a worker now"),
+                &vl_type_Loading,
                 SD_VARLINK_SYMBOL_COMMENT("The daemon's state: mode, policy, the kernel's enforcement, the trusted "
                                           "roots, counters, workers and latency. For root and ReadGroup="),
                 &vl_method_Status,

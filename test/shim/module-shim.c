@@ -12,6 +12,9 @@
  *                   MODULE_INIT_IGNORE_VERMAGIC, which the kernel takes: modgate must never pass
  *                   them, and this deliberate strictness makes a test fail if it does.
  *                 - an fd that is not open: EBADF.
+ *                 - the file open for writing anywhere (i_writecount > 0, which deny_write_access()
+ *                   checks): ETXTBSY, as kernel_read_file(). The shim asks the kernel's own count, with a
+ *                   read lease on the fd (below).
  *                 - the bytes, read with pread(2) on the fd: with MODULE_INIT_COMPRESSED_FILE and no
  *                   /sys/module/compression (a kernel without in-kernel decompression) EOPNOTSUPP, as
  *                   the module_decompress() stub; a file that does not start with the magic of the
@@ -43,7 +46,9 @@
  *                 links in the holders/ of the modules it used.
  *
  * Each call appends one JSON line to $MODGATE_SHIM_LOG, in one write(2), with the call's result (0
- * or -errno): for finit_module the identity of the file behind the fd (path, device, inode), params,
+ * or -errno): for finit_module the identity of the file behind the fd (path, device, inode), the
+ * SHA-256 of the bytes read from that fd with pread(2) when it is a regular file ("sha256", computed
+ * by libcrypto on entry: the bytes the kernel would get), params,
  * flags and the name, with "start" and "end", CLOCK_MONOTONIC in nanoseconds before and after the
  * module's init (equal for a failed call), so that tests can tell which loads overlapped; it is
  * written when the call returns.
@@ -55,6 +60,10 @@
  *  $MODGATE_SHIM_TAKE_REF=NAME[,NAME...]          each delete_module of NAME first adds one to its
  *                                                 refcnt: a user that came between the caller's look
  *                                                 at /sys/module and its delete_module.
+ *  $MODGATE_SHIM_HANG=NAME[,NAME...]              the module's init hangs: it stays "coming" until
+ *                                                 the file $MODGATE_SHIM_HANG_RELEASE exists (polled
+ *                                                 every 10 ms; at most 120 s, so that a broken test
+ *                                                 cannot hang for ever), then goes live.
  *  $MODGATE_SHIM_NO_EXIT=NAME[,NAME...]           the module has an init function and no exit
  *                                                 function, which the kernel will not unload.
  *  $MODGATE_SHIM_NESTED=OUTER:INNER[,...]         OUTER's init asks for INNER, as request_module()
@@ -70,6 +79,8 @@
 #include <ftw.h>
 #include <limits.h>
 #include <linux/module.h>
+#include <openssl/evp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -89,6 +100,7 @@
 #define MODULE_NAME_LEN 56      /* the kernel's: 64 - sizeof(unsigned long) */
 #define COMING_POLL_USEC (10U * 1000U)
 #define COMING_WAIT_MAX_NSEC (60ULL * 1000000000ULL)
+#define HANG_MAX_NSEC (120ULL * 1000000000ULL)
 
 typedef enum State {
         STATE_ABSENT,           /* no /sys/module/NAME */
@@ -133,8 +145,9 @@ static unsigned long long now_nsec(void) {
 
 /* One write(2) per record, with O_APPEND, so that records from several threads or processes do not
  * interleave. start and end are 0 for calls that are not timed. */
-static void record(const char *call, const char *path, const struct stat *st, const char *params, long flags,
-                   const char *name, int result, unsigned long long start, unsigned long long end) {
+static void record(const char *call, const char *path, const struct stat *st, const char *sha256,
+                   const char *params, long flags, const char *name, int result, unsigned long long start,
+                   unsigned long long end) {
         const char *log = getenv("MODGATE_SHIM_LOG");
         char *buf = NULL;
         size_t size = 0;
@@ -154,6 +167,8 @@ static void record(const char *call, const char *path, const struct stat *st, co
         if (st)
                 fprintf(f, ",\"dev\":\"%u:%u\",\"ino\":%llu", major(st->st_dev), minor(st->st_dev),
                         (unsigned long long) st->st_ino);
+        if (sha256 && *sha256)
+                fprintf(f, ",\"sha256\":\"%s\"", sha256);
         if (params) {
                 fputs(",\"params\":", f);
                 json_string(f, params);
@@ -337,6 +352,48 @@ static int check_format(int fd, long flags) {
         return has_magic(buf, (size_t) n, elf_magic, sizeof(elf_magic)) ? 0 : -ENOEXEC;
 }
 
+/* The SHA-256 of every byte of the file behind fd, read as the kernel reads it (kernel_read_file()
+ * from offset 0 to the end), as 64 hex digits; "" when it cannot be read. Independent of modgate's own
+ * hashing (src/shared/sha256.c), so that a test can compare the two. */
+static void sha256_fd_hex(int fd, char hex[65]) {
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned size = 0;
+        uint8_t buf[65536];
+        off_t offset = 0;
+        EVP_MD_CTX *ctx;
+        bool ok;
+        ssize_t n;
+
+        hex[0] = '\0';
+        ctx = EVP_MD_CTX_new();
+        if (!ctx)
+                return;
+        ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+        while (ok && (n = pread(fd, buf, sizeof(buf), offset)) > 0) {
+                ok = EVP_DigestUpdate(ctx, buf, (size_t) n) == 1;
+                offset += n;
+        }
+        if (ok && n == 0 && EVP_DigestFinal_ex(ctx, digest, &size) == 1 && size == 32)
+                for (unsigned i = 0; i < size; i++)
+                        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+        EVP_MD_CTX_free(ctx);
+}
+
+/* deny_write_access(): -ETXTBSY when the file is open for writing anywhere. The kernel's count of
+ * writers (i_writecount) is what a read lease checks too: F_SETLEASE with F_RDLCK fails with EAGAIN
+ * while any process has the file open for writing, and needs no access to other processes (the
+ * daemon, with CAP_SYS_MODULE alone, may not look into their /proc/PID/fd). The lease is dropped at
+ * once; its break signal is set to SIGWINCH, ignored by default, so that a writer opening the file
+ * in that instant does not kill the daemon with SIGIO. */
+static int check_writers(int fd) {
+        if (fcntl(fd, F_SETSIG, SIGWINCH) < 0)
+                return 0;
+        if (fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
+                return errno == EAGAIN ? -ETXTBSY : 0;
+        (void) fcntl(fd, F_SETLEASE, F_UNLCK);
+        return 0;
+}
+
 static int wait_coming(const char *name) {
         unsigned long long deadline = now_nsec() + COMING_WAIT_MAX_NSEC;
         State s;
@@ -442,7 +499,14 @@ static void module_init_run(const char *name) {
                 snprintf(inner, sizeof(inner), "%.*s", (int) strcspn(nested + strlen(name) + 1, ","),
                          nested + strlen(name) + 1);
                 r = nested_request(address, inner);
-                record("nested_request", NULL, NULL, inner, 0, name, r, start, now_nsec());
+                record("nested_request", NULL, NULL, NULL, inner, 0, name, r, start, now_nsec());
+        }
+        if (env_lists("MODGATE_SHIM_HANG", name)) {
+                const char *release = getenv("MODGATE_SHIM_HANG_RELEASE");
+                unsigned long long deadline = now_nsec() + HANG_MAX_NSEC;
+
+                while (release && access(release, F_OK) < 0 && now_nsec() < deadline)
+                        usleep(COMING_POLL_USEC);
         }
         if (delay && atoi(delay) > 0)
                 usleep((useconds_t) atoi(delay) * 1000);
@@ -450,7 +514,7 @@ static void module_init_run(const char *name) {
 }
 
 static long fake_finit_module(int fd, const char *params, long flags) {
-        char link[64], path[PATH_MAX] = "", name[NAME_MAX + 1] = "";
+        char link[64], path[PATH_MAX] = "", name[NAME_MAX + 1] = "", sha256[65] = "";
         unsigned long long start = 0;
         struct stat st;
         bool open_fd;
@@ -464,6 +528,8 @@ static long fake_finit_module(int fd, const char *params, long flags) {
                 if (n >= 0)
                         path[n] = '\0';
                 name_from_path(path, name, sizeof(name));
+                if (S_ISREG(st.st_mode))
+                        sha256_fd_hex(fd, sha256);
         }
 
         r = check_sealed();
@@ -471,6 +537,8 @@ static long fake_finit_module(int fd, const char *params, long flags) {
                 r = check_flags(flags);
         if (r >= 0 && !open_fd)
                 r = -EBADF;
+        if (r >= 0)
+                r = check_writers(fd);
         if (r >= 0)
                 r = check_format(fd, flags);
         if (r >= 0)
@@ -487,9 +555,9 @@ static long fake_finit_module(int fd, const char *params, long flags) {
                 start = now_nsec();
 
         if (open_fd)
-                record("finit_module", path, &st, params ?: "", flags, name, r, start, r < 0 ? start : now_nsec());
+                record("finit_module", path, &st, sha256, params ?: "", flags, name, r, start, r < 0 ? start : now_nsec());
         else
-                record("finit_module", NULL, NULL, params, flags, NULL, r, start, start);
+                record("finit_module", NULL, NULL, NULL, params, flags, NULL, r, start, start);
         return syscall_return(r);
 }
 
@@ -586,11 +654,11 @@ static long fake_delete_module(const char *name, long flags) {
         int r;
 
         if (!name) {
-                record("delete_module", NULL, NULL, NULL, flags, NULL, -EFAULT, 0, 0);
+                record("delete_module", NULL, NULL, NULL, NULL, flags, NULL, -EFAULT, 0, 0);
                 return syscall_return(-EFAULT);
         }
         r = module_delete(name, flags);
-        record("delete_module", NULL, NULL, NULL, flags, name, r, 0, 0);
+        record("delete_module", NULL, NULL, NULL, NULL, flags, name, r, 0, 0);
         return syscall_return(r);
 }
 
@@ -608,7 +676,7 @@ long syscall(long number, ...) {
         case SYS_finit_module:
                 return fake_finit_module((int) a[0], (const char *) a[1], a[2]);
         case SYS_init_module:
-                record("init_module", NULL, NULL, (const char *) a[2], 0, NULL, -ENOSYS, 0, 0);
+                record("init_module", NULL, NULL, NULL, (const char *) a[2], 0, NULL, -ENOSYS, 0, 0);
                 errno = ENOSYS;
                 return -1;
         case SYS_delete_module:
