@@ -62,7 +62,7 @@ int method_parameters_module_name(sd_json_variant *v, char **ret_name, MethodRef
 
 int method_parameters_monitor(sd_json_variant *v, char ***ret_modules, MethodRefusal *ret_refusal) {
         static const sd_json_dispatch_field table[] = {
-                { "modules", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, 0 },
+                { "modules", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, SD_JSON_NULLABLE },
                 {}
         };
         int r;
