@@ -23,11 +23,18 @@
 static const sd_varlink_symbol *current;      /* the method of the call being run */
 
 /* Whether the IDL declares key an input of the current method and value of its type. Only what the
- * dispatch cannot refuse for other reasons is claimed: null where nullable, strings, arrays of strings. */
+ * dispatch cannot refuse for other reasons is claimed: null where nullable, strings, arrays of strings,
+ * each key once. */
 static bool idl_allows(sd_json_variant *parameters, const char *key) {
         sd_json_variant *v = sd_json_variant_by_key(parameters, key);
+        unsigned n = 0;
 
         if (!v)
+                return false;
+        /* A key given twice is ambiguous, a fair reason to name it. */
+        for (size_t i = 0; i < sd_json_variant_elements(parameters); i += 2)
+                n += strcmp(sd_json_variant_string(sd_json_variant_by_index(parameters, i)), key) == 0;
+        if (n > 1)
                 return false;
         for (const sd_varlink_field *f = current->fields; f->field_type != _SD_VARLINK_FIELD_TYPE_END_MARKER; f++) {
                 if (f->field_direction != SD_VARLINK_INPUT || !f->name || strcmp(f->name, key) != 0)
