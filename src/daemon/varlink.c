@@ -11,6 +11,7 @@
 #include "kernel.h"
 #include "load.h"
 #include "log.h"
+#include "method-parameters.h"
 #include "module-name.h"
 #include "peer.h"
 #include "policy.h"
@@ -143,22 +144,14 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
 /* The one parameter of Unload and Describe, a module name, checked and made canonical. Returns 1 with
  * *ret set, else the reply's result. */
 static int dispatch_module_name(sd_varlink *link, sd_json_variant *parameters, char **ret) {
-        static const sd_json_dispatch_field table[] = {
-                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, 0, SD_JSON_MANDATORY },
-                {}
-        };
-        const char *n = NULL;
+        MethodRefusal refusal;
         int r;
 
-        r = sd_varlink_dispatch(link, parameters, table, &n);
-        if (r != 0)
+        r = method_parameters_module_name(parameters, ret, &refusal);
+        if (r < 0)
                 return r;
-        if (!module_name_is_valid(n))
-                return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", n));
-        *ret = strdup(n);
-        if (!*ret)
-                return -ENOMEM;
-        module_name_normalize(*ret);
+        if (r > 0)
+                return method_reply_refusal(link, &refusal);
         return 1;
 }
 
@@ -236,13 +229,15 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
 /* A read-only method without parameters: none may be given, and the caller must be a reader. Returns
  * 1 to go on, else the reply's result. */
 static int dispatch_reader(Manager *m, sd_varlink *link, sd_json_variant *parameters, const char *method) {
-        static const sd_json_dispatch_field table[] = { {} };
+        MethodRefusal refusal;
         int r;
 
         manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, table, NULL);
-        if (r != 0)
+        r = method_parameters_none(parameters, &refusal);
+        if (r < 0)
                 return r;
+        if (r > 0)
+                return method_reply_refusal(link, &refusal);
         return check_reader(m, link, method, &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
 }
 
@@ -287,14 +282,15 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
         _cleanup_free_ char *error = NULL;
         Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
         Manager *m = userdata;
+        MethodRefusal refusal;
         int r;
 
-        static const sd_json_dispatch_field table[] = { {} };
-
         manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, table, NULL);
-        if (r != 0)
+        r = method_parameters_none(parameters, &refusal);
+        if (r < 0)
                 return r;
+        if (r > 0)
+                return method_reply_refusal(link, &refusal);
         r = peer_identify(link, &peer);
         if (r < 0)
                 return r;
@@ -330,25 +326,19 @@ static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_va
 
 static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                              void *userdata) {
-        static const sd_json_dispatch_field table[] = {
-                { "modules", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, 0 },
-                {}
-        };
         _cleanup_strv_free_ char **modules = NULL;
         Manager *m = userdata;
+        MethodRefusal refusal;
         int r;
 
         manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, table, &modules);
-        if (r != 0)
+        r = method_parameters_monitor(parameters, &modules, &refusal);
+        if (r < 0)
                 return r;
+        if (r > 0)
+                return method_reply_refusal(link, &refusal);
         if (!(flags & SD_VARLINK_METHOD_MORE))
                 return sd_varlink_error(link, SD_VARLINK_ERROR_EXPECTED_MORE, NULL);
-        for (char **n = modules; n && *n; n++) {
-                if (!module_name_is_valid(*n))
-                        return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", *n));
-                module_name_normalize(*n);
-        }
         r = check_reader(m, link, "Monitor", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
         if (r <= 0)
                 return r;
@@ -408,32 +398,22 @@ static int seal_judge(Manager *m, sd_varlink *link, const Requester *caller, cha
 
 static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
-        static const sd_json_dispatch_field table[] = {
-                { "load", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, SD_JSON_NULLABLE },
-                {}
-        };
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
         _cleanup_strv_free_ char **names = NULL;
         Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
         Manager *m = userdata;
+        MethodRefusal refusal;
         Plan **plans = NULL;
         size_t n;
         int r;
 
         manager_touch(m);
-        r = sd_varlink_dispatch(link, parameters, table, &names);
-        if (r != 0)
+        r = method_parameters_seal(parameters, &names, &refusal);
+        if (r < 0)
                 return r;
+        if (r > 0)
+                return method_reply_refusal(link, &refusal);
         n = strv_length(names);
-        if (n > SEAL_LOAD_MAX) {
-                char reason[64];
-
-                snprintf(reason, sizeof(reason), "the final list names more than %u modules", SEAL_LOAD_MAX);
-                return reply_invalid(link, "InvalidRequest", SD_JSON_BUILD_PAIR_STRING("reason", reason));
-        }
-        for (size_t i = 0; i < n; i++)
-                if (!module_name_is_valid(names[i]))
-                        return reply_invalid(link, "InvalidName", SD_JSON_BUILD_PAIR_STRING("name", names[i]));
 
         r = peer_identify(link, &peer);
         if (r < 0)

@@ -148,6 +148,21 @@ class Journal:
         self.proc.wait()
 
 
+def valgrind_prefix(workdir, name):
+    """With MODGATE_VALGRIND=DIR (tools/valgrind), the daemon runs under valgrind's memcheck, its
+    report in DIR/NAME.PID.log: errors and definite leaks make the exit status 66 and are counted
+    there. Otherwise nothing."""
+    logdir = os.environ.get("MODGATE_VALGRIND")
+    if not logdir:
+        return []
+    os.makedirs(logdir, exist_ok=True)
+    supp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "valgrind.supp")
+    return ["valgrind", "--tool=memcheck", "--error-exitcode=66", "--leak-check=full",
+            "--show-leak-kinds=definite", "--errors-for-leak-kinds=definite", "--num-callers=30",
+            "--suppressions=" + os.path.normpath(supp), "--child-silent-after-fork=yes",
+            "--log-file=%s/%s.%%p.log" % (logdir, name)]
+
+
 class Daemon:
     """modgated started through real socket activation, with the syscall shim preloaded. With
     trusted_root None no --trusted-root= is given (TrustedRoot= in modgate.conf counts); wrapper is
@@ -176,6 +191,8 @@ class Daemon:
             if k in os.environ:
                 env[k] = os.environ[k]
         env.update(extra_env or {})
+        if os.environ.get("MODGATE_VALGRIND"):
+            env["LD_PRELOAD"] += ":" + os.environ["MODGATE_VALGRIND_PRELOAD"]
         cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
         for k, v in env.items():
             cmd += ["-E", "%s=%s" % (k, v)]
@@ -186,7 +203,7 @@ class Daemon:
             args = ("--manifest=" + MANIFESTS[trusted_root], *args)
         if trusted_root is not None:
             args = ("--trusted-root=" + trusted_root, *args)
-        cmd += [*wrapper, os.environ["MODGATED"], *args]
+        cmd += [*wrapper, *valgrind_prefix(workdir, name), os.environ["MODGATED"], *args]
 
         self.stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr)

@@ -146,6 +146,8 @@ def main():
         r = c.receive()
         c.close()
         assert r.get("error") == M + "InvalidName" and r["parameters"]["name"] == "../x", r
+        # "modules": null is declared nullable: every module, as when it is not given.
+        Monitor(d.address, {"modules": None}).close()
 
     def case_refused_reader():
         os.chmod(d.address, 0o666)
@@ -214,7 +216,8 @@ def main():
                "dependencies first; each loaded event carries the module's record", case_load_in_order)
         t.case("a monitor of one module is sent only that module's events", case_filtered)
         t.case("unloads, refused callers, loads by others and reloads are events", case_decisions)
-        t.case("Monitor without more, and with an invalid module name, is refused", case_bad_calls)
+        t.case("Monitor without more, and with an invalid module name, is refused; modules null is all",
+               case_bad_calls)
         t.case("Status and Monitor are for root and ReadGroup= only", case_refused_reader)
         t.case("Status: version, mode, policy, roots with their identity, workers, and counters and latency that "
                "match what was asked", case_status)
