@@ -67,6 +67,7 @@ typedef struct Manager {
         Latency latency;                /* of the latest Load calls, arrival to reply */
         uint64_t started_usec;          /* CLOCK_MONOTONIC */
         int running_fd;                 /* RUNTIME_LOCK, share-locked while this instance runs */
+        sd_event_source *prober_hold;   /* an idle connection that keeps modgate-probe from exiting */
         SealState seal;
 } Manager;
 
