@@ -190,7 +190,7 @@ def main():
         assert "\nExecStartPost=-%s/modgate-modprobe --set-kernel-modprobe\n" % LIBEXEC in text, text
         with open(unitdir + "/systemd-udevd.service.d/modgate.conf") as f:
             text = f.read()
-        assert "CapabilityBoundingSet=~CAP_SYS_MODULE\n" in text and "Wants=modgated.socket\n" in text, text
+        assert "CapabilityBoundingSet=~CAP_SYS_MODULE\n" in text and "Wants=modgated.socket modgated.service\n" in text, text
         with open(unitdir + "/systemd-modules-load.service.d/modgate.conf") as f:
             assert "ConditionPathExists=!%s/modgate-modules-load\n" % LIBEXEC in f.read()
         with open(unitdir + "/modprobe@.service.d/modgate.conf") as f:
