@@ -12,6 +12,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "manager.h"
+#include "peer.h"
 
 /* A connection watched for silence. sd-varlink reads what the client sends and says nothing of it:
  * a duplicate of the socket, watched edge-triggered, is woken by each arrival without taking any of
@@ -148,17 +149,18 @@ static void on_disconnect(sd_varlink_server *server, sd_varlink *link, void *use
 
         /* A Monitor call ends with its connection. */
         monitors_forget(m->monitors, link);
+        peer_cache_forget(m->peers, link);
         if (!cs)
                 return;
         link_key(link, key);
         connection_free(hashmap_remove(cs->by_link, key));
 }
 
-/* Every connection is an fd, and one more while connections are watched for silence; so is every
- * module file a worker opens: stay below the fd limit, or accepting fails and sd-varlink stops
- * listening. */
+/* Every connection is an fd, three more for its peer's /proc (peer.c) and one more while connections
+ * are watched for silence; so is every module file a worker opens: stay below the fd limit, or
+ * accepting fails and sd-varlink stops listening. */
 static unsigned fd_budget(const Config *config) {
-        rlim_t spare = 64 + 2 * (rlim_t) config->workers, per = config->idle_connection_usec > 0 ? 2 : 1;
+        rlim_t spare = 64 + 2 * (rlim_t) config->workers, per = config->idle_connection_usec > 0 ? 5 : 4;
         struct rlimit rl;
 
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= spare * 2)

@@ -23,12 +23,14 @@
 #include "trust.h"
 
 typedef struct LoadRequest LoadRequest;
+typedef struct PeerCache PeerCache;
 
 /* Owns the event loop and every piece of daemon state. */
 typedef struct Manager {
         sd_event *event;
         sd_varlink_server *varlink_server;
         Connections *connections;       /* each one watched for silence */
+        PeerCache *peers;               /* each one's peer, as /proc has it */
 
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
         Config config;                  /* modgate.conf, with command-line options applied; its policy
