@@ -61,6 +61,9 @@ typedef struct Manager {
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */
         unsigned n_requests;
+        sd_varlink **replied;           /* links answered since the loop last wrote them (load.c) */
+        size_t n_replied, n_replied_allocated;
+        sd_event_source *reply_writer;  /* writes them, all in one iteration */
 
         Monitors *monitors;             /* Monitor calls, sent every event */
         DeviceInfo *device_info;        /* udev's hardware database, for records of modalias requests */
