@@ -165,9 +165,11 @@ class Bench:
 
     def storm(self, address, connections, calls_path):
         samples = os.path.join(self.work, "storm.samples")
-        out = subprocess.run([self.tool["loadgen"], "--storm", address, str(connections), calls_path, samples],
-                             check=True, capture_output=True, text=True).stdout
-        res = json.loads(out)
+        p = subprocess.run([self.tool["loadgen"], "--storm", address, str(connections), calls_path, samples],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError("loadgen --storm of %d failed (%d): %s" % (connections, p.returncode, p.stderr.strip()))
+        res = json.loads(p.stdout)
         sent, answered, err = numpy.loadtxt(samples, dtype=numpy.int64, ndmin=2).T
         res["sent"], res["answered"], res["error"] = sent.tolist(), answered.tolist(), err.tolist()
         return res

@@ -126,13 +126,12 @@ def run(b, vm=False):
     figures.append(Figure(1, "syscalls per first lookup (strace -c -f)",
                           sum(profile["modgated first lookup"].values()), "", "repeated",
                           sum(profile["modgated"].values()), note=top(profile["modgated first lookup"])))
-    peer = sum(costs[k] for k in ("proc_status", "proc_cgroup", "uid_map", "proc_stat", "pidfd_signal")) + \
-        2 * costs["fdinfo"]
+    peer = costs["peer_read"]
     figures.append(Figure(1, "modgated's extra CPU per repeated request", m1["cpu_ns"] - f1["cpu_ns"], "ns",
-                          "pieces measured alone", peer + costs["validate"] + costs["initstate"],
-                          note="peer identity %s (status, cgroup, uid_map and ns/user, parent's stat, fdinfo "
-                               "twice, pidfd signal), kmod_validate_resources() %s, initstate %s" % (
-                                   common.fmt(peer, "ns"), common.fmt(costs["validate"], "ns"),
+                          "pieces measured alone", peer + costs["watch_read"] + costs["initstate"],
+                          note="peer identity %s (pread of status and cgroup, fstatat of ns/user), the index "
+                               "watch's read %s, initstate %s" % (
+                                   common.fmt(peer, "ns"), common.fmt(costs["watch_read"], "ns"),
                                    common.fmt(costs["initstate"], "ns"))))
     figures.append(Figure(1, "where a repeated request's CPU goes (perf)", m1["cpu_ns"], "ns",
                           note=common.perf_top(perf_repeat, m1["cpu_ns"])))
@@ -166,10 +165,9 @@ def plot(path, runs, first_cpu, floor_cpu, udev_first, profile, costs):
     ax[1][0].annotate("target: 1.25 × floor (1 client)", (1, 1.25 * runs["floor"][0]["cpu_ns"] / 1e3),
                       fontsize=8, color="grey")
     # The repeated request's CPU split into the floor's and the pieces measured alone (costs.c).
-    peer = sum(costs[k] for k in ("proc_status", "proc_cgroup", "uid_map", "proc_stat", "pidfd_signal")) + \
-        2 * costs["fdinfo"]
+    peer = costs["peer_read"]
     repeat = runs["modgated"][0]["cpu_ns"]
-    parts = [("the floor's work", floor_cpu), ("peer identity", peer), ("kmod_validate_resources()", costs["validate"]),
+    parts = [("the floor's work", floor_cpu), ("peer identity", peer), ("the index watch's read", costs["watch_read"]),
              ("initstate", costs["initstate"])]
     parts.append(("the rest", max(0.0, repeat - sum(v for _, v in parts))))
     bottom = 0.0

@@ -11,7 +11,11 @@
  *                                      SHA-256 with libcrypto, as hash_file() does)
  *
  * Prints one JSON object, nanoseconds of this thread's CPU time per operation:
- *   validate          kmod_validate_resources(): stats of the index files and configuration
+ *   validate          kmod_validate_resources(): stats of the index files and configuration (what
+ *                     modgated does when its inotify watch cannot be set up)
+ *   watch_read        a read of an empty inotify fd (resolver_refresh() with the watch)
+ *   peer_read         what peer_identify() reads at every call through the connection's kept /proc
+ *                     fds: pread() of status and of cgroup, fstatat() of ns/user
  *   lookup            kmod_module_new_from_lookup(KEY) in a warm context, list freed
  *   initstate         open, read and close /sys/module/MODULE/initstate
  *   proc_status       read /proc/self/status (peer identity reads the peer's)
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -117,9 +122,9 @@ static int run_files(const char *list) {
 int main(int argc, char *argv[]) {
         struct kmod_ctx *ctx;
         char initstate[256];
-        double validate, lookup, state, status, cgroup, pidfd, load, fdinfo, uidmap, pstat, psig;
-        char fdinfo_path[64], ppid_stat[64];
-        int pfd;
+        double validate, watch_read, peer_read, lookup, state, status, cgroup, pidfd, load, fdinfo, uidmap, pstat, psig;
+        char fdinfo_path[64], ppid_stat[64], buf[8192];
+        int pfd, ifd, dfd, sfd, cfd;
         long n;
 
         if (argc == 3 && strcmp(argv[1], "--files") == 0)
@@ -142,6 +147,22 @@ int main(int argc, char *argv[]) {
                 (void) kmod_module_new_from_lookup(ctx, argv[3], &l);
                 kmod_module_unref_list(l);
         });
+        ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        (void) inotify_add_watch(ifd, argv[1], IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB);
+        watch_read = TIME(n, (void) !read(ifd, buf, sizeof(buf)));
+        close(ifd);
+        dfd = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        sfd = openat(dfd, "status", O_RDONLY | O_CLOEXEC);
+        cfd = openat(dfd, "cgroup", O_RDONLY | O_CLOEXEC);
+        peer_read = TIME(n, {
+                struct stat st;
+                (void) !pread(sfd, buf, sizeof(buf) - 1, 0);
+                (void) !pread(cfd, buf, sizeof(buf) - 1, 0);
+                (void) fstatat(dfd, "ns/user", &st, 0);
+        });
+        close(sfd);
+        close(cfd);
+        close(dfd);
         state = TIME(n, read_file(initstate));
         status = TIME(n, read_file("/proc/self/status"));
         cgroup = TIME(n, read_file("/proc/self/cgroup"));
@@ -169,9 +190,9 @@ int main(int argc, char *argv[]) {
                 kmod_unref(c);
         });
 
-        printf("{\"validate\":%.0f,\"lookup\":%.0f,\"initstate\":%.0f,\"proc_status\":%.0f,\"proc_cgroup\":%.0f,"
+        printf("{\"validate\":%.0f,\"watch_read\":%.0f,\"peer_read\":%.0f,\"lookup\":%.0f,\"initstate\":%.0f,\"proc_status\":%.0f,\"proc_cgroup\":%.0f,"
                "\"pidfd\":%.0f,\"fdinfo\":%.0f,\"uid_map\":%.0f,\"proc_stat\":%.0f,\"pidfd_signal\":%.0f,"
                "\"context_load\":%.0f}\n",
-               validate, lookup, state, status, cgroup, pidfd, fdinfo, uidmap, pstat, psig, load);
+               validate, watch_read, peer_read, lookup, state, status, cgroup, pidfd, fdinfo, uidmap, pstat, psig, load);
         return 0;
 }

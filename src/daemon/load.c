@@ -49,6 +49,60 @@ static void load_request_free(LoadRequest *req) {
 void manager_free_requests(Manager *m) {
         while (m->requests)
                 load_request_free(m->requests);
+        m->reply_writer = sd_event_source_disable_unref(m->reply_writer);
+        for (size_t i = 0; i < m->n_replied; i++)
+                sd_varlink_unref(m->replied[i]);
+        free(m->replied);
+        m->replied = NULL;
+        m->n_replied = m->n_replied_allocated = 0;
+}
+
+/* The replies to the waiters of a job, written in the iteration after the one that finished it, all
+ * of them. Left to sd-varlink, each link's write waits for an iteration of its own, and every
+ * iteration of sd-event runs every connection's prepare callback: N waiters cost O(N²), and the
+ * last of 1,536 heard seconds after the first. Each link gets what its own event sources would
+ * have done (sd_varlink_process(): the write, which does not block; then, with nothing left to
+ * write, a look for more input), here at the top of the loop as there. */
+static int on_write_replies(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+
+        while (m->n_replied > 0) {
+                sd_varlink *link = m->replied[--m->n_replied];
+
+                /* The second call finds nothing to write and turns the link's own deferred processing
+                 * off again, so that it does not take an iteration of its own after this one. */
+                if (sd_varlink_process(link) > 0)
+                        (void) sd_varlink_process(link);
+                sd_varlink_unref(link);
+        }
+        return 0;
+}
+
+/* Takes link's reference. */
+static void reply_write_soon(Manager *m, sd_varlink *link) {
+        int r = 0;
+
+        if (m->n_replied == m->n_replied_allocated) {
+                size_t n = MAX(m->n_replied_allocated * 2, (size_t) 16);
+                sd_varlink **a = reallocarray(m->replied, n, sizeof(*a));
+
+                if (!a)
+                        r = -ENOMEM;
+                else {
+                        m->replied = a;
+                        m->n_replied_allocated = n;
+                }
+        }
+        if (r >= 0 && !m->reply_writer)
+                r = sd_event_add_defer(m->event, &m->reply_writer, on_write_replies, m);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->reply_writer, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                /* sd-varlink writes it in its own time. */
+                sd_varlink_unref(link);
+                return;
+        }
+        m->replied[m->n_replied++] = link;
 }
 
 int module_result_build_json(const ModuleResult *r, sd_json_variant **array) {
@@ -119,7 +173,9 @@ static int load_request_reply(LoadRequest *req) {
                                   SD_JSON_BUILD_PAIR_VARIANT("modules", array));
 }
 
-static void load_request_answer(LoadRequest *req) {
+/* later: answered outside its method call, when a job finished; the reply is written with the others
+ * of that iteration. */
+static void load_request_answer(LoadRequest *req, bool later) {
         int r;
 
         if (!req->link)
@@ -129,6 +185,8 @@ static void load_request_answer(LoadRequest *req) {
         r = load_request_reply(req);
         if (r < 0 && r != -EBADR)
                 log_debug_errno(r, "Failed to send reply, client gone? %m");
+        if (later && (r >= 0 || r == -EBADR))
+                reply_write_soon(req->manager, TAKE_PTR(req->link));
         req->link = sd_varlink_unref(req->link);
 }
 
@@ -137,7 +195,7 @@ static void on_job_done(Job *j, void *userdata) {
 
         if (--req->n_pending > 0)
                 return;
-        load_request_answer(req);
+        load_request_answer(req, true);
         load_request_free(req);
 }
 
@@ -477,7 +535,7 @@ int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
         }
 
         if (req->n_pending == 0) {
-                load_request_answer(req);
+                load_request_answer(req, false);
                 load_request_free(req);
                 return 0;
         }

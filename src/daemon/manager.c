@@ -76,6 +76,9 @@ int manager_new(Manager **ret) {
         r = monitors_new(&m->monitors);
         if (r < 0)
                 return r;
+        r = peer_cache_new(&m->peers);
+        if (r < 0)
+                return r;
         r = device_info_new(&m->device_info);
         if (r < 0)
                 return r;
@@ -109,6 +112,7 @@ Manager *manager_free(Manager *m) {
         seal_done(m);
         sd_varlink_server_unref(m->varlink_server);
         m->connections = connections_free(m->connections);
+        m->peers = peer_cache_free(m->peers);
         resolver_free(m->resolver);
         for (size_t i = 0; i < m->n_roots; i++)
                 trusted_root_free(m->roots[i]);

@@ -23,12 +23,14 @@
 #include "trust.h"
 
 typedef struct LoadRequest LoadRequest;
+typedef struct PeerCache PeerCache;
 
 /* Owns the event loop and every piece of daemon state. */
 typedef struct Manager {
         sd_event *event;
         sd_varlink_server *varlink_server;
         Connections *connections;       /* each one watched for silence */
+        PeerCache *peers;               /* each one's peer, as /proc has it */
 
         char *listen_address;           /* --listen=; NULL to take the socket from the service manager */
         Config config;                  /* modgate.conf, with command-line options applied; its policy
@@ -60,6 +62,9 @@ typedef struct Manager {
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */
         unsigned n_requests;
+        sd_varlink **replied;           /* links answered since the loop last wrote them (load.c) */
+        size_t n_replied, n_replied_allocated;
+        sd_event_source *reply_writer;  /* writes them, all in one iteration */
 
         Monitors *monitors;             /* Monitor calls, sent every event */
         DeviceInfo *device_info;        /* udev's hardware database, for records of modalias requests */

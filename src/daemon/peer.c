@@ -14,6 +14,7 @@
 #include <linux/openat2.h>
 
 #include "fileio.h"
+#include "hashmap.h"
 #include "macro.h"
 #include "module-name.h"
 #include "parse-util.h"
@@ -84,30 +85,6 @@ bool uid_map_is_initial(const char *map) {
                 count == 4294967295UL && strchr(map, '\n') == map + strlen(map) - 1;
 }
 
-/* Whether the peer is in another user namespace than ours, where its capabilities mean nothing to
- * the kernel. First its uid_map, which anyone may read: the initial namespace maps the whole range
- * onto itself, a namespace made without CAP_SETUID over that range maps less. Then, for one that
- * maps it all, the namespace itself: /proc/PID/ns/user can be read only where the daemon may
- * ptrace-read the peer, which it may in a namespace uid 0 owns (then it compares), and in its own
- * when the peer's permitted capabilities are among its own. Not readable means its own namespace
- * with more capabilities (an administrator), or a full-range namespace that another uid owns and
- * that a process holding CAP_SETUID over every uid mapped: a root-only way past this check. */
-static bool in_other_userns(pid_t pid) {
-        char path[64], map[256];
-        struct stat a, b;
-
-        /* Anyone may read uid_map: the initial namespace maps all of 0..2^32-2 onto itself, a
-         * namespace made by anyone without CAP_SETUID over that range maps less. */
-        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int) pid);
-        if (read_small_file_at(AT_FDCWD, path, map, sizeof(map)) < 0 || !uid_map_is_initial(map))
-                return true;
-
-        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
-        if (stat(path, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
-                return false;
-        return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
-}
-
 /* Signal 0 through the pidfd: the process is there unless the kernel says ESRCH. EPERM is an answer
  * too (the daemon has no CAP_KILL over another uid's process), and means it exists. */
 static bool pidfd_alive(int pidfd) {
@@ -148,29 +125,188 @@ int proc_status_parse(const char *text, ProcStatus *ret) {
         return 0;
 }
 
-int peer_identify(sd_varlink *link, PeerIdentity *ret) {
-        char path[64], status[8192], cgroup[4096];
-        PeerIdentity p = {};
-        ProcStatus st;
+/* What a connection's peer is read through, kept with the connection: /proc/PID opened once, and
+ * found to be the pidfd's process then. A /proc/PID directory, and every file opened beneath it, is
+ * bound to that process (its struct pid), not to its number: once the process is gone it reads
+ * nothing (ESRCH, ENOENT), even when the number is reused. So nothing read through these needs the
+ * pidfd looked at again, and a read shows the process as it is at that read: capabilities, groups,
+ * cgroup and user namespace are read again at every call, never kept. */
+typedef struct PeerProc {
+        pid_t pid;
+        int dir_fd;
+        int status_fd;
+        int cgroup_fd;
+} PeerProc;
+
+struct PeerCache {
+        Hashmap *by_link;               /* "%p" of the link → PeerProc */
+        struct stat userns;             /* the daemon's own user namespace, which it never leaves */
+        bool userns_known;
+        bool uid_map_initial;           /* and whether it is the initial one */
+};
+
+static void peer_proc_free(void *p) {
+        PeerProc *pp = p;
+
+        if (!pp)
+                return;
+        safe_close(pp->dir_fd);
+        safe_close(pp->status_fd);
+        safe_close(pp->cgroup_fd);
+        free(pp);
+}
+
+int peer_cache_new(PeerCache **ret) {
+        PeerCache *c;
+        char map[256];
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->by_link = hashmap_new(peer_proc_free);
+        if (!c->by_link) {
+                free(c);
+                return -ENOMEM;
+        }
+        c->userns_known = stat("/proc/self/ns/user", &c->userns) >= 0;
+        c->uid_map_initial = read_small_file_at(AT_FDCWD, "/proc/self/uid_map", map, sizeof(map)) >= 0 &&
+                uid_map_is_initial(map);
+        *ret = c;
+        return 0;
+}
+
+PeerCache *peer_cache_free(PeerCache *c) {
+        if (!c)
+                return NULL;
+        hashmap_free(c->by_link);
+        free(c);
+        return NULL;
+}
+
+static void link_key(sd_varlink *link, char key[static 32]) {
+        snprintf(key, 32, "%p", (void *) link);
+}
+
+void peer_cache_forget(PeerCache *c, sd_varlink *link) {
+        char key[32];
+
+        if (!c)
+                return;
+        link_key(link, key);
+        peer_proc_free(hashmap_remove(c->by_link, key));
+}
+
+/* /proc/PID of the pidfd's process, and its status and cgroup files. NULL when it has exited, or when
+ * the daemon cannot open them (-ENOMEM only for memory). */
+static int peer_proc_open(int pidfd, PeerProc **ret) {
+        _cleanup_free_ PeerProc *p = NULL;
+        char path[64];
         pid_t again;
-        bool root_cgroup = false;
+
+        *ret = NULL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        *p = (PeerProc) { .dir_fd = -EBADF, .status_fd = -EBADF, .cgroup_fd = -EBADF };
+        if (pidfd_pid(pidfd, &p->pid) < 0)
+                return 0;
+        snprintf(path, sizeof(path), "/proc/%d", (int) p->pid);
+        p->dir_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        /* Opened by number: it must still be the process the pidfd names, alive (a zombie's number
+         * is not reused either), or a new process with a reused number was opened. */
+        if (p->dir_fd < 0 || pidfd_pid(pidfd, &again) < 0 || again != p->pid || !pidfd_alive(pidfd)) {
+                peer_proc_free(TAKE_PTR(p));
+                return 0;
+        }
+        p->status_fd = openat(p->dir_fd, "status", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        p->cgroup_fd = openat(p->dir_fd, "cgroup", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (p->status_fd < 0 || p->cgroup_fd < 0) {
+                peer_proc_free(TAKE_PTR(p));
+                return 0;
+        }
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* A /proc file read again from its start: the kernel makes its text afresh at every read from 0. */
+static int pread_text(int fd, char *buf, size_t size) {
+        ssize_t n = pread(fd, buf, size - 1, 0);
+
+        if (n <= 0)
+                return n < 0 ? negative_errno() : -ESRCH;
+        buf[n] = '\0';
+        return 0;
+}
+
+/* Whether the peer is in another user namespace than the initial one, where its capabilities mean
+ * nothing to the kernel. /proc/PID/ns/user can be read only where the daemon may ptrace-read the
+ * peer, which it may in a namespace uid 0 owns, and in its own when the peer's permitted
+ * capabilities are among its own: then it is compared with the daemon's own (the initial one when
+ * the daemon's uid_map says so). Where it cannot be read, the uid_map, which anyone may read: the
+ * initial namespace maps all of 0..2^32-2 onto itself, a namespace made by anyone without
+ * CAP_SETUID over that range maps less. Not readable and a full map means its own namespace with
+ * more capabilities (an administrator), or a full-range namespace that another uid owns and that a
+ * process holding CAP_SETUID over every uid mapped: a root-only way past this check. Read at every
+ * call: a process may unshare(CLONE_NEWUSER) after connecting, and has every capability there. */
+static bool in_other_userns(const PeerCache *c, const PeerProc *p) {
+        char map[256];
+        struct stat st;
+
+        if (fstatat(p->dir_fd, "ns/user", &st, 0) >= 0 && c->userns_known)
+                return st.st_ino != c->userns.st_ino || st.st_dev != c->userns.st_dev || !c->uid_map_initial;
+        return read_small_file_at(p->dir_fd, "uid_map", map, sizeof(map)) < 0 || !uid_map_is_initial(map);
+}
+
+static int peer_proc_get(PeerCache *c, sd_varlink *link, PeerProc **ret) {
+        PeerProc *p;
+        char key[32];
         int pidfd, r;
 
-        *ret = (PeerIdentity) {};
-        pidfd = sd_varlink_get_peer_pidfd(link);
-        if (pidfd < 0 || pidfd_pid(pidfd, &p.pid) < 0 || sd_varlink_get_peer_uid(link, &p.uid) < 0)
+        link_key(link, key);
+        p = hashmap_get(c->by_link, key);
+        if (p) {
+                *ret = p;
                 return 0;
+        }
+        *ret = NULL;
+        pidfd = sd_varlink_get_peer_pidfd(link);
+        if (pidfd < 0)
+                return 0;
+        r = peer_proc_open(pidfd, &p);
+        if (r < 0 || !p)
+                return r;
+        r = hashmap_put(c->by_link, key, p);
+        if (r < 0) {
+                peer_proc_free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) p.pid);
-        if (read_small_file_at(AT_FDCWD, path, status, sizeof(status)) < 0 || proc_status_parse(status, &st) < 0)
+int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity *ret) {
+        char status[8192], cgroup[4096];
+        PeerIdentity p = {};
+        PeerProc *pp;
+        ProcStatus st;
+        bool root_cgroup = false;
+        int r;
+
+        *ret = (PeerIdentity) {};
+        r = peer_proc_get(c, link, &pp);
+        if (r < 0 || !pp)
+                return r == -ENOMEM ? r : 0;
+        p.pid = pp->pid;
+        if (sd_varlink_get_peer_uid(link, &p.uid) < 0)
+                return 0;
+        if (pread_text(pp->status_fd, status, sizeof(status)) < 0 || proc_status_parse(status, &st) < 0)
                 return 0;
         (void) sd_varlink_get_peer_gid(link, &p.gid);
         memcpy(p.groups, st.groups, sizeof(p.groups));
         p.n_groups = st.n_groups;
         memcpy(p.comm, st.comm, sizeof(p.comm));
 
-        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p.pid);
-        if (read_small_file_at(AT_FDCWD, path, cgroup, sizeof(cgroup)) < 0)
+        if (pread_text(pp->cgroup_fd, cgroup, sizeof(cgroup)) < 0)
                 return 0;
         r = cgroup_unit(cgroup, &p.unit, &p.system_unit, &root_cgroup);
         if (r >= 0)
@@ -179,16 +315,10 @@ int peer_identify(sd_varlink *link, PeerIdentity *ret) {
                 peer_identity_done(&p);
                 return r;
         }
-        p.other_userns = in_other_userns(p.pid);
+        p.other_userns = in_other_userns(c, pp);
         p.cap_sys_module = (st.cap_eff & (1ULL << CAP_SYS_MODULE)) && !p.other_userns;
-        p.kernel_helper = root_cgroup && parent_is_kthread(st.ppid);
-
-        /* Everything above was read by pid: it must still be the process the pidfd names, or a new
-         * process with a reused pid was read. */
-        if (pidfd_pid(pidfd, &again) < 0 || again != p.pid || !pidfd_alive(pidfd)) {
-                peer_identity_done(&p);
-                return 0;
-        }
+        /* Only a claim of source "kernel" asks; its parent is read by number, as before any pidfd. */
+        p.kernel_helper = (flags & PEER_KERNEL_HELPER) && root_cgroup && parent_is_kthread(st.ppid);
         p.known = true;
         *ret = p;
         return 0;

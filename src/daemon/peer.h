@@ -5,10 +5,23 @@
 
 #include "authorize.h"
 
+/* Per connection, what its peer is read through: /proc/PID of its pidfd's process, opened at its
+ * first call and closed when it disconnects (peer_cache_forget()). Its identity is read again at
+ * every call. */
+typedef struct PeerCache PeerCache;
+
+int peer_cache_new(PeerCache **ret);
+PeerCache *peer_cache_free(PeerCache *c);
+void peer_cache_forget(PeerCache *c, sd_varlink *link);
+
+typedef enum PeerFlags {
+        PEER_KERNEL_HELPER = 1 << 0,    /* find out whether it is a kernel usermode helper (its parent) */
+} PeerFlags;
+
 /* The identity of the connection's peer, from its pidfd (SO_PEERPIDFD): the process, its
- * capabilities and user namespace, its parent, its cgroup. What cannot be read leaves it unknown,
- * which authorize() refuses. Returns 0 or -ENOMEM. */
-int peer_identify(sd_varlink *link, PeerIdentity *ret);
+ * capabilities and user namespace, its cgroup, and with PEER_KERNEL_HELPER its parent. What cannot
+ * be read leaves it unknown, which authorize() refuses. Returns 0 or -ENOMEM. */
+int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity *ret);
 
 /* What authorization takes of /proc/PID/status. */
 typedef struct ProcStatus {

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "hashmap.h"
@@ -32,6 +34,9 @@ struct Resolver {
         char *index_dir;        /* where libkmod reads the index: the pinned root's fd, /proc/self/fd/N */
         Hashmap *plans;
         unsigned generation;
+        int watch_fd;           /* inotify on the index and modprobe.d directories; -1: stat them instead */
+        int index_wd;
+        bool stale;             /* the watch saw a change that no reload has taken in yet */
         char cmdline[8192];     /* the kernel command line, read once: it never changes, and libkmod's
                                  * options from it are what records name as their source */
 };
@@ -119,6 +124,95 @@ static int context_new(const char *dirname, struct kmod_ctx **ret) {
         return 0;
 }
 
+/* What libkmod's own freshness check (kmod_validate_resources()) looks at, and no more: the mtime
+ * of each index file, which depmod renames into place, and of each modprobe.d directory (a file added,
+ * removed or renamed there; not one edited in place, which takes a SIGHUP). */
+static const char *const index_files[] = {
+        "modules.dep.bin", "modules.alias.bin", "modules.symbols.bin", "modules.builtin.alias.bin",
+        "modules.builtin.bin",
+};
+static const char *const config_dirs[] = {
+        "/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d",
+};
+#define WATCH_GONE (IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+#define WATCH_ENTRIES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+#define WATCH_INDEX (WATCH_ENTRIES | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | WATCH_GONE)
+#define WATCH_CONFIG (WATCH_ENTRIES | IN_ATTRIB | WATCH_GONE)
+
+static bool event_changes(const Resolver *r, const struct inotify_event *e) {
+        if (e->wd != r->index_wd)
+                /* A modprobe.d directory: its entries, or its own mtime set. */
+                return (e->mask & WATCH_ENTRIES) || e->len == 0;
+        if (e->len == 0)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(index_files); i++)
+                if (strcmp(e->name, index_files[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* Instead of 8 stats at every request: an inotify watch, read (not waited on) at every request. An
+ * event is queued by the very rename(2), write(2) or utime(2) that changes a file, before that call
+ * returns: a request sent after depmod finished finds depmod's events already queued. A directory
+ * that cannot be watched leaves the stats, as libkmod does them. */
+static void resolver_watch(Resolver *r) {
+        _cleanup_close_ int fd = -EBADF;
+
+        r->watch_fd = -EBADF;
+        fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (fd < 0)
+                return (void) log_debug_errno(errno, "Failed to make an inotify instance, the index is checked "
+                                              "by stat at every request: %m");
+        r->index_wd = inotify_add_watch(fd, r->index_dir, WATCH_INDEX);
+        if (r->index_wd < 0)
+                return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat at every "
+                                              "request: %m", r->dirname);
+        for (size_t i = 0; i < ELEMENTSOF(config_dirs); i++)
+                /* One that does not exist libkmod does not look at either. */
+                if (inotify_add_watch(fd, config_dirs[i], WATCH_CONFIG) < 0 && errno != ENOENT && errno != ENOTDIR)
+                        return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat "
+                                                      "at every request: %m", config_dirs[i]);
+        r->watch_fd = TAKE_FD(fd);
+}
+
+/* Whether anything the context was made from changed since the last look: 1 changed, 0 not, -errno
+ * when the watch no longer stands (then the caller goes back to stats). */
+static int resolver_watch_read(Resolver *r) {
+        union {
+                struct inotify_event ev;
+                char buf[4096];
+        } u;
+        bool changed = false, lost = false;
+
+        for (;;) {
+                ssize_t n = read(r->watch_fd, u.buf, sizeof(u.buf));
+
+                if (n < 0) {
+                        if (errno == EAGAIN)
+                                break;
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return -EIO;
+                for (char *p = u.buf; p < u.buf + n;) {
+                        struct inotify_event *e = (struct inotify_event *) p;
+
+                        p += sizeof(*e) + e->len;
+                        /* A watch gone (its directory removed, moved, unmounted) or events lost: the
+                         * watch says nothing any more. */
+                        if (e->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF))
+                                lost = true;
+                        /* In the module directory only the index files: depmod writes them under
+                         * other names first, then renames them. */
+                        else if (event_changes(r, e))
+                                changed = true;
+                }
+        }
+        return lost ? -ESTALE : changed;
+}
+
 int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
         _cleanup_(resolver_freep) Resolver *r = NULL;
         int q;
@@ -132,6 +226,9 @@ int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
         if (!r->dirname || !r->index_dir || !r->plans)
                 return -ENOMEM;
 
+        r->watch_fd = -EBADF;
+        /* Watching first, then reading: a change between the two is seen, and read again. */
+        resolver_watch(r);
         q = context_new(r->index_dir, &r->ctx);
         if (q < 0)
                 return q;
@@ -146,6 +243,7 @@ Resolver *resolver_free(Resolver *r) {
         if (!r)
                 return NULL;
         kmod_unref(r->ctx);
+        safe_close(r->watch_fd);
         hashmap_free(r->plans);
         free(r->dirname);
         free(r->index_dir);
@@ -172,11 +270,26 @@ int resolver_reload(Resolver *r) {
         r->ctx = ctx;
         hashmap_clear(r->plans);
         r->generation++;
+        r->stale = false;
         return 1;
 }
 
 int resolver_refresh(Resolver *r) {
-        if (kmod_validate_resources(r->ctx) == KMOD_RESOURCES_OK)
+        int q;
+
+        if (r->watch_fd >= 0) {
+                q = resolver_watch_read(r);
+                if (q < 0) {
+                        log_debug_errno(q, "The watch on the module index stopped, it is checked by stat from now "
+                                        "on: %m");
+                        r->watch_fd = safe_close(r->watch_fd);
+                }
+                if (q != 0)
+                        r->stale = true;
+        }
+        /* A change the watch saw, or may have missed, is made again from what is there now; a reload
+         * that fails (depmod halfway) is tried again at the next request. */
+        if (!r->stale && (r->watch_fd >= 0 || kmod_validate_resources(r->ctx) == KMOD_RESOURCES_OK))
                 return 0;
         return resolver_reload(r);
 }

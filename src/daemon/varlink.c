@@ -84,11 +84,12 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 .file = (char *) p.context.file,
                 .seqnum = p.context.seqnum,
         };
-        r = peer_identify(link, &peer);
+        who.source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source");
+        r = peer_identify(m->peers, link,
+                          who.source_given && p.context.source == SOURCE_KERNEL ? PEER_KERNEL_HELPER : 0, &peer);
         if (r < 0)
                 return r;
         requester_set_peer(&who, &peer);
-        who.source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source");
 
         /* udevd without CAP_SYS_MODULE asks for a device: what that device is, sysfs says. */
         if (peer.known && !peer.cap_sys_module && streq_ptr(peer.unit, UDEV_UNIT) && p.context.devpath) {
@@ -167,7 +168,7 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         if (r <= 0)
                 return r;
         who.name = name;
-        r = peer_identify(link, &peer);
+        r = peer_identify(((Manager *) userdata)->peers, link, 0, &peer);
         if (r < 0)
                 return r;
         requester_set_peer(&who, &peer);
@@ -188,7 +189,7 @@ static int check_reader(Manager *m, sd_varlink *link, const char *method, Reques
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
         int r;
 
-        r = peer_identify(link, &peer);
+        r = peer_identify(m->peers, link, 0, &peer);
         if (r < 0)
                 return r;
         requester_set_peer(who, &peer);
@@ -291,7 +292,7 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
                 return r;
         if (r > 0)
                 return method_reply_refusal(link, &refusal);
-        r = peer_identify(link, &peer);
+        r = peer_identify(m->peers, link, 0, &peer);
         if (r < 0)
                 return r;
         requester_set_peer(&who, &peer);
@@ -415,7 +416,7 @@ static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 return method_reply_refusal(link, &refusal);
         n = strv_length(names);
 
-        r = peer_identify(link, &peer);
+        r = peer_identify(m->peers, link, 0, &peer);
         if (r < 0)
                 return r;
         requester_set_peer(&who, &peer);

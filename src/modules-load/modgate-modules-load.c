@@ -23,8 +23,12 @@
 
 #define CMDLINE_SOURCE "kernel command line"
 #define CMDLINE_SIZE_MAX (64U * 1024U)
-/* The daemon loads independent modules in parallel; this many requests are in flight at once. */
-#define MAX_PARALLEL 16U
+/* The whole list at once: the daemon orders the loads by their dependencies itself, so a name whose
+ * chain is long must not wait behind others for a slot while the daemon idles. Each request is a
+ * connection; this cap keeps them well below the fds a process has by default (1024) and the
+ * connections the daemon accepts from one user (MaxConnectionsPerUser=, 1024) and pending requests
+ * (8192). Real boot lists are far shorter. */
+#define MAX_PARALLEL 256U
 
 static const char *arg_address = NULL;
 static const char *arg_root = NULL;

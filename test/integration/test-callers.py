@@ -5,6 +5,7 @@ CAP_SYS_MODULE is refused Load, Unload and parameters; a claimed source must be 
 udevd without the capability (the takeover) may load only what a real device in sysfs announces.
 Each refusal is a PermissionDenied reply and a journal record of the caller and its claim."""
 
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,46 @@ ONLY_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-all,+sys_modul
 
 def call_as(prefix, address, method, parameters):
     return h.call_as(prefix, address, method, parameters)
+
+
+# One connection, several calls, the caller changing between them: the daemon reads its identity at
+# every call, never from the connection's first. Prints each reply, one JSON a line.
+SAME_CONNECTION = r"""
+import ctypes, json, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+CAP_SYS_MODULE = 16
+
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+class Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+def set_effective(on):
+    hdr, data = Header(0x20080522, 0), (Data * 2)()
+    assert libc.capget(ctypes.byref(hdr), data) == 0, ctypes.get_errno()
+    data[0].effective = data[0].effective | (1 << CAP_SYS_MODULE) if on else data[0].effective & ~(1 << CAP_SYS_MODULE)
+    assert libc.capset(ctypes.byref(hdr), data) == 0, ctypes.get_errno()
+
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+buf = b""
+def call():
+    global buf
+    s.sendall(json.dumps({"method": "io.modgate.Manager.Load", "parameters": {"name": sys.argv[2]}}).encode() + b"\0")
+    while b"\0" not in buf:
+        chunk = s.recv(65536)
+        assert chunk, "connection closed"
+        buf += chunk
+    msg, buf = buf.split(b"\0", 1)
+    print(msg.decode(), flush=True)
+
+call()
+set_effective(False)
+call()
+set_effective(True)
+call()
+"""
 
 
 def device_with_modalias(resolvable):
@@ -167,6 +208,21 @@ def main():
     t.case("root without CAP_SYS_MODULE is refused Load and parameters, recorded with its identity; with only "
            "CAP_SYS_MODULE it loads", case_capability)
     t.case("Unload needs CAP_SYS_MODULE too", case_unload)
+
+    def case_same_connection():
+        h.reset_sys_module()
+        n = len(h.finit_records(d.shim_records()))
+        p = subprocess.run([sys.executable, "-c", SAME_CONNECTION, d.address, MODULE], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+        first, dropped, again = [json.loads(x) for x in p.stdout.splitlines()]
+        assert [(m["name"], m["outcome"]) for m in h.ok(first)["modules"]] == [(MODULE, "loaded")], first
+        denied(dropped, "lacks CAP_SYS_MODULE")
+        assert [(m["name"], m["outcome"]) for m in h.ok(again)["modules"]] == [(MODULE, "already_loaded")], again
+        assert len(h.finit_records(d.shim_records())) == n + 1
+
+    t.case("on one connection the identity is read at every call: CAP_SYS_MODULE dropped after connecting is "
+           "refused, taken back loads", case_same_connection)
     t.case("a source claimed by a process that is not it (kernel, boot, udev) is refused and journaled as a "
            "refused claim, never as provenance", case_claimed_source)
     t.case("udevd without CAP_SYS_MODULE: its device's modalias loads; another modalias, a missing device or an "
