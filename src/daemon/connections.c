@@ -33,6 +33,9 @@ struct Connections {
         uint64_t idle_usec;
         Hashmap *by_link;               /* "%p" of the link → Connection */
         uint64_t trimmed_usec;          /* when the heap was last given back */
+        unsigned per_user_max;          /* MaxConnectionsPerUser=, as the fd limit leaves it */
+        Hashmap *per_uid;               /* "UID" → the number of its connections (uid 0 not counted) */
+        Hashmap *counted;               /* "%p" of the link → "UID" key of per_uid, for the hang-up */
 };
 
 /* Connections made and closed in bursts left glibc's heap fragmented: with 64 new connections every
@@ -57,6 +60,8 @@ Connections *connections_free(Connections *cs) {
         if (!cs)
                 return NULL;
         hashmap_free(cs->by_link);
+        hashmap_free(cs->per_uid);
+        hashmap_free(cs->counted);
         sd_event_unref(cs->event);
         free(cs);
         return NULL;
@@ -116,13 +121,70 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* One uid may hold MaxConnectionsPerUser= connections, so that a user's client cannot take every
+ * connection from the others; root is not held to it (only to MaxConnections=): udev runs a helper
+ * per event as root, and a coldplug on a machine with 1,536 CPUs runs more than a thousand at once
+ * (udevd's children_max grows with the CPUs). Root can end the daemon anyway. sd-varlink's own
+ * per-uid cap knows no exception, so the count is kept here. */
+static int count_connection(Connections *cs, sd_varlink *link) {
+        char key[32], uid_key[16], *counted;
+        unsigned *n;
+        uid_t uid;
+        int r;
+
+        r = sd_varlink_get_peer_uid(link, &uid);
+        if (r < 0)
+                return r;
+        if (uid == 0)
+                return 0;
+        snprintf(uid_key, sizeof(uid_key), "%u", (unsigned) uid);
+        n = hashmap_get(cs->per_uid, uid_key);
+        if (n && *n >= cs->per_user_max) {
+                log_debug("Refusing a connection of uid %u: it holds %u (MaxConnectionsPerUser=).", (unsigned) uid, *n);
+                return -EDQUOT;
+        }
+        link_key(link, key);
+        counted = strdup(uid_key);
+        if (!counted || hashmap_put(cs->counted, key, counted) < 0) {
+                free(counted);
+                return -ENOMEM;
+        }
+        if (!n) {
+                n = calloc(1, sizeof(*n));
+                if (!n || hashmap_put(cs->per_uid, uid_key, n) < 0) {
+                        free(n);
+                        free(hashmap_remove(cs->counted, key));
+                        return -ENOMEM;
+                }
+        }
+        (*n)++;
+        return 0;
+}
+
+static void uncount_connection(Connections *cs, sd_varlink *link) {
+        _cleanup_free_ char *uid_key = NULL;
+        char key[32];
+        unsigned *n;
+
+        link_key(link, key);
+        uid_key = hashmap_remove(cs->counted, key);
+        n = uid_key ? hashmap_get(cs->per_uid, uid_key) : NULL;
+        if (n && --*n == 0)
+                free(hashmap_remove(cs->per_uid, uid_key));
+}
+
 static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdata) {
         Connections *cs = ((Manager *) userdata)->connections;
         Connection *c;
         char key[32];
         int fd, r;
 
-        if (!cs || cs->idle_usec == 0)
+        if (!cs)
+                return 0;
+        r = count_connection(cs, link);
+        if (r < 0)
+                return r; /* sd-varlink hangs up */
+        if (cs->idle_usec == 0)
                 return 0;
         fd = sd_varlink_get_fd(link);
         if (fd < 0)
@@ -160,6 +222,7 @@ static void on_disconnect(sd_varlink_server *server, sd_varlink *link, void *use
         peer_cache_forget(m->peers, link);
         if (!cs)
                 return;
+        uncount_connection(cs, link);
         link_key(link, key);
         connection_free(hashmap_remove(cs->by_link, key));
         if (sd_varlink_server_current_connections(server) == 0 && now_usec() >= cs->trimmed_usec + TRIM_INTERVAL_USEC) {
@@ -196,8 +259,8 @@ int manager_connections_init(Manager *m, sd_varlink_server *s) {
                            total, per_user, config->connections_max, config->connections_per_user_max,
                            fd_budget(config));
         r = sd_varlink_server_set_connections_max(s, total);
-        if (r >= 0)
-                r = sd_varlink_server_set_connections_per_uid_max(s, per_user);
+        if (r >= 0)  /* the per-uid count is kept here (count_connection()) */
+                r = sd_varlink_server_set_connections_per_uid_max(s, total);
         if (r < 0)
                 return r;
 
@@ -206,8 +269,11 @@ int manager_connections_init(Manager *m, sd_varlink_server *s) {
                 return -ENOMEM;
         cs->event = sd_event_ref(m->event);
         cs->idle_usec = config->idle_connection_usec;
+        cs->per_user_max = per_user;
         cs->by_link = hashmap_new(connection_free);
-        if (!cs->by_link) {
+        cs->per_uid = hashmap_new(free);
+        cs->counted = hashmap_new(free);
+        if (!cs->by_link || !cs->per_uid || !cs->counted) {
                 connections_free(cs);
                 return -ENOMEM;
         }

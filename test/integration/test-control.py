@@ -388,6 +388,21 @@ sys.stdin.read()
     t.case("a uid holds MaxConnectionsPerUser=%d connections and the next is hung up on; root is still served"
            % PER_USER, case_per_user)
 
+    def case_root_not_per_user():
+        # udev runs a helper per event as root: root is held to MaxConnections= only.
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, d.address], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            held = int(holder.stdout.readline())
+            assert held == 65, "root held %d connections, MaxConnectionsPerUser=%d" % (held, PER_USER)
+            assert ok(call(d.address, "Load", {"name": "nlmon"}))["modules"][0]["outcome"] == "already_loaded"
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout=30)
+        print("# root: %d connections at once" % held, flush=True)
+
+    t.case("root is not held to MaxConnectionsPerUser= (udev's helpers run as root)", case_root_not_per_user)
+
     # --- silence -----------------------------------------------------------------------------------
 
     di = start("idle", idle="%ds" % IDLE_SEC, env={"MODGATE_SHIM_DELAY_MS": "3000"})
