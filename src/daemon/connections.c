@@ -238,9 +238,13 @@ static unsigned fd_budget(const Config *config) {
         rlim_t spare = 64 + 2 * (rlim_t) config->workers, per = config->idle_connection_usec > 0 ? 5 : 4;
         struct rlimit rl;
 
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= spare * 2)
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
                 return 16;
-        return (unsigned) MIN((rl.rlim_cur - spare) / per, (rlim_t) CONFIG_CONNECTIONS_LIMIT);
+        if (rl.rlim_cur > spare * 2)
+                return (unsigned) MIN((rl.rlim_cur - spare) / per, (rlim_t) CONFIG_CONNECTIONS_LIMIT);
+        /* A limit too low for the usual spare: half of it for connections, at least one, so that
+         * accept() itself never runs out (sd-varlink stops listening when it does). */
+        return MAX((unsigned) (rl.rlim_cur / 2 / per), 1u);
 }
 
 int manager_connections_init(Manager *m, sd_varlink_server *s) {
