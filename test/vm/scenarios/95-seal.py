@@ -163,19 +163,24 @@ def test_hotplug_refused(vm):
     print("# %s: %s" % (r["MODGATE_DEVPATH"], r["MESSAGE"]))
 
 
+SEALED_AT = set()      # when the Seal went through, as Sealed errors say it
+
+
 def test_sealed_requests(vm):
     """Load, Unload and Seal are answered Sealed, with when"""
     for method, params in (("Load", {"name": INSMOD}), ("Unload", {"name": FINAL}), ("Seal", {})):
         reply, error = guest.varlinkctl(vm, "io.modgate.Manager." + method, params)
         assert error == SEALED and reply["sealedAt"] > 0, (method, error, reply)
+        SEALED_AT.add(reply["sealedAt"])
+    assert len(SEALED_AT) == 1, SEALED_AT
     assert guest.initstate(vm, FINAL) == "live"
 
 
 def test_restart_sealed(vm):
-    """modgated started again is sealed from the start, and says so"""
+    """modgated started again is sealed from the start, says so, and knows when from its runtime directory"""
     vm.sh("systemctl stop modgated.service")
     reply, error = guest.load(vm, INSMOD)
-    assert error == SEALED and "sealedAt" not in reply, (error, reply)
+    assert error == SEALED and {reply.get("sealedAt")} == SEALED_AT, (error, reply, SEALED_AT)
     pid = vm.sh("systemctl show -P MainPID modgated.service").out.strip()
     recs = records(vm, "MESSAGE_ID=" + STARTED_ID, "_PID=" + pid)
     assert len(recs) == 1 and recs[0]["MODGATE_SEALED"] == "1", recs
