@@ -655,6 +655,18 @@ def build_dir():
     return os.environ["MODGATE_BUILD_ROOT"]
 
 
+def wait_for(what, fn, timeout=10):
+    """Polls fn until it returns something true, and returns that; fails the case after timeout
+    seconds, naming what it waited for."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.02)
+
+
 def helper(name):
     """Path of a built helper program: modgate-udev, modgate-modprobe, modgate-modules-load."""
     return os.environ["MODGATE_" + name.upper().replace("-", "_").replace("MODGATE_", "")]

@@ -71,14 +71,7 @@ SLOW_CALL = b'{"method":"io.modgate.Manager.Status"}\0'
 IDLE_SEC = 3                    # IdleConnectionSec= of the main daemon
 
 
-def wait_for(what, fn, timeout=10):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
+wait_for = h.wait_for
 
 
 def cpu_seconds(pid):

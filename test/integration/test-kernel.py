@@ -12,12 +12,12 @@ decide delete_module; flags, the file's magic and /sys/module/compression decide
 import errno
 import gzip
 import json
+import functools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -45,15 +45,7 @@ def calls(d, name, call=None):
     return [r for r in d.shim_records() if r.get("name") == name and (call is None or r["call"] == call)]
 
 
-def wait_for(what, fn, timeout=30):
-    """Polls fn until it returns something true, and returns that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
+wait_for = functools.partial(h.wait_for, timeout=30)
 
 
 def build_tree(tree, work, kver):

@@ -110,15 +110,7 @@ def ms(ns):
     return ns / 1e6
 
 
-def wait_for(what, fn, timeout=10):
-    """Polls fn until it returns something true, and returns that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
+wait_for = h.wait_for
 
 
 def main():

@@ -15,6 +15,7 @@ tmpfs, a real journald. Only finit_module/delete_module are faked (test/shim), o
 /sys/module shared by every daemon of this test: each case uses module names of its own."""
 
 import collections
+import functools
 import os
 import shutil
 import signal
@@ -81,14 +82,7 @@ def devno(path):
     return "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
 
 
-def wait_for(what, fn, timeout=20):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
+wait_for = functools.partial(h.wait_for, timeout=20)
 
 
 def denied_entry(name, path, reason, errno_name):
