@@ -472,14 +472,7 @@ int manager_startup(Manager *m) {
         log_info("The kernel decompresses %s modules; %u workers.", compression_to_string(m->kernel_compression),
                  m->config.workers);
 
-        r = udevd_check_cap_sys_module();
-        if (r > 0)
-                log_warning("systemd-udevd holds CAP_SYS_MODULE: its kmod builtin can load modules "
-                            "without modgate.");
-        else if (r == 0)
-                log_info("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
-        else
-                log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
+        manager_check_udevd(m);
 
         (void) seal_startup(m);
         manager_log_enforcement(m);
@@ -526,6 +519,24 @@ static int manager_arm_idle_timer(Manager *m) {
 }
 
 /* Settings that workers or pinned roots depend on wait for a restart; the rest apply now. */
+void manager_check_udevd(Manager *m) {
+        int r;
+
+        if (m->udevd_checked)
+                return;
+        r = udevd_check_cap_sys_module();
+        if (r > 0)
+                log_warning("systemd-udevd holds CAP_SYS_MODULE: its kmod builtin can load modules "
+                            "without modgate.");
+        else if (r == 0)
+                log_info("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
+        else
+                log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
+        /* Not running yet (the udev takeover starts modgated beside udevd): checked again when udevd
+         * first asks. */
+        m->udevd_checked = r != -ESRCH;
+}
+
 int manager_read_udev_rules(Manager *m) {
         _cleanup_strv_free_ char **files = NULL;
         UdevRuleName *names = NULL;

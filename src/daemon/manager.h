@@ -51,6 +51,7 @@ typedef struct Manager {
         UdevRuleName *udev_rule_names;  /* the modules udev's rules name to modgate-udev, as last read */
         size_t n_udev_rule_names;
         char *udev_rules_stamp;         /* the rules files they were read from, as they were then */
+        bool udevd_checked;             /* whether udevd's CAP_SYS_MODULE was looked at (it ran) */
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
         Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
         History *history;               /* this boot's decisions, module by module */
@@ -92,6 +93,10 @@ int manager_run(Manager *m);
 /* Reads the configuration again and puts its policy in force; the other settings as they allow
  * (Workers= and the trust settings wait for the next start). On an invalid configuration nothing
  * changes, and *ret_error (when not NULL) says which file and line. Returns 0 or -errno. */
+/* Logs whether systemd-udevd holds CAP_SYS_MODULE, once it runs: at start, or at its first request
+ * when it did not run then. */
+void manager_check_udevd(Manager *m);
+
 /* Reads the module names that udev's rules pass to modgate-udev anew, from every rules file that udev
  * reads now: udev itself reads changed rules before its next event, and modgate-udev-rules writes
  * its overrides while udevd runs. On failure the names read before stay. */

@@ -294,6 +294,30 @@ def main():
         assert "Could not check systemd-udevd for CAP_SYS_MODULE: No such process" in out, out
         assert "holds CAP_SYS_MODULE" not in out and "runs without CAP_SYS_MODULE" not in out, out
 
+    def case_udevd_later():
+        # The takeover starts modgated beside udevd: udevd may not run yet at the daemon's start. It
+        # is looked at again when it first asks.
+        exe = os.path.join(work, "systemd-udevd")
+        sock = os.path.join(work, "udevd-late.sock")
+        script = ('"$0" --listen=%s --trusted-root=%s --idle-exit-sec=0 & d=$!; '
+                  'for i in $(seq 3000); do [ -S %s ] && break; sleep 0.01; done; '
+                  'setpriv --bounding-set=-sys_module %s 600 & '
+                  'for i in $(seq 1000); do [ "$(cat /proc/$!/comm 2>/dev/null)" = systemd-udevd ] && break; '
+                  'sleep 0.01; done; '
+                  'ACTION=add DEVPATH=/devices/none SUBSYSTEM=pci "$@" --address=%s tifm_sd; '
+                  'kill $d; wait $d'
+                  % (sock, trusted, sock, exe, sock))
+        res = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script,
+                              os.environ["MODGATED"], *h.in_unit(UDEVD + "/udev/late"), UDEV],
+                             env={"PATH": os.environ["PATH"], "MODGATE_LOG_LEVEL": "debug",
+                                  **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+        out = res.stdout
+        first = out.find("Could not check systemd-udevd for CAP_SYS_MODULE: No such process")
+        later = out.find("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.")
+        assert 0 <= first < later, out
+        assert out.count("runs without CAP_SYS_MODULE") == 1, out
+
     daemon = h.Daemon(work, "main", trusted)
     slow = h.Daemon(work, "slow", trusted, extra_env={"MODGATE_SHIM_DELAY_MS": "3000"})
     daemon.activate()
@@ -350,6 +374,7 @@ def main():
            "context value is left out",
            case_invalid_refused_unsent)
     t.case("the daemon warns at start when systemd-udevd holds CAP_SYS_MODULE", case_udevd_with_cap)
+    t.case("udevd not running yet at the daemon's start is looked at when it first asks", case_udevd_later)
     t.case("the daemon says so when systemd-udevd runs without CAP_SYS_MODULE", case_udevd_without_cap)
     t.case("without systemd-udevd the daemon only logs at debug level", case_no_udevd)
     t.case("end to end: a real device MODALIAS loads its driver through modgated", case_real_modalias)
