@@ -48,6 +48,32 @@ static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, 
         return sd_varlink_errorbo(link, "io.modgate.Manager.PermissionDenied", SD_JSON_BUILD_PAIR_STRING("reason", why));
 }
 
+/* Who the peer is, into peer and who (which borrows peer's strings: peer must outlive it), and
+ * whether it may make req. Returns 1 when it may, else the reply's result. */
+static int identify_caller(Manager *m, sd_varlink *link, PeerIdentity *peer, const AuthRequest *req, Requester *who,
+                           const char *method) {
+        int r;
+
+        r = peer_identify(m->peers, link, 0, peer);
+        if (r < 0)
+                return r;
+        requester_set_peer(who, peer);
+        return check_caller(m, link, peer, req, who, method);
+}
+
+/* No parameters may be given. Returns 1 to go on, else the reply's result. */
+static int dispatch_none(sd_varlink *link, sd_json_variant *parameters) {
+        MethodRefusal refusal;
+        int r;
+
+        r = method_parameters_none(parameters, &refusal);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return method_reply_refusal(link, &refusal);
+        return 1;
+}
+
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
         _cleanup_(plan_freep) Plan *owned = NULL;
@@ -171,12 +197,8 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         if (r <= 0)
                 return r;
         who.name = name;
-        r = peer_identify(((Manager *) userdata)->peers, link, 0, &peer);
-        if (r < 0)
-                return r;
-        requester_set_peer(&who, &peer);
-        r = check_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name }, &who,
-                         "Unload");
+        r = identify_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name }, &who,
+                            "Unload");
         if (r <= 0)
                 return r;
         manager_record_request(userdata, "Unload", &who);
@@ -190,16 +212,11 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
  * Returns 1 when allowed, else the reply's result. */
 static int check_reader(Manager *m, sd_varlink *link, const char *method, Requester *who) {
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
-        int r;
 
-        r = peer_identify(m->peers, link, 0, &peer);
-        if (r < 0)
-                return r;
-        requester_set_peer(who, &peer);
-        return check_caller(m, link, &peer,
-                            &(AuthRequest) { .method = AUTH_READ, .have_read_group = m->config.have_read_group,
-                                             .read_group = m->config.read_group },
-                            who, method);
+        return identify_caller(m, link, &peer,
+                               &(AuthRequest) { .method = AUTH_READ, .have_read_group = m->config.have_read_group,
+                                                .read_group = m->config.read_group },
+                               who, method);
 }
 
 static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
@@ -233,15 +250,12 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
 /* A read-only method without parameters: none may be given, and the caller must be a reader. Returns
  * 1 to go on, else the reply's result. */
 static int dispatch_reader(Manager *m, sd_varlink *link, sd_json_variant *parameters, const char *method) {
-        MethodRefusal refusal;
         int r;
 
         manager_touch(m);
-        r = method_parameters_none(parameters, &refusal);
-        if (r < 0)
+        r = dispatch_none(link, parameters);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return method_reply_refusal(link, &refusal);
         return check_reader(m, link, method, &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
 }
 
@@ -286,20 +300,13 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
         _cleanup_free_ char *error = NULL;
         Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
         Manager *m = userdata;
-        MethodRefusal refusal;
         int r;
 
         manager_touch(m);
-        r = method_parameters_none(parameters, &refusal);
-        if (r < 0)
+        r = dispatch_none(link, parameters);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return method_reply_refusal(link, &refusal);
-        r = peer_identify(m->peers, link, 0, &peer);
-        if (r < 0)
-                return r;
-        requester_set_peer(&who, &peer);
-        r = check_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_RELOAD }, &who, "Reload");
+        r = identify_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_RELOAD }, &who, "Reload");
         if (r <= 0)
                 return r;
 
@@ -419,11 +426,7 @@ static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 return method_reply_refusal(link, &refusal);
         n = strv_length(names);
 
-        r = peer_identify(m->peers, link, 0, &peer);
-        if (r < 0)
-                return r;
-        requester_set_peer(&who, &peer);
-        r = check_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_SEAL }, &who, "Seal");
+        r = identify_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_SEAL }, &who, "Seal");
         if (r <= 0)
                 return r;
         if (seal_refuses(m))
