@@ -35,7 +35,6 @@ struct Connections {
         uint64_t trimmed_usec;          /* when the heap was last given back */
         unsigned per_user_max;          /* MaxConnectionsPerUser=, as the fd limit leaves it */
         Hashmap *per_uid;               /* "UID" → the number of its connections (uid 0 not counted) */
-        Hashmap *counted;               /* "%p" of the link → "UID" key of per_uid, for the hang-up */
 };
 
 /* Connections made and closed in bursts left glibc's heap fragmented: with 64 new connections every
@@ -61,7 +60,6 @@ Connections *connections_free(Connections *cs) {
                 return NULL;
         hashmap_free(cs->by_link);
         hashmap_free(cs->per_uid);
-        hashmap_free(cs->counted);
         sd_event_unref(cs->event);
         free(cs);
         return NULL;
@@ -127,7 +125,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * (udevd's children_max grows with the CPUs). Root can end the daemon anyway. sd-varlink's own
  * per-uid cap knows no exception, so the count is kept here. */
 static int count_connection(Connections *cs, sd_varlink *link) {
-        char key[32], uid_key[16], *counted;
+        char uid_key[16];
         unsigned *n;
         uid_t uid;
         int r;
@@ -139,36 +137,32 @@ static int count_connection(Connections *cs, sd_varlink *link) {
                 return 0;
         snprintf(uid_key, sizeof(uid_key), "%u", (unsigned) uid);
         n = hashmap_get(cs->per_uid, uid_key);
-        if (n && *n >= cs->per_user_max) {
-                log_debug("Refusing a connection of uid %u: it holds %u (MaxConnectionsPerUser=).", (unsigned) uid, *n);
-                return -EDQUOT;
-        }
-        link_key(link, key);
-        counted = strdup(uid_key);
-        if (!counted || hashmap_put(cs->counted, key, counted) < 0) {
-                free(counted);
-                return -ENOMEM;
-        }
         if (!n) {
                 n = calloc(1, sizeof(*n));
                 if (!n || hashmap_put(cs->per_uid, uid_key, n) < 0) {
                         free(n);
-                        free(hashmap_remove(cs->counted, key));
                         return -ENOMEM;
                 }
         }
-        (*n)++;
+        /* Counted even when refused: sd-varlink calls the disconnect callback for it too, which
+         * takes it off again. */
+        if (++*n > cs->per_user_max) {
+                log_debug("Refusing a connection of uid %u: it holds %u (MaxConnectionsPerUser=).", (unsigned) uid,
+                          *n - 1);
+                return -EDQUOT;
+        }
         return 0;
 }
 
 static void uncount_connection(Connections *cs, sd_varlink *link) {
-        _cleanup_free_ char *uid_key = NULL;
-        char key[32];
+        char uid_key[16];
         unsigned *n;
+        uid_t uid;
 
-        link_key(link, key);
-        uid_key = hashmap_remove(cs->counted, key);
-        n = uid_key ? hashmap_get(cs->per_uid, uid_key) : NULL;
+        if (sd_varlink_get_peer_uid(link, &uid) < 0 || uid == 0)
+                return;
+        snprintf(uid_key, sizeof(uid_key), "%u", (unsigned) uid);
+        n = hashmap_get(cs->per_uid, uid_key);
         if (n && --*n == 0)
                 free(hashmap_remove(cs->per_uid, uid_key));
 }
@@ -276,8 +270,7 @@ int manager_connections_init(Manager *m, sd_varlink_server *s) {
         cs->per_user_max = per_user;
         cs->by_link = hashmap_new(connection_free);
         cs->per_uid = hashmap_new(free);
-        cs->counted = hashmap_new(free);
-        if (!cs->by_link || !cs->per_uid || !cs->counted) {
+        if (!cs->by_link || !cs->per_uid) {
                 connections_free(cs);
                 return -ENOMEM;
         }
