@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -176,9 +177,16 @@ class Daemon:
         os.makedirs("/run/modgate", exist_ok=True)
         open(self.shim_log, "w").close()
 
+        # Read as the service manager reads it, always: a daemon whose notify messages are not read
+        # blocks in sd_notify() once the socket's queue is full (after a few reloads).
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(self.notify_path)
-        self.notify.settimeout(30)
+        self.notify.settimeout(0.2)
+        self._notes = []
+        self._notes_cv = threading.Condition()
+        self._notes_stop = False
+        self._notes_thread = threading.Thread(target=self._read_notify, daemon=True)
+        self._notes_thread.start()
 
         env = {
             "LD_PRELOAD": os.environ["MODGATE_SHIM"],
@@ -223,21 +231,38 @@ class Daemon:
             c.close()
         return "error" not in reply and self.wait_ready()
 
-    def wait_notify(self, word, timeout=30):
-        """Waits for a sd_notify() message containing word (READY=1, RELOADING=1, ...), as the service
-        manager would; returns the message or None."""
-        deadline = time.monotonic() + timeout
-        self.notify.settimeout(timeout)
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return None
+    def _read_notify(self):
+        while not self._notes_stop:
             try:
                 msg = self.notify.recv(4096).decode()
             except socket.timeout:
-                break
-            if word in msg.split("\n"):
-                return msg
-        return None
+                continue
+            except OSError:
+                return
+            with self._notes_cv:
+                self._notes.append(msg)
+                self._notes_cv.notify_all()
+
+    def notify_messages(self):
+        """The notify messages that came and that no wait_notify() took yet."""
+        with self._notes_cv:
+            return list(self._notes)
+
+    def wait_notify(self, word, timeout=30):
+        """Waits for a sd_notify() message containing word (READY=1, RELOADING=1, ...), as the service
+        manager would; returns the message or None. Messages are taken in the order they came; the
+        ones before the match are dropped."""
+        deadline = time.monotonic() + timeout
+        with self._notes_cv:
+            while True:
+                while self._notes:
+                    msg = self._notes.pop(0)
+                    if word in msg.split("\n"):
+                        return msg
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    return None
+                self._notes_cv.wait(min(left, 0.2))
 
     def wait_ready(self):
         return self.wait_notify("READY=1") is not None
@@ -298,6 +323,8 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         self.stderr.close()
+        self._notes_stop = True
+        self._notes_thread.join()
         self.notify.close()
 
 
@@ -421,7 +448,6 @@ def fake_modules_disabled(workdir, value="0"):
 # timestamps.
 
 import select  # noqa: E402
-import threading  # noqa: E402
 
 
 def mount_modprobe_d(text, name="modgate-test.conf"):
@@ -648,7 +674,6 @@ def max_in_flight(records):
 
 # --- System integration: the helpers, a stand-in daemon, and a booted systemd ----------------------
 
-import threading  # noqa: E402
 
 
 def build_dir():

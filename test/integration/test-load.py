@@ -356,6 +356,18 @@ def main():
         reply = main_d.load(DEEP_MODULE)
         assert "error" not in reply, reply
 
+    def case_reloads_unread():
+        # The service manager reads every notify message; a daemon reloaded many times without anyone
+        # waiting for each reload must not block in sd_notify() (the socket's queue holds about 10).
+        for _ in range(30):
+            os.kill(main_d.pid, signal.SIGHUP)
+            reply = main_d.call("org.varlink.service.GetInfo")
+            assert "error" not in reply, reply
+        h.wait_for("the reloads' notify messages",
+                   lambda: sum("RELOADING=1" in m.split("\n") for m in main_d.notify_messages()) >= 12)
+        reply = main_d.load(DEEP_MODULE)
+        assert "error" not in reply, reply
+
     def case_idle_exit():
         d = h.Daemon(work, "idle", trusted, args=("--idle-exit-sec=1",))
         try:
@@ -394,6 +406,7 @@ def main():
     t.case("without a passed socket or --listen the daemon says why and exits", case_no_socket)
     t.case("a bad trusted root is a clear start-up error", case_bad_root)
     t.case("SIGHUP reloads with RELOADING=1, MONOTONIC_USEC= and READY=1", case_reload)
+    t.case("30 reloads whose messages nobody waits for: the daemon still answers", case_reloads_unread)
     t.case("an idle daemon exits by itself, never while a client is connected", case_idle_exit)
 
     def case_clean_exit():
