@@ -463,18 +463,117 @@ int loader_check(const LoadContext *ctx, ModuleResult *r) {
         return open_checked(ctx, r, &fd);
 }
 
-int loader_load(const LoadContext *ctx, ModuleResult *r) {
+void loader_prepared_done(LoaderPrepared *p) {
+        safe_close(p->fd);
+        modinfo_done(&p->modinfo);
+        *p = (LoaderPrepared) { .fd = -EBADF };
+}
+
+/* Back to what the job set: everything a check found is found again at the load. What the job set
+ * (name, path, parameters...) is not touched: the event loop reads it while the job is on a worker. */
+static void module_result_forget_checks(ModuleResult *r) {
+        free(r->reason);
+        free(r->backing);
+        modinfo_done(&r->modinfo);
+        free(r->dm_device);
+        free(r->dm_target);
+        free(r->verity_root_hash);
+        free(r->fsverity_digest);
+        r->reason = r->backing = r->dm_device = r->dm_target = r->verity_root_hash = r->fsverity_digest = NULL;
+        r->outcome = OUTCOME_LOADED;
+        r->error = 0;
+        r->cached = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo = false;
+        r->origin = (FileOrigin) {};
+        r->evidence = 0;
+        r->diskseq = 0;
+        r->ima = (Ima) {};
+        memset(r->sha256, 0, sizeof(r->sha256));
+        r->compression = 0;
+        r->flags = 0;
+        r->duration_usec = 0;
+}
+
+int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret) {
         _cleanup_close_ int fd = -EBADF;
         uint64_t start = now_usec();
         int q;
 
+        /* What fails here decides nothing: the load checks again, once what it needs is live, and
+         * decides then (a job whose dependency fails says so, not what its own file is). */
         q = open_checked(ctx, r, &fd);
-        r->duration_usec = now_usec() - start;
+        if (q >= 0 && !r->reason && r->have_sha256 && r->have_modinfo) {
+                *ret = (LoaderPrepared) {
+                        .fd = TAKE_FD(fd),
+                        .modinfo = r->modinfo,
+                        .usec = now_usec() - start,
+                };
+                memcpy(ret->sha256, r->sha256, sizeof(ret->sha256));
+                r->modinfo = (ModInfo) {};
+        }
+        module_result_forget_checks(r);
+        return q;
+}
+
+/* The load of a file checked while what it needs was loading: every check again on the same open
+ * file, but the module's name and signature, read from its bytes then, are kept when its bytes are
+ * still those (same SHA-256), instead of decompressing it again. */
+static int recheck_prepared(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *p) {
+        TrustedRoot *root;
+        const char *rel = NULL;
+        int q;
+
+        r->outcome = OUTCOME_FAILED;
+        root = find_root(ctx, r->path, &rel);
+        if (!root)
+                return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
+        q = trusted_root_pin(root, loader_verify_root, (void *) ctx);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0)
+                return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s cannot be pinned: %s", root->path,
+                                         strerrordesc_np(-q) ?: "unknown error");
+        if (root->changed)
+                return module_result_set(r, OUTCOME_DENIED, ESTALE, "trusted root %s is not what it was when first "
+                                         "pinned this boot (%s)", root->path, root->changed);
+
+        q = check_origin(ctx, root, p->fd, r);
+        if (q < 0 || r->reason)
+                return q;
+        q = check_compression(ctx, p->fd, r);
+        if (q < 0 || r->reason)
+                return q;
+        q = hash_file(p->fd, r);
+        if (q < 0 || r->reason)
+                return q;
+        if (!r->have_sha256 || memcmp(r->sha256, p->sha256, SHA256_DIGEST_SIZE) != 0)
+                return check_name(p->fd, r);
+
+        r->modinfo = p->modinfo;
+        p->modinfo = (ModInfo) {};
+        r->have_modinfo = true;
+        if (r->modinfo.name && !module_name_equal(r->modinfo.name, r->name))
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
+                                         r->modinfo.name, r->name);
+        return 0;
+}
+
+int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *p) {
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t start = now_usec(), before = 0;
+        int q;
+
+        if (p && p->fd >= 0) {
+                before = p->usec;
+                q = recheck_prepared(ctx, r, p);
+                fd = TAKE_FD(p->fd);
+        } else
+                q = open_checked(ctx, r, &fd);
+        r->duration_usec = before + now_usec() - start;
         if (q < 0 || r->reason)
                 return q;
 
         q = kernel_finit_module(fd, r->parameters, r->flags);
-        r->duration_usec = now_usec() - start;
+        r->duration_usec = before + now_usec() - start;
         if (q == -EEXIST) {
                 ModuleState state = MODULE_STATE_ABSENT;
 

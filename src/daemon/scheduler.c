@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "hashmap.h"
 #include "kernel.h"
@@ -26,9 +27,12 @@
  * already a machine in trouble. */
 #define EXTRA_WORKERS_MAX 48U
 #define STUCK_USEC (2U * 1000000U)
+/* Module files kept open, checked, for jobs that wait for what they need. */
+#define PREPARED_MAX 64U
 
 typedef enum JobState {
         JOB_WAITING,    /* for the modules it needs */
+        JOB_PREPARING,  /* waiting, and its file is being checked on a worker meanwhile */
         JOB_COMING,     /* for another loader's load of the same module */
         JOB_READY,      /* queued for a worker */
         JOB_RUNNING,
@@ -48,6 +52,9 @@ struct Job {
         bool alone;
         bool kernel;            /* asked for by the kernel's request_module(): never waits behind loads */
         uint64_t running_since; /* CLOCK_MONOTONIC, once on a worker */
+        uint64_t seq;           /* in the order jobs were made: what a module needs comes first */
+        LoaderPrepared prepared; /* its file, checked while it waited */
+        bool prepare_tried;
 
         Job **requires;         /* must be live before this starts */
         size_t n_requires;
@@ -90,6 +97,10 @@ struct Scheduler {
         Hashmap *denials;       /* module file path → Denial */
         JobQueue ready;
         unsigned n_running;
+        unsigned n_preparing;
+        unsigned n_prepared;    /* jobs holding a checked file open */
+        unsigned n_cpus;
+        uint64_t seq;
         bool alone_running;
         unsigned n_extra;       /* workers added while the pool was stuck, until it drains */
         sd_event_source *stuck_timer;
@@ -98,6 +109,7 @@ struct Scheduler {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         JobQueue work;
+        JobQueue prepare;       /* taken after work */
         JobQueue done;
         bool stopping;
         int done_fd;
@@ -160,6 +172,7 @@ Job *job_unref(Job *j) {
         job_release(j->after, j->n_after);
         job_release(j->dependents, j->n_dependents);
         free(j->watchers);
+        loader_prepared_done(&j->prepared);
         module_result_done(&j->result);
         requester_done(&j->requester);
         free(j);
@@ -229,6 +242,7 @@ static void remember_denial(Scheduler *s, const ModuleResult *r) {
 
 static void job_try_start(Job *j);
 static void scheduler_dispatch(Scheduler *s);
+static void scheduler_dispatch_prepares(Scheduler *s);
 
 static void job_record(Job *j) {
         Scheduler *s = j->scheduler;
@@ -247,6 +261,9 @@ static void job_finish(Job *j) {
         job_ref(j);
         j->state = JOB_DONE;
         j->coming_timer = sd_event_source_disable_unref(j->coming_timer);
+        if (j->prepared.fd >= 0)
+                s->n_prepared--;
+        loader_prepared_done(&j->prepared);
 
         job_record(j);
         remember_denial(s, &j->result);
@@ -333,13 +350,15 @@ static bool job_may_start(Scheduler *s, const Job *j) {
 }
 
 static void job_run(Scheduler *s, Job *j) {
+        if (j->prepared.fd >= 0)
+                s->n_prepared--;        /* the worker takes it */
         j->state = JOB_RUNNING;
         j->running_since = now_usec();
         s->n_running++;
         s->alone_running = s->alone_running || j->alone;
         if (s->started)
                 s->started(&j->requester, &j->result, s->record_userdata);
-        if (s->n_running > s->n_threads) {
+        if (s->n_running + s->n_preparing > s->n_threads) {
                 int r = scheduler_spawn(s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to start another worker thread, %s waits for one: %m",
@@ -353,6 +372,39 @@ static void job_run(Scheduler *s, Job *j) {
 }
 
 static void scheduler_arm_stuck_timer(Scheduler *s);
+
+/* The job made first among those that wait for what they need and whose file was not checked yet. */
+static Job *next_to_prepare(Scheduler *s) {
+        size_t state = 0;
+        Job *j, *best = NULL;
+
+        while (hashmap_iterate(s->jobs, &state, NULL, (void **) &j))
+                if (j->state == JOB_WAITING && !j->prepare_tried && (!best || j->seq < best->seq))
+                        best = j;
+        return best;
+}
+
+/* While a job waits for the modules it needs, its file can be opened and checked on a worker no load
+ * wants: reading a compressed module's name and signature means decompressing all of it, which then
+ * is not on the path from the last of those modules going live to this one's finit_module(). Not more
+ * at once than there are CPUs (it is CPU work, competing with the loads' own checks), nor more files
+ * kept open than PREPARED_MAX. */
+static void scheduler_dispatch_prepares(Scheduler *s) {
+        while (s->n_running + s->n_preparing < s->n_workers && s->n_preparing < s->n_cpus &&
+               s->n_prepared + s->n_preparing < PREPARED_MAX && !s->stopping) {
+                Job *j = next_to_prepare(s);
+
+                if (!j)
+                        return;
+                j->prepare_tried = true;
+                j->state = JOB_PREPARING;
+                s->n_preparing++;
+                pthread_mutex_lock(&s->lock);
+                queue_push(&s->prepare, j);
+                pthread_cond_signal(&s->cond);
+                pthread_mutex_unlock(&s->lock);
+        }
+}
 
 /* Starts every ready job that may start, in order; one that may not (a LoadAlone= module waiting for
  * the others to finish) never holds up those behind it. */
@@ -372,6 +424,7 @@ static void scheduler_dispatch(Scheduler *s) {
                 queue_unlink(&s->ready, prev, j);
                 job_run(s, j);
         }
+        scheduler_dispatch_prepares(s);
         scheduler_arm_stuck_timer(s);
 }
 
@@ -433,17 +486,24 @@ static void *worker_main(void *userdata) {
         Scheduler *s = userdata;
 
         for (;;) {
+                bool prepare = false;
                 Job *j;
 
                 pthread_mutex_lock(&s->lock);
-                while (!s->work.head && !s->stopping)
+                while (!s->work.head && !s->prepare.head && !s->stopping)
                         pthread_cond_wait(&s->cond, &s->lock);
                 j = s->stopping ? NULL : queue_pop(&s->work);
+                if (!j && !s->stopping) {
+                        j = queue_pop(&s->prepare);
+                        prepare = true;
+                }
                 pthread_mutex_unlock(&s->lock);
                 if (!j)
                         return NULL;
 
-                if (loader_load(&s->ctx, &j->result) < 0)
+                if (prepare)
+                        (void) loader_prepare(&s->ctx, &j->result, &j->prepared);
+                else if (loader_load(&s->ctx, &j->result, &j->prepared) < 0)
                         j->result.outcome = OUTCOME_FAILED;
 
                 pthread_mutex_lock(&s->lock);
@@ -467,6 +527,14 @@ static int on_jobs_done(sd_event_source *source, int fd, uint32_t revents, void 
         pthread_mutex_unlock(&s->lock);
 
         while ((j = queue_pop(&done))) {
+                if (j->state == JOB_PREPARING) {
+                        s->n_preparing--;
+                        if (j->prepared.fd >= 0)
+                                s->n_prepared++;
+                        j->state = JOB_WAITING;
+                        job_try_start(j);
+                        continue;
+                }
                 s->n_running--;
                 if (j->alone)
                         s->alone_running = false;
@@ -612,6 +680,8 @@ static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *paramet
                 return -ENOMEM;
         j->n_ref = 1;
         j->scheduler = s;
+        j->seq = ++s->seq;
+        j->prepared = LOADER_PREPARED_NULL;
         j->n_requesters = 1;
         j->alone = name_in(s->load_alone, spec->name);
         j->kernel = who->source == SOURCE_KERNEL;
@@ -725,6 +795,7 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
                 j->state = JOB_WAITING;
                 job_try_start(j);
         }
+        scheduler_dispatch_prepares(s);
 
         *ret_jobs = jobs;
         return 0;
@@ -797,6 +868,7 @@ int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Sched
         s->event = sd_event_ref(e);
         s->ctx = *ctx;
         s->n_workers = n_workers;
+        s->n_cpus = (unsigned) MAX(1L, sysconf(_SC_NPROCESSORS_ONLN));
         s->done_fd = -EBADF;
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->cond, NULL);
@@ -839,9 +911,11 @@ Scheduler *scheduler_free(Scheduler *s) {
         for (unsigned i = 0; i < s->n_threads; i++)
                 pthread_join(s->threads[i], NULL);
 
-        /* What the kernel did is recorded and answered, even now. */
+        /* What the kernel did is recorded and answered, even now; a check made ahead of a load that
+         * will not happen decided nothing. */
         while ((j = queue_pop(&s->done)))
-                job_finish(j);
+                if (j->state == JOB_RUNNING)
+                        job_finish(j);
 
         /* Jobs that never ran hold their dependents, which hold them: let go of that first. */
         while (s->jobs && hashmap_iterate(s->jobs, &state, NULL, (void **) &j)) {

@@ -5,7 +5,8 @@ each case of the matrix is tested): a module file replaced by rename while reque
 holding it open (ETXTBSY, as the kernel's deny_write_access()), a module index that goes missing or
 corrupt under a running daemon, every errno finit_module() can return, 5,000 connections from one
 uid, a daemon short of file descriptors, a client that sends one byte a second, a module whose init
-hangs, and SIGKILL during a load. Each case asserts the reply, the journal record where a decision
+hangs, SIGKILL during a load, and a file written in place after it was checked ahead of its load
+(while its dependency loaded). Each case asserts the reply, the journal record where a decision
 is made, and that nothing was loaded or lost: the shim's record of finit_module() calls, and a
 daemon that still serves root afterwards.
 
@@ -634,6 +635,74 @@ def main():
 
     t.case("i: SIGKILL during a load: the next instance waits for the coming module, loads nothing twice, and "
            "keeps the history", case_sigkill)
+
+    # --- j: a module file checked while its dependency loads, changed before its own load --------
+
+    soft = h.parse_modules_softdep(tree)
+    used = set(pool)
+    ahead = []
+    for n, (rel, d) in sorted(deps.items()):
+        if (len(d) == 1 and not deps[d[0]][1] and not {n, d[0]} & (used | soft) and
+                rel.startswith("kernel/drivers/") and len(ahead) < 2):
+            ahead.append((n, d[0]))
+            used |= {n, d[0]}
+    assert len(ahead) == 2, "no two modules with one dependency of their own in the tree"
+
+    def holds(d, path):
+        fd_dir = "/proc/%d/fd" % d.pid
+        for fd in os.listdir(fd_dir):
+            try:
+                if os.readlink(os.path.join(fd_dir, fd)) == path:
+                    return True
+            except FileNotFoundError:
+                pass
+        return False
+
+    def case_checked_ahead():
+        # While what a module needs loads, its own file is opened and checked on an idle worker
+        # (the daemon holds it open then); at its load every check is made again on that file.
+        # Unchanged bytes load, and the shim's SHA-256 of the fd it was handed is the record's and
+        # the manifest's; bytes changed in place meanwhile are refused and never reach the kernel.
+        d = daemon("ahead", rw_tree, env={"MODGATE_SHIM_DELAY_MS": "2500"},
+                   args=("--manifest=" + rw_manifest, "--evidence=manifest"))
+        for (mod, dep), change in zip(ahead, (False, True)):
+            path = os.path.join(rw_tree, deps[mod][0])
+            with open(path, "rb") as f:
+                good = f.read()
+            c = h.AsyncVarlink(d.address)
+            try:
+                c.send(LOAD, {"name": mod})
+                h.wait_for("%s to be coming" % dep, lambda: h.module_state(dep) == "coming")
+                h.wait_for("modgated to hold %s open" % path, lambda: holds(d, path))
+                assert h.module_state(dep) == "coming", "checked only after %s was live" % dep
+                if change:
+                    with open(path, "r+b") as f:
+                        f.seek(len(good) // 2)
+                        f.write(bytes([good[len(good) // 2] ^ 0xff]))
+                reply = c.receive()
+            finally:
+                c.close()
+                with open(path, "wb") as f:
+                    f.write(good)
+            finit = finits(d, mod)
+            [rec] = [r for r in records(d, mod) if r.get("MODGATE_OUTCOME") in ("loaded", "denied")]
+            if change:
+                p = h.error_of(reply, "UntrustedOrigin")
+                assert p["module"] == mod and "manifest: the file's SHA-256 is not the manifest's" in p["reason"], p
+                assert finit == [] and rec["MODGATE_OUTCOME"] == "denied", (finit, rec)
+                assert rec["MODGATE_SHA256"] != hashlib.sha256(good).hexdigest(), rec
+            else:
+                assert [(m["name"], m["outcome"]) for m in h.modules_of(reply)] == [(dep, "loaded"), (mod, "loaded")], reply
+                [call] = finit
+                assert call["sha256"] == rec["MODGATE_SHA256"] == hashlib.sha256(good).hexdigest(), (call, rec)
+            assert h.module_state(dep) == "live"
+            assert not holds(d, path), "%s still open after its load" % path
+        print("# checked while %s and %s loaded: %s loaded, %s refused after its bytes changed"
+              % (ahead[0][1], ahead[1][1], ahead[0][0], ahead[1][0]), flush=True)
+        serves_root(d)
+
+    t.case("j: a module file is checked while its dependency loads and again at its load: unchanged it loads the "
+           "bytes the record names, changed in place meanwhile it is refused", case_checked_ahead)
 
     # --- g: a client that sends one byte a second ------------------------------------------------
 
