@@ -11,7 +11,6 @@ PROGRAMS = [
     ("loadgen", ["bench/tools/loadgen.c"], [], []),
     ("spawn", ["bench/tools/spawn.c"], [], []),
     ("costs", ["bench/tools/costs.c"], [], ["libkmod", "libcrypto"]),
-    ("delay-shim.so", ["bench/tools/delay-shim.c"], ["-shared", "-fPIC", "-ldl", "-lpthread"], []),
     ("varlink-floor", ["bench/anchors/varlink-floor.c", "src/shared/varlink-io.modgate.Manager.c"],
      ["-Isrc/shared"], ["libsystemd"]),
     ("udev-kmod", ["bench/anchors/udev-kmod.c"], [], ["libkmod"]),

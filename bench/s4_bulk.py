@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Scenario 4: bulk loading of a boot list with real dependencies (the Debian tree's modules.dep),
-each module's init taking a time drawn from a fixed, seeded distribution (bench/tools/delay-shim.c,
-in front of the tier's shim). modgated, fed by modgate-modules-load, against the critical-path bound
+each module's init taking a time drawn from a fixed, seeded distribution (the tier's shim:
+$MODGATE_SHIM_DELAY_MS with each module's time, and $MODGATE_SHIM_DEPS, with which a finit_module()
+waits for the modules it needs as the kernel's resolve_symbol_wait() does). modgated, fed by modgate-modules-load, against the critical-path bound
 (the longest chain of init times through the dependency graph: no loader can finish sooner), and
 against systemd-modules-load before v259 (sequential), v259 (parallel threads without dependency
 order) and Android's dependency waves (bench/anchors/bulk-load.c)."""
@@ -103,7 +104,7 @@ def run_modgated(b, listed, graph, delays, workers, all_at_once=False, floor_s=0
     listed module's call sent at once, each on its own connection (bench/tools/loadgen.c --storm).
     floor_s, the spawn floor, is taken off modgate-modules-load's wall time."""
     b.forget_modules()
-    env = {"LD_PRELOAD": "%s %s" % (b.tool["delay-shim.so"], b.shim), "MODGATE_BENCH_DELAYS": delays}
+    env = dict(delays)
     d = b.daemon("s4-w%d%s" % (workers, "-storm" if all_at_once else ""), env=env, args=("--workers=%d" % workers,))
     if all_at_once:
         calls = b.calls_file("s4", [{"name": n} for n in listed])
@@ -133,8 +134,7 @@ def run_anchor(b, mode, threads, listed, graph, delays):
     with open(path, "w") as f:
         f.write("\n".join(listed) + "\n")
     log = os.path.join(b.work, "s4-%s.shim.log" % mode)
-    env = b.shim_env(log, extra={"LD_PRELOAD": "%s %s" % (b.tool["delay-shim.so"], b.shim),
-                                 "MODGATE_BENCH_DELAYS": delays})
+    env = b.shim_env(log, extra=delays)
     out = json.loads(subprocess.run([b.tool["bulk-load"], b.trusted, mode, str(threads), path], check=True,
                                     capture_output=True, text=True, env=env).stdout)
     with open(log) as f:
@@ -145,10 +145,14 @@ def run_anchor(b, mode, threads, listed, graph, delays):
 
 def run(b, vm=False):
     listed, graph = boot_list(b)
-    delays = os.path.join(b.work, "s4.delays")
-    with open(delays, "w") as f:
+    # The shim's knobs: each module's init time, and what each waits for (the kernel's
+    # resolve_symbol_wait()): an environment for every loader of this scenario.
+    deps_path = os.path.join(b.work, "s4.deps")
+    with open(deps_path, "w") as f:
         for n, (ms, d) in sorted(graph.items()):
-            f.write("%s %d %s\n" % (n, ms, ",".join(d)))
+            f.write("%s: %s\n" % (n, " ".join(d)))
+    delays = {"MODGATE_SHIM_DELAY_MS": ",".join(["0"] + ["%s:%d" % (n, ms) for n, (ms, _) in sorted(graph.items())]),
+              "MODGATE_SHIM_DEPS": deps_path}
     cp, total, lb4 = bounds(graph, DEFAULT_WORKERS)
     floor = spawn_floor(b)
     res = {
@@ -183,8 +187,7 @@ def run(b, vm=False):
                               note="%d finit_module, %d live" % (r["finit"], r["live"])))
     data = {"spawn_floor_s": floor, "listed": listed, "graph": {k: list(v) for k, v in graph.items()}, "critical_path_ms": cp,
             "sum_ms": total, "bound_w4_ms": lb4, "results": res,
-            "approximation": "per-module init times come from bench/tools/delay-shim.c in front of the tier's "
-                             "shim: during its sleep a module is absent from /sys/module, not coming"}
+            "shim": delays}
     data["plot"] = lambda path: plot(path, res, graph, cp, lb4)
     return figures, data
 

@@ -96,12 +96,62 @@ def main():
         r = h.ok(d.load(INNER))
         assert [m["outcome"] for m in r["modules"]] == ["already_loaded"], r
 
+    deps = h.parse_modules_dep(tree)
+    soft = h.parse_modules_softdep(tree)
+
+    def closure(n):
+        out = {n}
+        for d in deps[n][1]:
+            out |= closure(d)
+        return out
+
+    # A module two dependencies deep, with nothing softdep'd on the way.
+    chain = next(n for n in sorted(deps) if deps[n][0].startswith("kernel/drivers/")
+                 and any(deps[d][1] for d in deps[n][1]) and not closure(n) & soft and len(closure(n)) <= 6)
+
+    def case_kernel_dependency_wait():
+        # The shim as the kernel's resolve_symbol_wait(): a finit_module() waits for the modules it
+        # needs while they are coming, and fails with ENOENT when one is absent. modgated's order,
+        # with files checked while their dependencies load, never makes such a call.
+        h.reset_sys_module()
+        deps_file = os.path.join(work, "modules.deps")
+        with open(deps_file, "w") as f:
+            for n, (_, d) in sorted(deps.items()):
+                f.write("%s: %s\n" % (n, " ".join(d)))
+        d = daemon("kdeps", env={"MODGATE_SHIM_DEPS": deps_file, "MODGATE_SHIM_DELAY_MS": "300"})
+        r = h.ok(d.load(chain))
+        assert {m["name"] for m in r["modules"]} == closure(chain), r
+        assert all(m["outcome"] == "loaded" for m in r["modules"]), r
+        finit = h.finit_records(d.shim_records())
+        assert sorted(x["name"] for x in finit) == sorted(closure(chain)), finit
+        assert all(x["result"] == 0 for x in finit), finit
+        ends = {x["name"]: x["end"] for x in finit}
+        for x in finit:
+            assert all(ends[dep] <= x["start"] for dep in deps[x["name"]][1]), (x, ends)
+        # A dependency the kernel wants that the index does not know (a module built against another
+        # tree): the load fails as the kernel's does, with ENOENT, after what the index knows loaded.
+        h.reset_sys_module()
+        with open(deps_file, "a") as f:
+            f.write("%s: %s no_such_module\n" % (chain, " ".join(deps[chain][1])))
+        with open(deps_file) as f:
+            lines = [line for line in f if not (line.startswith(chain + ":") and "no_such_module" not in line)]
+        with open(deps_file, "w") as f:
+            f.writelines(lines)
+        p = h.error_of(d.load(chain), "LoadFailed")
+        assert p["module"] == chain and p["errnoName"] == "ENOENT", p
+        assert {m["name"]: m["outcome"] for m in p["modules"]} == dict(
+            {n: "loaded" for n in closure(chain) - {chain}}, **{chain: "failed"}), p
+        print("# %s and its %d dependencies loaded in dependency order, no call failed" % (chain, len(closure(chain)) - 1),
+              flush=True)
+
     try:
         t.case("a module's init that asks for another is served with Workers=1 once the worker has been stuck "
                "for the bound", case_nested_one_worker)
         t.case("a LoadAlone= module waiting for the others never holds up the requests behind it",
                case_alone_does_not_block)
         t.case("EEXIST is already loaded only when the module is live", case_eexist_not_live)
+        t.case("with the kernel's wait for dependencies in the shim, a module two deep loads in order with no "
+               "failed call", case_kernel_dependency_wait)
         t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons))
     finally:
         if t.failed:

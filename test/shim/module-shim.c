@@ -30,6 +30,11 @@
  *                   EBUSY (since Linux 6.2 the kernel neither waits for a going module nor loads
  *                   again after a concurrent load failed). A directory without initstate (a builtin
  *                   module with parameters) gives EINVAL, as mod_sysfs_init() does.
+ *                 - with $MODGATE_SHIM_DEPS, the modules it depends on, as resolve_symbol_wait(): one
+ *                   that is "coming" is waited for (polled every millisecond, at most 30 s, then
+ *                   EBUSY, as the kernel gives up on a dependency's init); one that is absent, or
+ *                   going, gives ENOENT (its symbols are unknown). Not in /sys/module meanwhile, as
+ *                   the kernel's unformed module is not.
  *                 Then it creates /sys/module/NAME in one step with initstate "coming", refcnt 0 and
  *                 an empty holders/, runs the module's init (the delay below) and makes it "live".
  *                 The kernel takes the name from .modinfo; the shim from the file name.
@@ -55,8 +60,11 @@
  *
  * Knobs, each NAME a module name as in /sys/module:
  *  $MODGATE_SHIM_FAIL=NAME:ERRNO[,NAME:ERRNO...]  finit_module of each NAME fails with its errno.
- *  $MODGATE_SHIM_DELAY_MS=N                       every module's init takes N ms, during which it is
- *                                                 "coming".
+ *  $MODGATE_SHIM_DELAY_MS=N[,NAME:MS...]          every module's init takes N ms, each NAME's MS, during
+ *                                                 which it is "coming".
+ *  $MODGATE_SHIM_DEPS=FILE                        the dependencies finit_module() waits for, above: one
+ *                                                 "NAME: DEP DEP..." line per module (names as in
+ *                                                 /sys/module); modules not listed have none.
  *  $MODGATE_SHIM_TAKE_REF=NAME[,NAME...]          each delete_module of NAME first adds one to its
  *                                                 refcnt: a user that came between the caller's look
  *                                                 at /sys/module and its delete_module.
@@ -101,6 +109,8 @@
 #define COMING_POLL_USEC (10U * 1000U)
 #define COMING_WAIT_MAX_NSEC (60ULL * 1000000000ULL)
 #define HANG_MAX_NSEC (120ULL * 1000000000ULL)
+#define DEP_POLL_USEC 1000U
+#define DEP_WAIT_MAX_NSEC (30ULL * 1000000000ULL)
 
 typedef enum State {
         STATE_ABSENT,           /* no /sys/module/NAME */
@@ -487,8 +497,54 @@ static int nested_request(const char *address, const char *inner) {
         return strstr(reply, "\"error\"") ? -EIO : 0;
 }
 
+/* resolve_symbol_wait() for each module NAME needs, from its line in $MODGATE_SHIM_DEPS. */
+static int wait_dependencies(const char *name) {
+        const char *deps = getenv("MODGATE_SHIM_DEPS");
+        char line[8192];
+        size_t n = strlen(name);
+        int r = 0;
+        FILE *f;
+
+        if (!deps)
+                return 0;
+        f = fopen(deps, "re");
+        if (!f)
+                return -errno;
+        while (r == 0 && fgets(line, sizeof(line), f)) {
+                unsigned long long deadline = now_nsec() + DEP_WAIT_MAX_NSEC;
+
+                if (strncmp(line, name, n) != 0 || line[n] != ':')
+                        continue;
+                for (char *save = NULL, *dep = strtok_r(line + n + 1, " \t\n", &save); dep && r == 0;
+                     dep = strtok_r(NULL, " \t\n", &save)) {
+                        State st;
+
+                        while ((st = module_state(dep)) == STATE_COMING && now_nsec() < deadline)
+                                usleep(DEP_POLL_USEC);
+                        if (st == STATE_COMING)
+                                r = -EBUSY;
+                        else if (st != STATE_LIVE && st != STATE_BUILTIN)
+                                r = -ENOENT;
+                }
+                break;
+        }
+        fclose(f);
+        return r;
+}
+
+/* $MODGATE_SHIM_DELAY_MS: NAME's own time, else the default in front. */
+static unsigned init_delay_ms(const char *name) {
+        const char *delay = getenv("MODGATE_SHIM_DELAY_MS"), *own;
+
+        own = env_list_find("MODGATE_SHIM_DELAY_MS", name, ":");
+        if (own)
+                return (unsigned) atoi(own + strlen(name) + 1);
+        return delay && atoi(delay) > 0 ? (unsigned) atoi(delay) : 0;
+}
+
 static void module_init_run(const char *name) {
-        const char *delay = getenv("MODGATE_SHIM_DELAY_MS"), *nested, *address = getenv("MODGATE_SHIM_VARLINK");
+        const char *nested, *address = getenv("MODGATE_SHIM_VARLINK");
+        unsigned delay = init_delay_ms(name);
 
         nested = env_list_find("MODGATE_SHIM_NESTED", name, ":");
         if (nested && address) {
@@ -508,8 +564,8 @@ static void module_init_run(const char *name) {
                 while (release && access(release, F_OK) < 0 && now_nsec() < deadline)
                         usleep(COMING_POLL_USEC);
         }
-        if (delay && atoi(delay) > 0)
-                usleep((useconds_t) atoi(delay) * 1000);
+        if (delay > 0)
+                usleep((useconds_t) delay * 1000);
         set_module_state(name, "live\n");
 }
 
@@ -545,6 +601,8 @@ static long fake_finit_module(int fd, const char *params, long flags) {
                 r = -forced_failure(name);
         if (r >= 0 && !name_is_valid(name))
                 r = -ENOEXEC;
+        if (r >= 0)
+                r = wait_dependencies(name);
         if (r >= 0)
                 r = module_add(name);
         if (r >= 0) {
