@@ -117,10 +117,11 @@ static void print_status(sd_json_variant *s) {
         print_fieldf("Uptime", "%s", format_timespan(uptime, (uint64_t) int_or_zero(s, "uptimeUSec")));
         for (size_t i = 0; roots && sd_json_variant_is_array(roots) && i < sd_json_variant_elements(roots); i++)
                 print_root(sd_json_variant_by_index(roots, i), i == 0);
-        print_fieldf("Workers", "%" PRIi64 " (%" PRIi64 " busy), %" PRIi64 " jobs queued, %" PRIi64
-                     " requests waiting, %" PRIi64 " connection%s",
+        print_fieldf("Workers", "%" PRIi64 " (%" PRIi64 " busy), %" PRIi64 " jobs queued (%" PRIi64
+                     " checked ahead), %" PRIi64 " requests waiting, %" PRIi64 " connection%s",
                      int_or_zero(s, "workers"), int_or_zero(s, "busyWorkers"), int_or_zero(s, "queuedJobs"),
-                     int_or_zero(s, "pendingRequests"), int_or_zero(s, "connections"),
+                     int_or_zero(s, "checkedAheadJobs"), int_or_zero(s, "pendingRequests"),
+                     int_or_zero(s, "connections"),
                      int_or_zero(s, "connections") == 1 ? "" : "s");
         print_loading(sd_json_variant_by_key(s, "loading"));
         print_counters(sd_json_variant_by_key(s, "counters"));

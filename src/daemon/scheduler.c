@@ -816,6 +816,7 @@ void scheduler_state(Scheduler *s, SchedulerState *ret) {
                 .workers = s->n_workers,
                 .busy = s->n_running,
                 .queued = n > s->n_running ? n - s->n_running : 0,
+                .checked_ahead = s->n_prepared,
         };
 }
 

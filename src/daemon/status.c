@@ -143,6 +143,7 @@ int manager_status(Manager *m, sd_json_variant **ret) {
                         SD_JSON_BUILD_PAIR_UNSIGNED("workers", st.workers),
                         SD_JSON_BUILD_PAIR_UNSIGNED("busyWorkers", st.busy),
                         SD_JSON_BUILD_PAIR_UNSIGNED("queuedJobs", st.queued),
+                        SD_JSON_BUILD_PAIR_UNSIGNED("checkedAheadJobs", st.checked_ahead),
                         SD_JSON_BUILD_PAIR_VARIANT("loading", loading),
                         SD_JSON_BUILD_PAIR_UNSIGNED("pendingRequests", m->n_requests),
                         SD_JSON_BUILD_PAIR_UNSIGNED("connections",

@@ -674,7 +674,9 @@ def main():
                 c.send(LOAD, {"name": mod})
                 h.wait_for("%s to be coming" % dep, lambda: h.module_state(dep) == "coming")
                 h.wait_for("modgated to hold %s open" % path, lambda: holds(d, path))
+                st = h.ok(d.call(M + "Status"))
                 assert h.module_state(dep) == "coming", "checked only after %s was live" % dep
+                assert st["checkedAheadJobs"] == 1 and st["queuedJobs"] >= 1, st
                 if change:
                     with open(path, "r+b") as f:
                         f.seek(len(good) // 2)
@@ -697,6 +699,7 @@ def main():
                 assert call["sha256"] == rec["MODGATE_SHA256"] == hashlib.sha256(good).hexdigest(), (call, rec)
             assert h.module_state(dep) == "live"
             assert not holds(d, path), "%s still open after its load" % path
+            assert h.ok(d.call(M + "Status"))["checkedAheadJobs"] == 0
         print("# checked while %s and %s loaded: %s loaded, %s refused after its bytes changed"
               % (ahead[0][1], ahead[1][1], ahead[0][0], ahead[1][0]), flush=True)
         serves_root(d)
