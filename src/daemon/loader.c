@@ -44,21 +44,26 @@ uint64_t realtime_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
 }
 
+/* What the checks and the load found, freed; what the job set is left. */
+static void module_result_free_found(ModuleResult *r) {
+        r->reason = mfree(r->reason);
+        r->backing = mfree(r->backing);
+        modinfo_done(&r->modinfo);
+        r->dm_device = mfree(r->dm_device);
+        r->dm_target = mfree(r->dm_target);
+        r->verity_root_hash = mfree(r->verity_root_hash);
+        r->fsverity_digest = mfree(r->fsverity_digest);
+}
+
 void module_result_done(ModuleResult *r) {
         free(r->name);
         free(r->path);
         free(r->parameters);
-        free(r->reason);
         free(r->command);
         free(r->alias_key);
         free(r->required_by);
         free(r->options_source);
-        free(r->backing);
-        modinfo_done(&r->modinfo);
-        free(r->dm_device);
-        free(r->dm_target);
-        free(r->verity_root_hash);
-        free(r->fsverity_digest);
+        module_result_free_found(r);
         *r = (ModuleResult) {};
 }
 
@@ -370,16 +375,22 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
 
 /* The kernel loads a module under the name in its file, whatever the file is called: it must be
  * the name the index resolved, or the record would say one module and the kernel load another.
- * The signature for the record comes with it, from the same decompression. */
-static int check_name(int fd, ModuleResult *r) {
+ * The signature for the record comes with it, from the same decompression; or from known, what
+ * the same bytes said when they were read before (taken). */
+static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         int q;
 
-        q = modinfo_from_fd(fd, r->alias_key, &r->modinfo);
-        if (q == -ENOMEM)
-                return q;
-        if (q < 0)
-                return module_result_set(r, OUTCOME_FAILED, ENOEXEC, "cannot read the module's information: %s",
-                                         strerrordesc_np(-q));
+        if (known) {
+                r->modinfo = *known;
+                *known = (ModInfo) {};
+        } else {
+                q = modinfo_from_fd(fd, r->alias_key, &r->modinfo);
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        return module_result_set(r, OUTCOME_FAILED, ENOEXEC,
+                                                 "cannot read the module's information: %s", strerrordesc_np(-q));
+        }
         r->have_modinfo = true;
         if (r->modinfo.name && !module_name_equal(r->modinfo.name, r->name))
                 return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
@@ -399,7 +410,7 @@ static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, M
         if (q < 0 || r->reason)
                 return q;
 
-        return check_name(fd, r);
+        return check_name(fd, r, NULL);
 }
 
 /* Every record of an opened file says which bytes it was, whatever the decision: hashed here from the
@@ -421,15 +432,13 @@ static int hash_file(int fd, ModuleResult *r) {
         return 0;
 }
 
-/* Every check of loader_load(); *ret_fd the checked file when r has no reason after. */
-static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
-        _cleanup_close_ int fd = -EBADF;
+/* The trusted root r->path lies beneath, pinned and unchanged; else r has the reason. */
+static int pinned_root(const LoadContext *ctx, ModuleResult *r, TrustedRoot **ret_root, const char **ret_rel) {
         TrustedRoot *root;
-        const char *rel = NULL;
         int q;
 
         r->outcome = OUTCOME_FAILED;
-        root = find_root(ctx, r->path, &rel);
+        root = find_root(ctx, r->path, ret_rel);
         if (!root)
                 return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
         q = trusted_root_pin(root, loader_verify_root, (void *) ctx);
@@ -441,6 +450,20 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
         if (root->changed)
                 return module_result_set(r, OUTCOME_DENIED, ESTALE, "trusted root %s is not what it was when first "
                                          "pinned this boot (%s)", root->path, root->changed);
+        *ret_root = root;
+        return 0;
+}
+
+/* Every check of loader_load(); *ret_fd the checked file when r has no reason after. */
+static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        TrustedRoot *root;
+        const char *rel = NULL;
+        int q;
+
+        q = pinned_root(ctx, r, &root, &rel);
+        if (q < 0 || r->reason)
+                return q;
 
         /* Leaving the root, and a socket (ENXIO), are verdicts on the file; anything else is not. */
         fd = trusted_root_open_file(root, rel);
@@ -472,14 +495,7 @@ void loader_prepared_done(LoaderPrepared *p) {
 /* Back to what the job set: everything a check found is found again at the load. What the job set
  * (name, path, parameters...) is not touched: the event loop reads it while the job is on a worker. */
 static void module_result_forget_checks(ModuleResult *r) {
-        free(r->reason);
-        free(r->backing);
-        modinfo_done(&r->modinfo);
-        free(r->dm_device);
-        free(r->dm_target);
-        free(r->verity_root_hash);
-        free(r->fsverity_digest);
-        r->reason = r->backing = r->dm_device = r->dm_target = r->verity_root_hash = r->fsverity_digest = NULL;
+        module_result_free_found(r);
         r->outcome = OUTCOME_LOADED;
         r->error = 0;
         r->cached = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo = false;
@@ -520,21 +536,12 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
 static int recheck_prepared(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *p) {
         TrustedRoot *root;
         const char *rel = NULL;
+        bool same;
         int q;
 
-        r->outcome = OUTCOME_FAILED;
-        root = find_root(ctx, r->path, &rel);
-        if (!root)
-                return module_result_set(r, OUTCOME_DENIED, EXDEV, "file is not beneath a trusted root");
-        q = trusted_root_pin(root, loader_verify_root, (void *) ctx);
-        if (q == -ENOMEM)
+        q = pinned_root(ctx, r, &root, &rel);
+        if (q < 0 || r->reason)
                 return q;
-        if (q < 0)
-                return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s cannot be pinned: %s", root->path,
-                                         strerrordesc_np(-q) ?: "unknown error");
-        if (root->changed)
-                return module_result_set(r, OUTCOME_DENIED, ESTALE, "trusted root %s is not what it was when first "
-                                         "pinned this boot (%s)", root->path, root->changed);
 
         q = check_origin(ctx, root, p->fd, r);
         if (q < 0 || r->reason)
@@ -545,16 +552,8 @@ static int recheck_prepared(const LoadContext *ctx, ModuleResult *r, LoaderPrepa
         q = hash_file(p->fd, r);
         if (q < 0 || r->reason)
                 return q;
-        if (!r->have_sha256 || memcmp(r->sha256, p->sha256, SHA256_DIGEST_SIZE) != 0)
-                return check_name(p->fd, r);
-
-        r->modinfo = p->modinfo;
-        p->modinfo = (ModInfo) {};
-        r->have_modinfo = true;
-        if (r->modinfo.name && !module_name_equal(r->modinfo.name, r->name))
-                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
-                                         r->modinfo.name, r->name);
-        return 0;
+        same = r->have_sha256 && memcmp(r->sha256, p->sha256, SHA256_DIGEST_SIZE) == 0;
+        return check_name(p->fd, r, same ? &p->modinfo : NULL);
 }
 
 int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *p) {

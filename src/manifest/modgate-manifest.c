@@ -51,11 +51,6 @@ typedef struct Walk {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
-static void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 /* A copy for messages, with control characters shown as '?': file names may hold any byte. */
 static const char *printable(const char *s) {
         static char buf[MANIFEST_PATH_MAX + 1];

@@ -29,6 +29,12 @@
 #define TAKE_PTR(ptr) TAKE_GENERIC(ptr, typeof(ptr), NULL)
 #define TAKE_FD(fd) TAKE_GENERIC(fd, int, -EBADF)
 
+/* free(p), for p = mfree(p). */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }

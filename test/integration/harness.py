@@ -70,7 +70,18 @@ class Varlink:
     def __init__(self, address, timeout=30):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        self.sock.connect(address)
+        # With a timeout the socket is non-blocking, and connect() to a listening AF_UNIX socket whose
+        # backlog is full fails with EAGAIN where a blocking connect() waits for room: wait so.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock.connect(address)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    self.sock.close()
+                    raise
+                time.sleep(0.005)
         self.buf = b""
 
     def call(self, method, parameters=None, raw=None):
