@@ -87,6 +87,7 @@ int manager_new(Manager **ret) {
                 return r;
         m->started_usec = now_usec();
         m->running_fd = -EBADF;
+        m->seal.sysctl_fd = -EBADF;
         m->summary_since_usec = now_usec();
         r = sd_event_add_time_relative(m->event, &m->summary_timer, CLOCK_MONOTONIC, CHATTER_WINDOW_USEC,
                                        USEC_PER_SEC, on_summary_timer, m);
