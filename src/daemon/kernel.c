@@ -208,6 +208,25 @@ int kernel_modules_disabled(void) {
         return strcmp(buf, "1") == 0;
 }
 
+int kernel_modules_disabled_open(void) {
+        int fd = open(MODULES_DISABLED, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+        return fd < 0 ? negative_errno() : fd;
+}
+
+int kernel_modules_disabled_at(int fd) {
+        char buf[16];
+        ssize_t n;
+
+        /* A sysctl file prints the value as it is now at every read from offset 0. */
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        return strcmp(buf, "1") == 0;
+}
+
 int kernel_disable_modules(void) {
         _cleanup_close_ int fd = -EBADF;
         ssize_t n;

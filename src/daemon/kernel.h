@@ -57,6 +57,11 @@ int kernel_module_taint(const char *name, char *buf, size_t size);
 /* kernel.modules_disabled: 1 once the kernel is sealed. Returns 1 or 0; 0 too for a kernel without
  * module support (no such sysctl); or -errno. */
 int kernel_modules_disabled(void);
+/* The same sysctl kept open, for a daemon that reads it at every request: the fd, or -errno (-ENOENT
+ * for a kernel without module support). */
+int kernel_modules_disabled_open(void);
+/* Reads it through that fd. Returns 1 or 0, or -errno. */
+int kernel_modules_disabled_at(int fd);
 
 /* Seals the kernel: writes 1 to kernel.modules_disabled, after which finit_module(2) and
  * delete_module(2) fail with EPERM for everyone until reboot, and reads it back. Returns 0 or -errno

@@ -58,7 +58,10 @@ int manager_new(Manager **ret) {
                 return -ENOMEM;
         config_init_defaults(&m->config);
 
-        r = sd_event_default(&m->event);
+        /* A loop of its own rather than the thread's default one: sd_event_prepare() checks with a
+         * gettid() at every iteration that a default loop runs in the thread that made it, four system
+         * calls a request. Nothing here asks for the default loop, and no worker touches this one. */
+        r = sd_event_new(&m->event);
         if (r < 0)
                 return r;
 
@@ -84,6 +87,7 @@ int manager_new(Manager **ret) {
                 return r;
         m->started_usec = now_usec();
         m->running_fd = -EBADF;
+        m->seal.sysctl_fd = -EBADF;
         m->summary_since_usec = now_usec();
         r = sd_event_add_time_relative(m->event, &m->summary_timer, CLOCK_MONOTONIC, CHATTER_WINDOW_USEC,
                                        USEC_PER_SEC, on_summary_timer, m);

@@ -27,12 +27,15 @@
 #define PLAN_MODULES_MAX 1024
 /* Plans are cached per key; a client sending ever new modaliases only makes the cache start over. */
 #define PLAN_CACHE_MAX 4096
+/* Module objects kept: the index and modprobe.d name them all, so this is only a bound. */
+#define MODULES_KEPT_MAX 16384
 
 struct Resolver {
         struct kmod_ctx *ctx;
         char *dirname;          /* the trusted root, as paths in plans name it */
         char *index_dir;        /* where libkmod reads the index: the pinned root's fd, /proc/self/fd/N */
         Hashmap *plans;
+        Hashmap *modules;       /* name → struct kmod_module of ctx, a reference kept as long as ctx */
         unsigned generation;
         int watch_fd;           /* inotify on the index and modprobe.d directories; -1: stat them instead */
         int index_wd;
@@ -42,7 +45,7 @@ struct Resolver {
 };
 
 typedef struct Builder {
-        const Resolver *resolver;
+        Resolver *resolver;
         Plan *plan;
         const char *stack[RESOLVE_DEPTH_MAX];
         unsigned depth;
@@ -90,6 +93,10 @@ Plan *plan_free(Plan *p) {
 
 static void plan_free_void(void *p) {
         plan_free(p);
+}
+
+static void module_unref_void(void *p) {
+        kmod_module_unref(p);
 }
 
 static void kmod_log(void *data, int priority, const char *file, int line, const char *fn,
@@ -223,7 +230,8 @@ int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
         r->dirname = strdup(dirname);
         r->index_dir = strdup(index_dir ?: dirname);
         r->plans = hashmap_new(plan_free_void);
-        if (!r->dirname || !r->index_dir || !r->plans)
+        r->modules = hashmap_new(module_unref_void);
+        if (!r->dirname || !r->index_dir || !r->plans || !r->modules)
                 return -ENOMEM;
 
         r->watch_fd = -EBADF;
@@ -242,6 +250,7 @@ int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
 Resolver *resolver_free(Resolver *r) {
         if (!r)
                 return NULL;
+        hashmap_free(r->modules);
         kmod_unref(r->ctx);
         safe_close(r->watch_fd);
         hashmap_free(r->plans);
@@ -266,6 +275,7 @@ int resolver_reload(Resolver *r) {
         q = context_new(r->index_dir, &ctx);
         if (q < 0)
                 return q;
+        hashmap_clear(r->modules);
         kmod_unref(r->ctx);
         r->ctx = ctx;
         hashmap_clear(r->plans);
@@ -376,7 +386,9 @@ int plan_needed_by(const Plan *p, size_t i, char **ret) {
         return 0;
 }
 
-static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, Role role, ModuleSpec **ret) {
+/* kept: mod's object by name, which has its line of modules.dep parsed (see resolver_module()). */
+static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, struct kmod_module *kept, Role role,
+                       ModuleSpec **ret) {
         ModuleSpec *a, *s;
 
         if (p->n_specs >= PLAN_MODULES_MAX)
@@ -389,7 +401,7 @@ static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, Role
         *s = (ModuleSpec) { .role = role };
 
         if (strdup_or_null(kmod_module_get_name(mod), &s->name) < 0 || !s->name ||
-            module_path(r, mod, &s->path) < 0 ||
+            module_path(r, kept, &s->path) < 0 ||
             strdup_or_null(kmod_module_get_options(mod), &s->options) < 0 ||
             strdup_or_null(kmod_module_get_install_commands(mod), &s->install_command) < 0) {
                 free(s->name);
@@ -464,9 +476,37 @@ static int add_list(Builder *b, struct kmod_list *list, Role role, size_t **a, s
         return 0;
 }
 
+/* libkmod parses a module's line of modules.dep once per module object, and makes the object of each
+ * dependency there with kmod_module_new_from_path(), which stat()s its file; an object lives as long
+ * as a reference to it does, and one found by alias is another object than the one by name. So each
+ * plan stat()ed every dependency of every module in it again: ten stats for a first lookup. The
+ * objects by name are kept for as long as the context is (resolver_reload() drops both together):
+ * what the plans of different keys share (usbcore, snd) is parsed, and its dependencies stat()ed,
+ * once. The stat is no check of modgate's: the loader opens each file beneath the pinned root and
+ * checks that fd. The line, and so the path and the dependencies, is the index's for the name, the
+ * same for both objects; the options are not (libkmod adds those of "options ALIAS"), so they are
+ * still taken from the object the lookup gave. Returns a reference to that object, or to mod when it
+ * cannot be kept. */
+static struct kmod_module *resolver_module(Resolver *r, struct kmod_module *mod) {
+        const char *name = kmod_module_get_name(mod);
+        struct kmod_module *kept;
+
+        kept = hashmap_get(r->modules, name);
+        if (kept)
+                return kmod_module_ref(kept);
+        if (kmod_module_new_from_name(r->ctx, name, &kept) < 0)
+                return kmod_module_ref(mod);
+        if (hashmap_size(r->modules) >= MODULES_KEPT_MAX)
+                hashmap_clear(r->modules);
+        if (hashmap_put(r->modules, name, kept) < 0)
+                return kept;
+        return kmod_module_ref(kept);
+}
+
 /* Softdep pre: and hard dependencies come first, then the module, then softdep post:. */
 static int add_module(Builder *b, struct kmod_module *mod, Role role, ssize_t *ret_index) {
         _cleanup_(kmod_module_unref_listp) struct kmod_list *deps = NULL, *pre = NULL, *post = NULL;
+        _cleanup_(kmod_module_unrefp) struct kmod_module *kept = NULL;
         size_t *requires = NULL, *after = NULL, n_requires = 0, n_after = 0;
         const char *name = kmod_module_get_name(mod);
         ModuleSpec *s;
@@ -485,14 +525,15 @@ static int add_module(Builder *b, struct kmod_module *mod, Role role, ssize_t *r
                 return -ELOOP;
         b->stack[b->depth++] = name;
 
+        kept = resolver_module(b->resolver, mod);
         (void) kmod_module_get_softdeps(mod, &pre, &post);
-        deps = kmod_module_get_dependencies(mod);
+        deps = kmod_module_get_dependencies(kept);
 
         r = add_list(b, pre, ROLE_SOFTDEP_PRE, &after, &n_after, true);
         if (r >= 0)
                 r = add_list(b, deps, ROLE_DEPENDENCY, &requires, &n_requires, false);
         if (r >= 0)
-                r = plan_append(b->resolver, b->plan, mod, role, &s);
+                r = plan_append(b->resolver, b->plan, mod, kept, role, &s);
         if (r < 0) {
                 free(requires);
                 free(after);

@@ -82,10 +82,22 @@ static void seal_load_time(Manager *m) {
         m->seal.sealed_usec = t;
 }
 
+/* The sysctl as it reads now. A kernel without module support has none, and cannot gain one while it
+ * runs (CONFIG_MODULES is built in or not): nothing to read then, ever. */
+static int seal_read_sysctl(Manager *m) {
+        if (m->seal.sysctl_fd >= 0)
+                return kernel_modules_disabled_at(m->seal.sysctl_fd);
+        if (m->seal.sysctl_fd == -ENOENT)
+                return 0;
+        return kernel_modules_disabled();
+}
+
 bool seal_startup(Manager *m) {
         int r;
 
-        r = kernel_modules_disabled();
+        /* Kept open: a Load reads it then with one pread() instead of an open, a read and a close. */
+        m->seal.sysctl_fd = kernel_modules_disabled_open();
+        r = seal_read_sysctl(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
         m->seal.sealed = r > 0;
@@ -102,7 +114,7 @@ bool seal_refuses(Manager *m) {
 
         if (m->seal.sealed || m->seal.request)
                 return true;
-        r = kernel_modules_disabled();
+        r = seal_read_sysctl(m);
         if (r < 0)
                 log_debug_errno(r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
         if (r <= 0)
@@ -316,4 +328,5 @@ void seal_cancel(Manager *m) {
 
 void seal_done(Manager *m) {
         m->seal.request = seal_request_free(m->seal.request);
+        m->seal.sysctl_fd = safe_close(m->seal.sysctl_fd);
 }

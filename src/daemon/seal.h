@@ -23,6 +23,8 @@ typedef struct SealState {
         bool sealed;            /* kernel.modules_disabled reads 1 */
         uint64_t sealed_usec;   /* when this instance sealed it (CLOCK_REALTIME); 0: found sealed */
         SealRequest *request;   /* a Seal accepted and waiting for loads; requests are refused meanwhile */
+        int sysctl_fd;          /* kernel.modules_disabled, open from the start; -ENOENT: the kernel has
+                                 * none; another -errno: read by its path at every look */
 } SealState;
 
 /* At start: a kernel that is sealed already makes a daemon sealed from the start. Returns whether it

@@ -52,23 +52,28 @@ INSTALL_DEP_MODULE = "pppox"    # install command on a dependency of ...
 INSTALL_DEP_USER = "pppoe"      # ... this one
 REMOVE_MODULE = "vcan"          # remove command: Unload refuses
 FRESH_MODULE = "eql"            # missing from the fresh tree's index until depmod sees it again
+CONF_ALIAS = "mgcc"             # an alias of modprobe.d, with options of its own, for ...
+CONF_ALIAS_MODULE = "tcp_htcp"  # ... this one
 MODPROBE_D = """\
 # modgate integration test: test-requests.py
 softdep ipvlan pre: nlmon post: ifb
 softdep team_mode_broadcast pre: team
 options macvlan mgconf=1
+alias {alias} {alias_module}
+options {alias} mgalias=1
 blacklist e1000
 install {inst} /usr/bin/touch {{pwned}}-install
 install {dep} /usr/bin/touch {{pwned}}-dependency
 remove {rm} /usr/bin/touch {{pwned}}-remove
-""".format(inst=INSTALL_MODULE, dep=INSTALL_DEP_MODULE, rm=REMOVE_MODULE)
+""".format(inst=INSTALL_MODULE, dep=INSTALL_DEP_MODULE, rm=REMOVE_MODULE, alias=CONF_ALIAS,
+           alias_module=CONF_ALIAS_MODULE)
 CMDLINE = "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda1 ro quiet macvlan.mgcmd=2\n"
 
 # Names the cases use by name; the pool of independent modules leaves them out.
 NAMED = {"nlmon", "ifb", "ipvlan", "macvlan", "macvtap", "tap", "e1000", INSTALL_MODULE, INSTALL_DEP_MODULE,
          INSTALL_DEP_USER, REMOVE_MODULE, "dummy", "geneve", "vxlan", "udp_tunnel",
          "ip6_udp_tunnel", "virtio_net", "net_failover", "failover", "bonding", "can_dev", "ppp_generic", "slhc",
-         "at803x", "qcom_phy_lib", "libphy", "team", "team_mode_broadcast"}
+         "at803x", "qcom_phy_lib", "libphy", "team", "team_mode_broadcast", CONF_ALIAS_MODULE}
 
 SLOW_MS = 1000          # a module's init in the daemon where requests must overlap
 PAR_MS = 300            # a module's init in the parallelism cases
@@ -281,8 +286,19 @@ def main():
         print("# macvtap request: macvtap %r, macvlan %r, tap %r"
               % (recs["macvtap"]["params"], recs["macvlan"]["params"], recs["tap"]["params"]))
 
+        # "options ALIAS" is for a request by that alias, as modprobe reads it, also once a request by
+        # the module's name came first (the daemon keeps libkmod's object by name), and not for that one.
+        for key, params in ((CONF_ALIAS_MODULE, ""), (CONF_ALIAS, "mgalias=1"), (CONF_ALIAS_MODULE, "")):
+            forget_modules()
+            n = len(main_d.shim_records())
+            p = h.ok(main_d.call(LOAD, {"name": key}))
+            recs = {r["name"]: r for r in h.finit_records(main_d.shim_records()[n:])}
+            assert set(recs) == {CONF_ALIAS_MODULE} and recs[CONF_ALIAS_MODULE]["params"] == params, (key, recs)
+            assert by_name(p["modules"])[CONF_ALIAS_MODULE].get("parameters", "") == params, (key, p)
+
     t.case("3 modprobe.d options, the kernel command line and the request's parameters reach finit_module, "
-           "the request's last and only for the module it names", case_options)
+           "the request's last and only for the module it names; options of an alias for a request by it",
+           case_options)
 
     # --- 4: blacklist ----------------------------------------------------------------------------
 
