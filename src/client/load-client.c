@@ -6,20 +6,12 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <systemd/sd-event.h>
 #include <systemd/sd-varlink.h>
 
 #include "load-client.h"
 #include "load-parameters.h"
 #include "macro.h"
-
-/* Busy (a load of the same module with other parameters or from another file in flight, or too many
- * requests pending) is asked again after a pause that doubles from the first to the longest, within
- * the client's own deadline; without one, for BUSY_RETRY_FOR_USEC. */
-#define BUSY_RETRY_FIRST_USEC (50U * 1000U)
-#define BUSY_RETRY_MAX_USEC (1U * USEC_PER_SEC)
-#define BUSY_RETRY_FOR_USEC (60U * USEC_PER_SEC)
 
 typedef struct Runner Runner;
 
@@ -42,22 +34,6 @@ struct Runner {
         int error;                      /* first failure of the loop itself */
 };
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
-/* The daemon starts its timer when it reads the request, which may sit in the socket while the
- * daemon starts: a quarter of the time is left for that, so that Timeout arrives before our own
- * deadline. */
-uint64_t load_daemon_timeout(uint64_t left_usec) {
-        if (left_usec == USEC_INFINITY)
-                return USEC_INFINITY;
-        return left_usec - left_usec / 4;
-}
-
 bool load_daemon_running(const char *path) {
         _cleanup_close_ int fd = -EBADF;
 
@@ -67,16 +43,6 @@ bool load_daemon_running(const char *path) {
         if (flock(fd, LOCK_EX | LOCK_NB) >= 0)
                 return false;   /* nobody holds it; closing the fd lets go */
         return errno == EWOULDBLOCK;
-}
-
-static void request_set(LoadRequest *req, LoadVerdict verdict, int error, const char *error_id,
-                        const char *detail) {
-        req->verdict = verdict;
-        req->error = error;
-        free(req->error_id);
-        req->error_id = error_id ? strdup(error_id) : NULL;
-        free(req->detail);
-        req->detail = detail ? strdup(detail) : NULL;
 }
 
 static void runner_start_more(Runner *run);
@@ -107,15 +73,11 @@ static int on_retry(sd_event_source *source, uint64_t usec, void *userdata) {
 
 /* After Busy: when to ask again, or 0 when there is no time left for it. */
 static uint64_t busy_retry_at(Slot *s) {
-        uint64_t now = now_usec(), pause = BUSY_RETRY_FIRST_USEC, until;
+        uint64_t now = now_usec();
 
         if (s->busy++ == 0)
                 s->first_busy = now;
-        for (unsigned i = 1; i < s->busy && pause < BUSY_RETRY_MAX_USEC; i++)
-                pause *= 2;
-        pause = MIN(pause, (uint64_t) BUSY_RETRY_MAX_USEC);
-        until = s->runner->deadline != USEC_INFINITY ? s->runner->deadline : s->first_busy + BUSY_RETRY_FOR_USEC;
-        return now + pause < until ? now + pause : 0;
+        return load_busy_retry_at(s->busy, s->first_busy, now, s->runner->deadline);
 }
 
 /* Keeps the slot running, its connection closed, until the retry timer asks again. Returns 1 when
@@ -133,9 +95,10 @@ static int slot_retry_busy(Slot *s) {
 
 static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *error_id,
                     sd_varlink_reply_flags_t flags, void *userdata) {
+        _cleanup_(json_freep) JsonValue *params = NULL;
         Slot *s = userdata;
         LoadRequest *req = s->req;
-        int r;
+        int r = 0;
 
         (void) link;
         (void) flags;
@@ -148,14 +111,20 @@ static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *e
                         s->runner->error = r;
         }
 
-        req->verdict = load_verdict_from_reply(error_id, parameters);
-        req->error = req->verdict == LOAD_VERDICT_UNREACHABLE ? -ECONNRESET : 0;
-        if (error_id) {
-                req->error_id = strdup(error_id);
-                if (!req->error_id && s->runner->error == 0)
-                        s->runner->error = -ENOMEM;
+        /* The answer is read by the same code as the plain client's (load-reply.c), from its text;
+         * parameters that it does not take (nested deeper than it goes) count as none. */
+        r = 0;
+        if (parameters) {
+                _cleanup_free_ char *text = NULL;
+
+                r = sd_json_variant_format(parameters, 0, &text);
+                if (r >= 0)
+                        r = json_parse(text, strlen(text), &params, NULL);
+                if (r < 0 && r != -ENOMEM)
+                        r = 0;
         }
-        r = load_reply_describe(error_id, parameters, &req->detail, &req->n_loaded);
+        if (r >= 0)
+                r = load_result_from_reply(&req->result, error_id, params);
         if (r < 0 && s->runner->error == 0)
                 s->runner->error = r;
 
@@ -203,7 +172,7 @@ static int request_refuse(LoadRequest *req, const LoadRefusal *f) {
         r = load_refusal_describe(f, &detail);
         if (r < 0)
                 return r;
-        request_set(req, LOAD_VERDICT_INVALID, 0, f->error, detail);
+        (void) load_result_set(&req->result, LOAD_VERDICT_INVALID, 0, f->error, detail);
         return 0;
 }
 
@@ -220,7 +189,7 @@ static int slot_start(Slot *s) {
                 uint64_t now = now_usec();
 
                 if (now >= s->runner->deadline) {
-                        request_set(req, LOAD_VERDICT_NO_REPLY, 0, NULL, "not sent: no time was left");
+                        (void) load_result_set(&req->result, LOAD_VERDICT_NO_REPLY, 0, NULL, "not sent: no time was left");
                         return 0;
                 }
                 left = s->runner->deadline - now;
@@ -235,7 +204,7 @@ static int slot_start(Slot *s) {
 
         r = sd_varlink_connect_address(&s->link, o->address ?: MODGATE_VARLINK_ADDRESS);
         if (r < 0) {
-                request_set(req, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not connect to modgated");
+                (void) load_result_set(&req->result, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not connect to modgated");
                 return 0;
         }
 
@@ -252,7 +221,7 @@ static int slot_start(Slot *s) {
                 return r;
         r = sd_varlink_invoke(s->link, "io.modgate.Manager.Load", params);
         if (r < 0) {
-                request_set(req, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not send the request");
+                (void) load_result_set(&req->result, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not send the request");
                 s->link = sd_varlink_close_unref(s->link);
                 return 0;
         }
@@ -292,7 +261,7 @@ static int on_start_timeout(sd_event_source *source, uint64_t usec, void *userda
                         continue;
                 s->link = sd_varlink_close_unref(s->link);
                 s->retry = sd_event_source_disable_unref(s->retry);
-                request_set(s->req, LOAD_VERDICT_NO_REPLY, 0, NULL, detail);
+                (void) load_result_set(&s->req->result, LOAD_VERDICT_NO_REPLY, 0, NULL, detail);
                 run->running--;
         }
         run->next = run->n;
@@ -310,7 +279,7 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
         int r;
 
         for (size_t i = 0; i < n; i++)
-                request_set(reqs + i, LOAD_VERDICT_NO_REPLY, 0, NULL, NULL);
+                (void) load_result_set(&reqs[i].result, LOAD_VERDICT_NO_REPLY, 0, NULL, NULL);
         if (n == 0)
                 return 0;
 
@@ -352,19 +321,14 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
 
         /* Every request has words for its log line, even when they could not be allocated above. */
         for (size_t i = 0; i < n && run.error == 0; i++)
-                if (!reqs[i].detail) {
-                        reqs[i].detail = strdup(load_verdict_to_string(reqs[i].verdict));
-                        if (!reqs[i].detail)
-                                run.error = -ENOMEM;
-                }
+                if (!reqs[i].result.detail)
+                        run.error = load_result_set(&reqs[i].result, reqs[i].result.verdict, reqs[i].result.error,
+                                                    NULL, NULL);
 
         return run.error;
 }
 
 void load_requests_done(LoadRequest *reqs, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(reqs[i].error_id);
-                free(reqs[i].detail);
-                reqs[i].error_id = reqs[i].detail = NULL;
-        }
+        for (size_t i = 0; i < n; i++)
+                load_result_done(&reqs[i].result);
 }

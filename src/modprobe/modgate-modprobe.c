@@ -192,19 +192,19 @@ static const char *escape_name(const char *name, char *buf, size_t size) {
 }
 
 static int report(const LoadRequest *req, const char *name) {
-        switch (req->verdict) {
+        switch (req->result.verdict) {
         case LOAD_VERDICT_LOADED:
-                log_debug(TAG "%s: %s.", name, req->detail);
+                log_debug(TAG "%s: %s.", name, req->result.detail);
                 return 0;
         case LOAD_VERDICT_NOT_FOUND:
         case LOAD_VERDICT_BLACKLISTED:
-                (void) log_full_errno(arg_quiet ? LOG_DEBUG : LOG_ERR, ENOENT, TAG "%s: %s.", name, req->detail);
+                (void) log_full_errno(arg_quiet ? LOG_DEBUG : LOG_ERR, ENOENT, TAG "%s: %s.", name, req->result.detail);
                 return -ENOENT;
         case LOAD_VERDICT_UNREACHABLE:
-                return log_error_errno(req->error ?: ECONNRESET, TAG "%s: %s (%s): %m", name, req->detail,
+                return log_error_errno(req->result.error ?: ECONNRESET, TAG "%s: %s (%s): %m", name, req->result.detail,
                                        arg_address ?: MODGATE_VARLINK_ADDRESS);
         default:
-                return log_error_errno(EIO, TAG "%s: %s.", name, req->detail);
+                return log_error_errno(EIO, TAG "%s: %s.", name, req->result.detail);
         }
 }
 
