@@ -147,9 +147,18 @@ static int simple_escape(Parser *ps, char e, char *ret) {
         return 0;
 }
 
+/* The bytes up to the quote that closes the string at p (or to the end), skipping escaped ones. */
+static size_t string_extent(const char *p, const char *end) {
+        const char *q = p;
+
+        while (q < end && *q != '"')
+                q += *q == '\\' && q + 1 < end ? 2 : 1;
+        return (size_t) (q - p);
+}
+
 /* A string, after its opening quote. Decoded, it is never longer than its text. */
 static int parse_string(Parser *ps, char **ret) {
-        _cleanup_free_ char *s = malloc((size_t) (ps->end - ps->p) + 1);
+        _cleanup_free_ char *s = malloc(string_extent(ps->p, ps->end) + 1);
         size_t len = 0, n;
         int r;
 
@@ -232,6 +241,7 @@ static int parse_value(Parser *ps, JsonValue *v);
 /* Members or elements, after the opening bracket, up to and including the closing one. */
 static int parse_container(Parser *ps, JsonValue *v, char close) {
         bool object = close == '}';
+        size_t cap = 0;
         int r;
 
         v->type = object ? JSON_OBJECT : JSON_ARRAY;
@@ -244,21 +254,25 @@ static int parse_container(Parser *ps, JsonValue *v, char close) {
                 return 0;
         }
         for (;;) {
-                JsonValue *items;
+                if (v->n == cap) {
+                        JsonValue *items;
 
-                items = reallocarray(v->items, v->n + 1, sizeof(JsonValue));
-                if (!items)
-                        return -ENOMEM;
-                v->items = items;
-                v->items[v->n] = (JsonValue) {};
-                if (object) {
-                        char **keys = reallocarray(v->keys, v->n + 1, sizeof(char *));
-
-                        if (!keys)
+                        cap = MAX(cap * 2, (size_t) 4);
+                        items = reallocarray(v->items, cap, sizeof(JsonValue));
+                        if (!items)
                                 return -ENOMEM;
-                        v->keys = keys;
-                        v->keys[v->n] = NULL;
+                        v->items = items;
+                        if (object) {
+                                char **keys = reallocarray(v->keys, cap, sizeof(char *));
+
+                                if (!keys)
+                                        return -ENOMEM;
+                                v->keys = keys;
+                        }
                 }
+                v->items[v->n] = (JsonValue) {};
+                if (object)
+                        v->keys[v->n] = NULL;
                 v->n++;
 
                 if (object) {

@@ -5,12 +5,21 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "json-plain.h"
 #include "load-plain.h"
 #include "macro.h"
 #include "tests.h"
 #include "varlink-plain.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define SANITIZED 1
+#elif defined(__has_feature)
+#  define SANITIZED __has_feature(address_sanitizer)
+#else
+#  define SANITIZED 0
+#endif
 
 static char *written(const char *s, int *ret_error) {
         JsonWriter w = {};
@@ -145,6 +154,37 @@ TEST(parser_depth) {
         memset(deep + JSON_DEPTH_MAX + 1, ']', JSON_DEPTH_MAX + 1);
         check(parsed(deep, &reason) == -ELOOP);
         check_streq(reason, "nested too deeply");
+}
+
+/* A reply near the size cap made of many small strings: each costs its own size, not the rest of
+ * the input's (with which 100,000 strings in half a MiB asked for tens of GiB). */
+TEST(parser_many_strings) {
+        _cleanup_(json_freep) JsonValue *v = NULL;
+        size_t n = 100000, len = 0;
+        _cleanup_free_ char *text = malloc(n * 5 + 2);
+        int r;
+
+        check(text);
+        text[len++] = '[';
+        for (size_t i = 0; i < n; i++)
+                len += (size_t) sprintf(text + len, "%s\"a\"", i > 0 ? "," : "");
+        text[len++] = ']';
+        /* Untouched allocations cost no memory: only a cap on the address space shows them. The
+         * sanitizers reserve terabytes of it for themselves. */
+#if !SANITIZED
+        struct rlimit old, cap;
+
+        check(getrlimit(RLIMIT_AS, &old) == 0);
+        cap = (struct rlimit) { .rlim_cur = 1024UL * 1024 * 1024, .rlim_max = old.rlim_max };
+        check(setrlimit(RLIMIT_AS, &cap) == 0);
+#endif
+        r = json_parse(text, len, &v, NULL);
+#if !SANITIZED
+        check(setrlimit(RLIMIT_AS, &old) == 0);
+#endif
+        check(r == 0);
+        check(json_elements(v) == n);
+        check_streq(json_string(json_by_index(v, n - 1)), "a");
 }
 
 TEST(parser_tree) {
@@ -285,6 +325,7 @@ int main(void) {
         RUN(parser_accepts);
         RUN(parser_refuses);
         RUN(parser_depth);
+        RUN(parser_many_strings);
         RUN(parser_tree);
         RUN(reply);
         RUN(frame);
