@@ -9,9 +9,10 @@
 #include "load-parameters.h"
 #include "load-reply.h"
 
-/* The client side of io.modgate.Manager.Load, shared by the small programs that forward requests to
- * modgated (modgate-udev, modgate-modprobe, modgate-modules-load). They are started often and must
- * start fast: no libkmod, no configuration, one sd-event loop, requests in parallel. */
+/* The client side of io.modgate.Manager.Load over sd-varlink, for modgate-modprobe and
+ * modgate-modules-load. They are started often and must start fast: no libkmod, no configuration,
+ * one sd-event loop, requests in parallel. modgate-udev, started once per device event, asks the
+ * same way with libc alone (load-plain.h); both read the answers with load-reply.h. */
 
 typedef struct LoadRequest {
         /* Exactly one of name and modalias. Borrowed, as is context (may be NULL). */

@@ -35,6 +35,6 @@ int plain_request_message(const PlainRequest *req, uint64_t daemon_timeout, char
                           LoadRefusal *ret_refusal);
 
 /* Sends every request and waits for the answers or the deadline, as load_requests_run() does.
- * Returns 0 (each outcome is in its request) or -ENOMEM. Does not log. */
+ * Returns 0 (each outcome is in its request), or -ENOMEM or poll()'s -errno. Does not log. */
 int plain_requests_run(const PlainOptions *o, PlainRequest *reqs, size_t n);
 void plain_requests_done(PlainRequest *reqs, size_t n);
