@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,20 +28,8 @@ struct Runner {
         Slot *slots;
         size_t n, next, running;
         uint64_t deadline;              /* CLOCK_MONOTONIC, or USEC_INFINITY */
-        sd_event_source *start_timer;   /* gives up on a daemon that does not start */
         int error;                      /* first failure of the loop itself */
 };
-
-bool load_daemon_running(const char *path) {
-        _cleanup_close_ int fd = -EBADF;
-
-        fd = open(path ?: MODGATED_RUNNING_LOCK, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (fd < 0)
-                return false;
-        if (flock(fd, LOCK_EX | LOCK_NB) >= 0)
-                return false;   /* nobody holds it; closing the fd lets go */
-        return errno == EWOULDBLOCK;
-}
 
 static void runner_start_more(Runner *run);
 
@@ -244,30 +230,6 @@ static void runner_start_more(Runner *run) {
                 (void) sd_event_exit(run->event, 0);
 }
 
-/* The daemon was not running when the run started and still is not: every request still waiting gets
- * no answer, and the run ends. */
-static int on_start_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
-        Runner *run = userdata;
-        char detail[128];
-
-        if (load_daemon_running(run->options->running_lock))
-                return 0;
-        snprintf(detail, sizeof(detail), "modgated was not running and did not start within %llu ms",
-                 (unsigned long long) (run->options->start_timeout_usec / 1000));
-        for (size_t i = 0; i < run->n; i++) {
-                Slot *s = run->slots + i;
-
-                if (!s->link && !s->retry)
-                        continue;
-                s->link = sd_varlink_close_unref(s->link);
-                s->retry = sd_event_source_disable_unref(s->retry);
-                (void) load_result_set(&s->req->result, LOAD_VERDICT_NO_REPLY, 0, NULL, detail);
-                run->running--;
-        }
-        run->next = run->n;
-        return sd_event_exit(run->event, 0);
-}
-
 int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_free_ Slot *slots = NULL;
@@ -298,13 +260,6 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
                 return r;
         run.event = event;
 
-        if (o->start_timeout_usec > 0 && !load_daemon_running(o->running_lock)) {
-                r = sd_event_add_time_relative(event, &run.start_timer, CLOCK_MONOTONIC, o->start_timeout_usec,
-                                               10 * 1000, on_start_timeout, &run);
-                if (r < 0)
-                        return r;
-        }
-
         runner_start_more(&run);
         if (run.running > 0) {
                 r = sd_event_loop(event);
@@ -312,7 +267,6 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
                         run.error = r;
         }
 
-        run.start_timer = sd_event_source_disable_unref(run.start_timer);
         /* Only after a failure of the loop itself can connections still be open. */
         for (size_t i = 0; i < n; i++) {
                 slots[i].link = sd_varlink_close_unref(slots[i].link);

@@ -23,23 +23,11 @@ typedef struct LoadRequest {
         LoadResult result;              /* set by load_requests_run() */
 } LoadRequest;
 
-/* What a running modgated holds share-locked (its RuntimeDirectory= and RUNTIME_LOCK). */
-#define MODGATED_RUNNING_LOCK "/run/modgated/running"
-
 typedef struct LoadOptions {
         const char *address;            /* NULL for MODGATE_VARLINK_ADDRESS */
         uint64_t timeout_usec;          /* for the whole run; USEC_INFINITY to wait as long as it takes */
         unsigned max_parallel;          /* connections at once; 0 for 1 */
-        /* When not 0: a daemon that is not running when the run starts (running_lock, NULL for
-         * MODGATED_RUNNING_LOCK, is not locked) and has not started this long after is given up on:
-         * LOAD_VERDICT_NO_REPLY. Its socket waits for the service manager to start it, which never
-         * happens while the service manager itself waits for this request. */
-        uint64_t start_timeout_usec;
-        const char *running_lock;
 } LoadOptions;
-
-/* Whether a modgated holds path (NULL: MODGATED_RUNNING_LOCK) share-locked. */
-bool load_daemon_running(const char *path);
 
 /* Sends every request and waits for the answers or the deadline. A request that the daemon would
  * refuse as invalid (load_parameters_parse()) is not sent: it gets LOAD_VERDICT_INVALID and the

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 
 #include "load-plain.h"
 #include "macro.h"
@@ -75,6 +77,17 @@ int plain_request_message(const PlainRequest *req, uint64_t daemon_timeout, char
         return json_writer_finish(&w, ret, ret_len);
 }
 
+bool load_daemon_running(const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = open(path ?: MODGATED_RUNNING_LOCK, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return false;
+        if (flock(fd, LOCK_EX | LOCK_NB) >= 0)
+                return false;   /* nobody holds it; closing the fd lets go */
+        return errno == EWOULDBLOCK;
+}
+
 typedef struct Call {
         PlainRequest *req;
         VarlinkConn conn;               /* fd < 0 when not connected */
@@ -88,6 +101,7 @@ typedef struct Run {
         Call *calls;
         size_t n, next, active;
         uint64_t deadline;              /* CLOCK_MONOTONIC, or USEC_INFINITY */
+        uint64_t start_check;           /* when to give up on a daemon that has not started; 0: never */
 } Run;
 
 static bool call_active(const Call *c) {
@@ -194,7 +208,8 @@ static int run_start_more(Run *run) {
 
 /* What poll() waits for, and how long (ms, -1 for ever). */
 static int run_poll_setup(Run *run, struct pollfd *pfd, Call **polled, size_t max, size_t *ret_n) {
-        uint64_t until = run->deadline, now = now_usec();
+        uint64_t until = run->start_check > 0 ? MIN(run->deadline, run->start_check) : run->deadline;
+        uint64_t now = now_usec();
         size_t k = 0;
 
         for (size_t i = 0; i < run->n; i++) {
@@ -210,6 +225,35 @@ static int run_poll_setup(Run *run, struct pollfd *pfd, Call **polled, size_t ma
         if (until == USEC_INFINITY)
                 return -1;
         return until <= now ? 0 : (int) MIN((until - now + 999) / 1000, (uint64_t) INT32_MAX);
+}
+
+/* The daemon was not running when the run started and still is not: every request still waiting gets
+ * no answer, and the run ends. */
+static int run_check_start(Run *run) {
+        char detail[128];
+
+        if (run->start_check == 0 || now_usec() < run->start_check)
+                return 0;
+        run->start_check = 0;
+        if (load_daemon_running(run->options->running_lock))
+                return 0;
+        snprintf(detail, sizeof(detail), "modgated was not running and did not start within %llu ms",
+                 (unsigned long long) (run->options->start_timeout_usec / 1000));
+        for (size_t i = 0; i < run->n; i++) {
+                Call *c = run->calls + i;
+                int r;
+
+                if (!call_active(c))
+                        continue;
+                varlink_conn_close(&c->conn);
+                c->retry_at = 0;
+                r = load_result_set(&c->req->result, LOAD_VERDICT_NO_REPLY, 0, NULL, detail);
+                if (r < 0)
+                        return r;
+        }
+        run->active = 0;
+        run->next = run->n;
+        return 0;
 }
 
 /* Once the deadline has passed, each call still waiting for its answer gets none. */
@@ -276,6 +320,9 @@ static int run_step(Run *run) {
                 if (r == 0)
                         run->active--;
         }
+        r = run_check_start(run);
+        if (r < 0)
+                return r;
         return run_expire(run);
 }
 
@@ -295,6 +342,9 @@ int plain_requests_run(const PlainOptions *o, PlainRequest *reqs, size_t n) {
         }
         if (n == 0)
                 return 0;
+
+        if (o->start_timeout_usec > 0 && !load_daemon_running(o->running_lock))
+                run.start_check = now_usec() + o->start_timeout_usec;
 
         calls = calloc(n, sizeof(Call));
         if (!calls)

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "load-reply.h"
 #include "request.h"
 
-/* io.modgate.Manager.Load without libsystemd, for modgate-udev, which udevd starts once per device
- * event: what it costs to start is most of what it costs. It asks as load-client.h does (the same
+/* io.modgate.Manager.Load without libsystemd, for modgate-udev and modgate-modprobe, which udevd and
+ * the kernel start once per device event or request_module(): what they cost to start is most of
+ * what they cost. It asks as load-client.h does (the same
  * parameters, the same checks before sending, Busy asked again, the daemon given part of the time
  * left), over varlink-plain.h, with libc only. */
 
@@ -21,11 +23,23 @@ typedef struct PlainRequest {
         LoadResult result;              /* set by plain_requests_run() */
 } PlainRequest;
 
+/* What a running modgated holds share-locked (its RuntimeDirectory= and RUNTIME_LOCK). */
+#define MODGATED_RUNNING_LOCK "/run/modgated/running"
+
 typedef struct PlainOptions {
         const char *address;            /* NULL for MODGATE_VARLINK_ADDRESS */
         uint64_t timeout_usec;          /* for the whole run; USEC_INFINITY to wait as long as it takes */
         unsigned max_parallel;          /* connections at once; 0 for 1 */
+        /* When not 0: a daemon that is not running when the run starts (running_lock, NULL for
+         * MODGATED_RUNNING_LOCK, is not locked) and has not started this long after is given up on:
+         * LOAD_VERDICT_NO_REPLY. Its socket waits for the service manager to start it, which never
+         * happens while the service manager itself waits for this request. */
+        uint64_t start_timeout_usec;
+        const char *running_lock;
 } PlainOptions;
+
+/* Whether a modgated holds path (NULL: MODGATED_RUNNING_LOCK) share-locked. */
+bool load_daemon_running(const char *path);
 
 /* Pure: the call of Load for a request, as text (without its NUL), after the daemon's own checks,
  * so that a request it would refuse as invalid is not sent. Returns 0 and *ret, 1 when refused
