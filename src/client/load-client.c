@@ -1,25 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <systemd/sd-event.h>
 #include <systemd/sd-varlink.h>
 
 #include "load-client.h"
 #include "load-parameters.h"
 #include "macro.h"
-
-/* Busy (a load of the same module with other parameters or from another file in flight, or too many
- * requests pending) is asked again after a pause that doubles from the first to the longest, within
- * the client's own deadline; without one, for BUSY_RETRY_FOR_USEC. */
-#define BUSY_RETRY_FIRST_USEC (50U * 1000U)
-#define BUSY_RETRY_MAX_USEC (1U * USEC_PER_SEC)
-#define BUSY_RETRY_FOR_USEC (60U * USEC_PER_SEC)
 
 typedef struct Runner Runner;
 
@@ -38,46 +28,8 @@ struct Runner {
         Slot *slots;
         size_t n, next, running;
         uint64_t deadline;              /* CLOCK_MONOTONIC, or USEC_INFINITY */
-        sd_event_source *start_timer;   /* gives up on a daemon that does not start */
         int error;                      /* first failure of the loop itself */
 };
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
-/* The daemon starts its timer when it reads the request, which may sit in the socket while the
- * daemon starts: a quarter of the time is left for that, so that Timeout arrives before our own
- * deadline. */
-uint64_t load_daemon_timeout(uint64_t left_usec) {
-        if (left_usec == USEC_INFINITY)
-                return USEC_INFINITY;
-        return left_usec - left_usec / 4;
-}
-
-bool load_daemon_running(const char *path) {
-        _cleanup_close_ int fd = -EBADF;
-
-        fd = open(path ?: MODGATED_RUNNING_LOCK, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (fd < 0)
-                return false;
-        if (flock(fd, LOCK_EX | LOCK_NB) >= 0)
-                return false;   /* nobody holds it; closing the fd lets go */
-        return errno == EWOULDBLOCK;
-}
-
-static void request_set(LoadRequest *req, LoadVerdict verdict, int error, const char *error_id,
-                        const char *detail) {
-        req->verdict = verdict;
-        req->error = error;
-        free(req->error_id);
-        req->error_id = error_id ? strdup(error_id) : NULL;
-        free(req->detail);
-        req->detail = detail ? strdup(detail) : NULL;
-}
 
 static void runner_start_more(Runner *run);
 
@@ -107,15 +59,11 @@ static int on_retry(sd_event_source *source, uint64_t usec, void *userdata) {
 
 /* After Busy: when to ask again, or 0 when there is no time left for it. */
 static uint64_t busy_retry_at(Slot *s) {
-        uint64_t now = now_usec(), pause = BUSY_RETRY_FIRST_USEC, until;
+        uint64_t now = now_usec();
 
         if (s->busy++ == 0)
                 s->first_busy = now;
-        for (unsigned i = 1; i < s->busy && pause < BUSY_RETRY_MAX_USEC; i++)
-                pause *= 2;
-        pause = MIN(pause, (uint64_t) BUSY_RETRY_MAX_USEC);
-        until = s->runner->deadline != USEC_INFINITY ? s->runner->deadline : s->first_busy + BUSY_RETRY_FOR_USEC;
-        return now + pause < until ? now + pause : 0;
+        return load_busy_retry_at(s->busy, s->first_busy, now, s->runner->deadline);
 }
 
 /* Keeps the slot running, its connection closed, until the retry timer asks again. Returns 1 when
@@ -133,9 +81,10 @@ static int slot_retry_busy(Slot *s) {
 
 static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *error_id,
                     sd_varlink_reply_flags_t flags, void *userdata) {
+        _cleanup_(json_freep) JsonValue *params = NULL;
         Slot *s = userdata;
         LoadRequest *req = s->req;
-        int r;
+        int r = 0;
 
         (void) link;
         (void) flags;
@@ -148,14 +97,20 @@ static int on_reply(sd_varlink *link, sd_json_variant *parameters, const char *e
                         s->runner->error = r;
         }
 
-        req->verdict = load_verdict_from_reply(error_id, parameters);
-        req->error = req->verdict == LOAD_VERDICT_UNREACHABLE ? -ECONNRESET : 0;
-        if (error_id) {
-                req->error_id = strdup(error_id);
-                if (!req->error_id && s->runner->error == 0)
-                        s->runner->error = -ENOMEM;
+        /* The answer is read by the same code as the plain client's (load-reply.c), from its text;
+         * parameters that it does not take (nested deeper than it goes) count as none. */
+        r = 0;
+        if (parameters) {
+                _cleanup_free_ char *text = NULL;
+
+                r = sd_json_variant_format(parameters, 0, &text);
+                if (r >= 0)
+                        r = json_parse(text, strlen(text), &params, NULL);
+                if (r < 0 && r != -ENOMEM)
+                        r = 0;
         }
-        r = load_reply_describe(error_id, parameters, &req->detail, &req->n_loaded);
+        if (r >= 0)
+                r = load_result_from_reply(&req->result, error_id, params);
         if (r < 0 && s->runner->error == 0)
                 s->runner->error = r;
 
@@ -203,7 +158,7 @@ static int request_refuse(LoadRequest *req, const LoadRefusal *f) {
         r = load_refusal_describe(f, &detail);
         if (r < 0)
                 return r;
-        request_set(req, LOAD_VERDICT_INVALID, 0, f->error, detail);
+        (void) load_result_set(&req->result, LOAD_VERDICT_INVALID, 0, f->error, detail);
         return 0;
 }
 
@@ -220,7 +175,7 @@ static int slot_start(Slot *s) {
                 uint64_t now = now_usec();
 
                 if (now >= s->runner->deadline) {
-                        request_set(req, LOAD_VERDICT_NO_REPLY, 0, NULL, "not sent: no time was left");
+                        (void) load_result_set(&req->result, LOAD_VERDICT_NO_REPLY, 0, NULL, "not sent: no time was left");
                         return 0;
                 }
                 left = s->runner->deadline - now;
@@ -235,7 +190,7 @@ static int slot_start(Slot *s) {
 
         r = sd_varlink_connect_address(&s->link, o->address ?: MODGATE_VARLINK_ADDRESS);
         if (r < 0) {
-                request_set(req, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not connect to modgated");
+                (void) load_result_set(&req->result, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not connect to modgated");
                 return 0;
         }
 
@@ -252,7 +207,7 @@ static int slot_start(Slot *s) {
                 return r;
         r = sd_varlink_invoke(s->link, "io.modgate.Manager.Load", params);
         if (r < 0) {
-                request_set(req, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not send the request");
+                (void) load_result_set(&req->result, LOAD_VERDICT_UNREACHABLE, r, NULL, "could not send the request");
                 s->link = sd_varlink_close_unref(s->link);
                 return 0;
         }
@@ -275,30 +230,6 @@ static void runner_start_more(Runner *run) {
                 (void) sd_event_exit(run->event, 0);
 }
 
-/* The daemon was not running when the run started and still is not: every request still waiting gets
- * no answer, and the run ends. */
-static int on_start_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
-        Runner *run = userdata;
-        char detail[128];
-
-        if (load_daemon_running(run->options->running_lock))
-                return 0;
-        snprintf(detail, sizeof(detail), "modgated was not running and did not start within %llu ms",
-                 (unsigned long long) (run->options->start_timeout_usec / 1000));
-        for (size_t i = 0; i < run->n; i++) {
-                Slot *s = run->slots + i;
-
-                if (!s->link && !s->retry)
-                        continue;
-                s->link = sd_varlink_close_unref(s->link);
-                s->retry = sd_event_source_disable_unref(s->retry);
-                request_set(s->req, LOAD_VERDICT_NO_REPLY, 0, NULL, detail);
-                run->running--;
-        }
-        run->next = run->n;
-        return sd_event_exit(run->event, 0);
-}
-
 int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_free_ Slot *slots = NULL;
@@ -310,7 +241,7 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
         int r;
 
         for (size_t i = 0; i < n; i++)
-                request_set(reqs + i, LOAD_VERDICT_NO_REPLY, 0, NULL, NULL);
+                (void) load_result_set(&reqs[i].result, LOAD_VERDICT_NO_REPLY, 0, NULL, NULL);
         if (n == 0)
                 return 0;
 
@@ -329,13 +260,6 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
                 return r;
         run.event = event;
 
-        if (o->start_timeout_usec > 0 && !load_daemon_running(o->running_lock)) {
-                r = sd_event_add_time_relative(event, &run.start_timer, CLOCK_MONOTONIC, o->start_timeout_usec,
-                                               10 * 1000, on_start_timeout, &run);
-                if (r < 0)
-                        return r;
-        }
-
         runner_start_more(&run);
         if (run.running > 0) {
                 r = sd_event_loop(event);
@@ -343,7 +267,6 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
                         run.error = r;
         }
 
-        run.start_timer = sd_event_source_disable_unref(run.start_timer);
         /* Only after a failure of the loop itself can connections still be open. */
         for (size_t i = 0; i < n; i++) {
                 slots[i].link = sd_varlink_close_unref(slots[i].link);
@@ -352,19 +275,14 @@ int load_requests_run(const LoadOptions *o, LoadRequest *reqs, size_t n) {
 
         /* Every request has words for its log line, even when they could not be allocated above. */
         for (size_t i = 0; i < n && run.error == 0; i++)
-                if (!reqs[i].detail) {
-                        reqs[i].detail = strdup(load_verdict_to_string(reqs[i].verdict));
-                        if (!reqs[i].detail)
-                                run.error = -ENOMEM;
-                }
+                if (!reqs[i].result.detail)
+                        run.error = load_result_set(&reqs[i].result, reqs[i].result.verdict, reqs[i].result.error,
+                                                    NULL, NULL);
 
         return run.error;
 }
 
 void load_requests_done(LoadRequest *reqs, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(reqs[i].error_id);
-                free(reqs[i].detail);
-                reqs[i].error_id = reqs[i].detail = NULL;
-        }
+        for (size_t i = 0; i < n; i++)
+                load_result_done(&reqs[i].result);
 }

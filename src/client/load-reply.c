@@ -6,9 +6,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <systemd/sd-varlink.h>
+#include <time.h>
 
-#include "load-client.h"
+#include "load-reply.h"
 #include "macro.h"
 
 #define ERROR_PREFIX "io.modgate.Manager."
@@ -30,16 +30,12 @@ const char *load_verdict_to_string(LoadVerdict v) {
         return v >= 0 && v < _LOAD_VERDICT_MAX ? verdict_table[v] : NULL;
 }
 
-static const char *field_string(sd_json_variant *v, const char *key) {
-        sd_json_variant *f = v ? sd_json_variant_by_key(v, key) : NULL;
-
-        return f && sd_json_variant_is_string(f) ? sd_json_variant_string(f) : NULL;
+static const char *field_string(const JsonValue *v, const char *key) {
+        return json_string(json_by_key(v, key));
 }
 
-static size_t field_elements(sd_json_variant *v, const char *key) {
-        sd_json_variant *f = v ? sd_json_variant_by_key(v, key) : NULL;
-
-        return f && sd_json_variant_is_array(f) ? sd_json_variant_elements(f) : 0;
+static size_t field_elements(const JsonValue *v, const char *key) {
+        return json_elements(json_by_key(v, key));
 }
 
 static bool error_is(const char *error_id, const char *name) {
@@ -47,7 +43,7 @@ static bool error_is(const char *error_id, const char *name) {
                 strcmp(error_id + strlen(ERROR_PREFIX), name) == 0;
 }
 
-LoadVerdict load_verdict_from_reply(const char *error_id, sd_json_variant *parameters) {
+LoadVerdict load_verdict_from_reply(const char *error_id, const JsonValue *parameters) {
         static const char *const invalid[] = {
                 "InvalidName", "InvalidModalias", "InvalidPath", "InvalidModuleParameters", "InvalidRequest",
         };
@@ -68,16 +64,16 @@ LoadVerdict load_verdict_from_reply(const char *error_id, sd_json_variant *param
         for (size_t i = 0; i < ELEMENTSOF(invalid); i++)
                 if (error_is(error_id, invalid[i]))
                         return LOAD_VERDICT_INVALID;
-        if (strcmp(error_id, SD_VARLINK_ERROR_INVALID_PARAMETER) == 0 ||
-            strcmp(error_id, SD_VARLINK_ERROR_METHOD_NOT_FOUND) == 0 ||
-            strcmp(error_id, SD_VARLINK_ERROR_INTERFACE_NOT_FOUND) == 0)
+        if (strcmp(error_id, "org.varlink.service.InvalidParameter") == 0 ||
+            strcmp(error_id, "org.varlink.service.MethodNotFound") == 0 ||
+            strcmp(error_id, "org.varlink.service.InterfaceNotFound") == 0)
                 return LOAD_VERDICT_INVALID;
 
-        /* Generated locally by sd-varlink, not sent by the daemon. */
-        if (strcmp(error_id, SD_VARLINK_ERROR_TIMEOUT) == 0)
+        /* Generated locally by the client, not sent by the daemon. */
+        if (strcmp(error_id, VARLINK_ERROR_TIMEOUT) == 0)
                 return LOAD_VERDICT_NO_REPLY;
-        if (strcmp(error_id, SD_VARLINK_ERROR_DISCONNECTED) == 0 || strcmp(error_id, SD_VARLINK_ERROR_PROTOCOL) == 0 ||
-            strcmp(error_id, SD_VARLINK_ERROR_SYSTEM) == 0)
+        if (strcmp(error_id, VARLINK_ERROR_DISCONNECTED) == 0 || strcmp(error_id, VARLINK_ERROR_PROTOCOL) == 0 ||
+            strcmp(error_id, VARLINK_ERROR_SYSTEM) == 0)
                 return LOAD_VERDICT_UNREACHABLE;
 
         return LOAD_VERDICT_FAILED;
@@ -85,16 +81,13 @@ LoadVerdict load_verdict_from_reply(const char *error_id, sd_json_variant *param
 
 /* Appends the "name" of each element of the array at key whose "outcome" is outcome (any, if NULL),
  * and counts them. With f NULL, only counts. */
-static size_t put_names(FILE *f, sd_json_variant *parameters, const char *key, const char *outcome) {
-        sd_json_variant *a = parameters ? sd_json_variant_by_key(parameters, key) : NULL;
+static size_t put_names(FILE *f, const JsonValue *parameters, const char *key, const char *outcome) {
+        const JsonValue *a = json_by_key(parameters, key);
         size_t n = 0;
 
-        if (!a || !sd_json_variant_is_array(a))
-                return 0;
-
-        for (size_t i = 0; i < sd_json_variant_elements(a); i++) {
-                sd_json_variant *e = sd_json_variant_by_index(a, i);
-                const char *name = sd_json_variant_is_string(e) ? sd_json_variant_string(e) : field_string(e, "name");
+        for (size_t i = 0; i < json_elements(a); i++) {
+                const JsonValue *e = json_by_index(a, i);
+                const char *name = json_string(e) ?: field_string(e, "name");
                 const char *o = field_string(e, "outcome");
 
                 if (!name || (outcome && (!o || strcmp(o, outcome) != 0)))
@@ -106,14 +99,14 @@ static size_t put_names(FILE *f, sd_json_variant *parameters, const char *key, c
         return n;
 }
 
-static void describe_success(FILE *f, sd_json_variant *parameters, size_t *ret_n_loaded) {
-        sd_json_variant *mods = parameters ? sd_json_variant_by_key(parameters, "modules") : NULL;
-        size_t n = mods && sd_json_variant_is_array(mods) ? sd_json_variant_elements(mods) : 0;
+static void describe_success(FILE *f, const JsonValue *parameters, size_t *ret_n_loaded) {
+        const JsonValue *mods = json_by_key(parameters, "modules");
+        size_t n = json_elements(mods);
         const char *requested = NULL, *outcome = NULL;
 
         /* Dependencies come before the module that was asked for, softdep post: modules after it. */
         for (size_t i = 0; i < n; i++) {
-                sd_json_variant *e = sd_json_variant_by_index(mods, i);
+                const JsonValue *e = json_by_index(mods, i);
                 const char *role = field_string(e, "role");
 
                 if (!requested || !role || strcmp(role, "requested") == 0) {
@@ -141,7 +134,7 @@ static void describe_success(FILE *f, sd_json_variant *parameters, size_t *ret_n
         }
 }
 
-static void describe_error(FILE *f, const char *error_id, sd_json_variant *parameters) {
+static void describe_error(FILE *f, const char *error_id, const JsonValue *parameters) {
         const char *module = field_string(parameters, "module"), *reason = field_string(parameters, "reason"),
                    *path = field_string(parameters, "path"), *errno_name = field_string(parameters, "errnoName");
 
@@ -201,7 +194,7 @@ static void describe_error(FILE *f, const char *error_id, sd_json_variant *param
         }
 }
 
-int load_reply_describe(const char *error_id, sd_json_variant *parameters, char **ret_detail,
+int load_reply_describe(const char *error_id, const JsonValue *parameters, char **ret_detail,
                         size_t *ret_n_loaded) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, n_loaded = 0;
@@ -235,6 +228,73 @@ int load_refusal_describe(const LoadRefusal *f, char **ret_detail) {
                 return -ENOMEM;
         *ret_detail = s;
         return 0;
+}
+
+int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id, const char *detail) {
+        load_result_done(res);
+        *res = (LoadResult) {
+                .verdict = verdict,
+                .error = error,
+                .error_id = error_id ? strdup(error_id) : NULL,
+                .detail = strdup(detail ?: load_verdict_to_string(verdict)),
+        };
+        return (error_id && !res->error_id) || !res->detail ? -ENOMEM : 0;
+}
+
+int load_result_from_reply(LoadResult *res, const char *error_id, const JsonValue *parameters) {
+        int r;
+
+        load_result_done(res);
+        res->verdict = load_verdict_from_reply(error_id, parameters);
+        res->error = res->verdict == LOAD_VERDICT_UNREACHABLE ? -ECONNRESET : 0;
+        if (error_id) {
+                res->error_id = strdup(error_id);
+                if (!res->error_id)
+                        return -ENOMEM;
+        }
+        r = load_reply_describe(error_id, parameters, &res->detail, &res->n_loaded);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+void load_result_done(LoadResult *res) {
+        free(res->error_id);
+        free(res->detail);
+        res->error_id = res->detail = NULL;
+}
+
+uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* The daemon starts its timer when it reads the request, which may sit in the socket while the
+ * daemon starts: a quarter of the time is left for that, so that Timeout arrives before our own
+ * deadline. */
+uint64_t load_daemon_timeout(uint64_t left_usec) {
+        if (left_usec == USEC_INFINITY)
+                return USEC_INFINITY;
+        return left_usec - left_usec / 4;
+}
+
+/* Busy (a load of the same module with other parameters or from another file in flight, or too many
+ * requests pending) is asked again after a pause that doubles from the first to the longest, within
+ * the client's own deadline; without one, for BUSY_RETRY_FOR_USEC. */
+#define BUSY_RETRY_FIRST_USEC (50U * 1000U)
+#define BUSY_RETRY_MAX_USEC (1U * USEC_PER_SEC)
+#define BUSY_RETRY_FOR_USEC (60U * USEC_PER_SEC)
+
+uint64_t load_busy_retry_at(unsigned busy, uint64_t first_busy, uint64_t now, uint64_t deadline) {
+        uint64_t pause = BUSY_RETRY_FIRST_USEC, until;
+
+        for (unsigned i = 1; i < busy && pause < BUSY_RETRY_MAX_USEC; i++)
+                pause *= 2;
+        pause = MIN(pause, (uint64_t) BUSY_RETRY_MAX_USEC);
+        until = deadline != USEC_INFINITY ? deadline : first_busy + BUSY_RETRY_FOR_USEC;
+        return now + pause < until ? now + pause : 0;
 }
 
 int parse_timeout(const char *s, uint64_t *ret_usec) {

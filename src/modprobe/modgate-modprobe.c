@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <systemd/sd-json.h>
 
-#include "load-client.h"
+#include "load-plain.h"
 #include "log.h"
 #include "macro.h"
 #include "request-name.h"
@@ -191,26 +190,27 @@ static const char *escape_name(const char *name, char *buf, size_t size) {
         return buf;
 }
 
-static int report(const LoadRequest *req, const char *name) {
-        switch (req->verdict) {
+static int report(const PlainRequest *req, const char *name) {
+        switch (req->result.verdict) {
         case LOAD_VERDICT_LOADED:
-                log_debug(TAG "%s: %s.", name, req->detail);
+                log_debug(TAG "%s: %s.", name, req->result.detail);
                 return 0;
         case LOAD_VERDICT_NOT_FOUND:
         case LOAD_VERDICT_BLACKLISTED:
-                (void) log_full_errno(arg_quiet ? LOG_DEBUG : LOG_ERR, ENOENT, TAG "%s: %s.", name, req->detail);
+                (void) log_full_errno(arg_quiet ? LOG_DEBUG : LOG_ERR, ENOENT, TAG "%s: %s.", name, req->result.detail);
                 return -ENOENT;
         case LOAD_VERDICT_UNREACHABLE:
-                return log_error_errno(req->error ?: ECONNRESET, TAG "%s: %s (%s): %m", name, req->detail,
+                return log_error_errno(req->result.error ?: ECONNRESET, TAG "%s: %s (%s): %m", name, req->result.detail,
                                        arg_address ?: MODGATE_VARLINK_ADDRESS);
         default:
-                return log_error_errno(EIO, TAG "%s: %s.", name, req->detail);
+                return log_error_errno(EIO, TAG "%s: %s.", name, req->result.detail);
         }
 }
 
 static int run(int argc, char *argv[]) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL;
-        LoadRequest req = {};
+        /* The kernel's request: the daemon checks that the caller is a usermode helper of the kernel. */
+        const RequestContext context = { .source = SOURCE_KERNEL, .seqnum = -1 };
+        PlainRequest req = {};
         const char *name = NULL, *why;
         int r;
 
@@ -233,17 +233,13 @@ static int run(int argc, char *argv[]) {
                                        escape_name(name, buf, sizeof(buf)), why);
         }
 
-        r = sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", "kernel"));
-        if (r < 0)
-                return log_error_errno(r, TAG "Failed to build the request: %m");
-
         /* The kernel's names are aliases (fs-erofs, net-pf-38, crypto-hmac(sha256)) as often as module
          * names: they go in the modalias field, which the daemon matches as one literal key against
          * modules.alias, modprobe.d aliases and module names. */
         req.modalias = name;
-        req.context = context;
+        req.context = &context;
 
-        r = load_requests_run(&(LoadOptions) {
+        r = plain_requests_run(&(PlainOptions) {
                                       .address = arg_address,
                                       .timeout_usec = arg_timeout_usec,
                                       .max_parallel = 1,
@@ -255,7 +251,7 @@ static int run(int argc, char *argv[]) {
         else
                 r = report(&req, name);
 
-        load_requests_done(&req, 1);
+        plain_requests_done(&req, 1);
         return r;
 }
 

@@ -260,12 +260,12 @@ static int collect_all(BootList *b) {
 
 /* Logs the outcome for one module; returns whether it fails the run. */
 static bool report(const LoadRequest *req, const char *source) {
-        switch (req->verdict) {
+        switch (req->result.verdict) {
         case LOAD_VERDICT_LOADED:
-                if (req->n_loaded > 0)
-                        log_info("Module '%s' (%s): %s.", req->name, source, req->detail);
+                if (req->result.n_loaded > 0)
+                        log_info("Module '%s' (%s): %s.", req->name, source, req->result.detail);
                 else
-                        log_debug("Module '%s' (%s): %s.", req->name, source, req->detail);
+                        log_debug("Module '%s' (%s): %s.", req->name, source, req->result.detail);
                 return false;
         case LOAD_VERDICT_NOT_FOUND:
                 log_error("Module '%s' (%s) not found.", req->name, source);
@@ -275,18 +275,18 @@ static bool report(const LoadRequest *req, const char *source) {
                 return false;
         case LOAD_VERDICT_INVALID:
                 /* No module can have such a name: for systemd-modules-load it would not be found. */
-                if (req->error_id && strcmp(req->error_id, "io.modgate.Manager.InvalidName") == 0) {
+                if (req->result.error_id && strcmp(req->result.error_id, "io.modgate.Manager.InvalidName") == 0) {
                         log_error("Module '%s' (%s) not found: not a module name.", req->name, source);
                         return false;
                 }
-                log_error("Module '%s' (%s): %s.", req->name, source, req->detail);
+                log_error("Module '%s' (%s): %s.", req->name, source, req->result.detail);
                 return true;
         case LOAD_VERDICT_UNREACHABLE:
-                log_error_errno(req->error ?: ECONNRESET, "Module '%s' (%s): %s: %m", req->name, source,
-                                req->detail);
+                log_error_errno(req->result.error ?: ECONNRESET, "Module '%s' (%s): %s: %m", req->name, source,
+                                req->result.detail);
                 return true;
         default:
-                log_error("Module '%s' (%s): %s.", req->name, source, req->detail);
+                log_error("Module '%s' (%s): %s.", req->name, source, req->result.detail);
                 return true;
         }
 }

@@ -3,7 +3,6 @@
 #include <errno.h>
 
 #include "load-parameters.h"
-#include "module-name.h"
 
 #define INVALID_PARAMETER "org.varlink.service.InvalidParameter"
 
@@ -60,25 +59,6 @@ static int dispatch_context(sd_json_variant *v, RequestContext *ret, LoadRefusal
         return 0;
 }
 
-static int check(const LoadParameters *p, LoadRefusal *refusal) {
-        const char *why;
-
-        if (!!p->name + !!p->modalias + !!p->path != 1)
-                return refuse(refusal, "io.modgate.Manager.InvalidRequest", NULL,
-                              "give exactly one of name, modalias and path");
-        if (p->name && !module_name_is_valid(p->name))
-                return refuse(refusal, "io.modgate.Manager.InvalidName", NULL, NULL);
-        if (p->modalias && (why = modalias_check(p->modalias)))
-                return refuse(refusal, "io.modgate.Manager.InvalidModalias", NULL, why);
-        if (p->path && (why = module_path_check(p->path)))
-                return refuse(refusal, "io.modgate.Manager.InvalidPath", NULL, why);
-        if (p->parameters && (why = module_parameters_check(p->parameters)))
-                return refuse(refusal, "io.modgate.Manager.InvalidModuleParameters", NULL, why);
-        if ((why = request_context_check(&p->context)))
-                return refuse(refusal, "io.modgate.Manager.InvalidRequest", NULL, why);
-        return 0;
-}
-
 int load_parameters_parse(sd_json_variant *v, LoadParameters *ret, LoadRefusal *ret_refusal) {
         static const sd_json_dispatch_field table[] = {
                 { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(LoadParameters, name), 0 },
@@ -112,5 +92,5 @@ int load_parameters_parse(sd_json_variant *v, LoadParameters *ret, LoadRefusal *
 
         /* Filled in also when refused, so that the refusal can quote what was sent. */
         *ret = p;
-        return check(&p, ret_refusal);
+        return request_check(p.name, p.modalias, p.path, p.parameters, &p.context, ret_refusal);
 }

@@ -18,13 +18,6 @@ typedef struct LoadParameters {
         RequestContext context;
 } LoadParameters;
 
-/* Why a request was refused: the varlink error to send and what to say. */
-typedef struct LoadRefusal {
-        const char *error;      /* "io.modgate.Manager.InvalidName", ..., or NULL */
-        const char *field;      /* for org.varlink.service.InvalidParameter: the bad field */
-        const char *reason;     /* words for the client, or NULL */
-} LoadRefusal;
-
 /* Returns 0 when the request may go on, 1 when it is refused (ret_refusal says how; ret is filled
  * in when the JSON types were right, so that the refusal can quote the request), -ENOMEM.
  * A field of the wrong JSON type is an InvalidParameter, named; anything else is one of

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "module-name.h"
 #include "request.h"
 
 static const char *const source_table[_SOURCE_MAX] = {
@@ -114,4 +115,29 @@ const char *request_context_check(const RequestContext *c) {
         if (c->seqnum < -1)
                 return "seqnum is negative";
         return NULL;
+}
+
+static int refuse(LoadRefusal *ret, const char *error, const char *reason) {
+        *ret = (LoadRefusal) { .error = error, .reason = reason };
+        return 1;
+}
+
+int request_check(const char *name, const char *modalias, const char *path, const char *parameters,
+                  const RequestContext *context, LoadRefusal *ret_refusal) {
+        const char *why;
+
+        if (!!name + !!modalias + !!path != 1)
+                return refuse(ret_refusal, "io.modgate.Manager.InvalidRequest",
+                              "give exactly one of name, modalias and path");
+        if (name && !module_name_is_valid(name))
+                return refuse(ret_refusal, "io.modgate.Manager.InvalidName", NULL);
+        if (modalias && (why = modalias_check(modalias)))
+                return refuse(ret_refusal, "io.modgate.Manager.InvalidModalias", why);
+        if (path && (why = module_path_check(path)))
+                return refuse(ret_refusal, "io.modgate.Manager.InvalidPath", why);
+        if (parameters && (why = module_parameters_check(parameters)))
+                return refuse(ret_refusal, "io.modgate.Manager.InvalidModuleParameters", why);
+        if ((why = request_context_check(context)))
+                return refuse(ret_refusal, "io.modgate.Manager.InvalidRequest", why);
+        return 0;
 }

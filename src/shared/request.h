@@ -42,3 +42,17 @@ const char *modalias_check(const char *s);
 const char *module_parameters_check(const char *s);
 const char *module_path_check(const char *path);
 const char *request_context_check(const RequestContext *c);
+
+/* Why a request was refused: the varlink error to send and what to say. */
+typedef struct LoadRefusal {
+        const char *error;      /* "io.modgate.Manager.InvalidName", ..., or NULL */
+        const char *field;      /* for org.varlink.service.InvalidParameter: the bad field */
+        const char *reason;     /* words for the client, or NULL */
+} LoadRefusal;
+
+/* The checks of a Load's values that do not depend on JSON, made by the daemon and, before they
+ * send, by the clients: exactly one of name, modalias and path, each well formed, module parameters
+ * and the context acceptable. Returns 0, or 1 with *ret_refusal (an io.modgate.Manager.Invalid*
+ * error and its reason). */
+int request_check(const char *name, const char *modalias, const char *path, const char *parameters,
+                  const RequestContext *context, LoadRefusal *ret_refusal);

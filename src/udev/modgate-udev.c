@@ -11,9 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <systemd/sd-json.h>
 
-#include "load-client.h"
+#include "load-plain.h"
 #include "log.h"
 #include "macro.h"
 #include "udev-context.h"
@@ -82,8 +81,9 @@ static int parse_argv(int argc, char *argv[]) {
 /* Logs the outcome of one request and says whether it fails this program. Not finding a module,
  * a refusal by policy and a load that goes on in the daemon are part of the normal course of device
  * events: udev must not treat them as failures. */
-static bool report(const LoadRequest *req) {
-        const char *what = req->name ?: req->modalias;
+static bool report(const PlainRequest *p) {
+        const LoadResult *req = &p->result;
+        const char *what = p->name ?: p->modalias;
 
         switch (req->verdict) {
         case LOAD_VERDICT_LOADED:
@@ -116,8 +116,8 @@ static bool report(const LoadRequest *req) {
 }
 
 static int run(int argc, char *argv[]) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL;
-        _cleanup_free_ LoadRequest *reqs = NULL;
+        _cleanup_free_ PlainRequest *reqs = NULL;
+        RequestContext context;
         size_t n;
         bool failed = false;
         int r;
@@ -133,12 +133,9 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(EINVAL, "No MODALIAS in the environment and no module named.");
 
         /* The device event as the daemon records it; fields udev did not set are left out. */
-        r = udev_context_build(getenv("DEVPATH"), getenv("SUBSYSTEM"), getenv("SEQNUM"), getenv("ACTION"),
-                               &context);
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the request: %m");
+        udev_context_build(getenv("DEVPATH"), getenv("SUBSYSTEM"), getenv("SEQNUM"), getenv("ACTION"), &context);
 
-        reqs = calloc(n, sizeof(LoadRequest));
+        reqs = calloc(n, sizeof(PlainRequest));
         if (!reqs)
                 return log_oom();
         for (size_t i = 0; i < n; i++) {
@@ -151,23 +148,23 @@ static int run(int argc, char *argv[]) {
                         reqs[i].name = argv[optind + i];
                 else
                         reqs[i].modalias = getenv("MODALIAS");
-                reqs[i].context = context;
+                reqs[i].context = &context;
         }
 
-        r = load_requests_run(&(LoadOptions) {
+        r = plain_requests_run(&(PlainOptions) {
                                       .address = arg_address,
                                       .timeout_usec = arg_timeout_usec,
                                       .max_parallel = MAX_PARALLEL,
                               },
                               reqs, n);
         if (r < 0) {
-                load_requests_done(reqs, n);
+                plain_requests_done(reqs, n);
                 return log_error_errno(r, "Failed to talk to modgated: %m");
         }
 
         for (size_t i = 0; i < n; i++)
                 failed = report(reqs + i) || failed;
-        load_requests_done(reqs, n);
+        plain_requests_done(reqs, n);
 
         return failed ? -EIO : 0;
 }

@@ -11,6 +11,7 @@
 
 #include "fuzz.h"
 #include "load-client.h"
+#include "load-plain.h"
 #include "module-name.h"
 #include "request-name.h"
 #include "request.h"
@@ -23,17 +24,29 @@ static bool all_graph(const char *s, bool space) {
 }
 
 /* Whether the clients send a request for key (modgate-udev, modgate-modules-load and modgatectl a
- * name, modgate-modprobe a modalias) rather than refuse it. */
-static int client_sends(const char *name, const char *modalias, const char *source) {
+ * name, modgate-modprobe a modalias) rather than refuse it: the sd-varlink client and the plain one
+ * alike, and refusing with the same error. */
+static int client_sends(const char *name, const char *modalias, RequestSource source) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL, *params = NULL;
-        LoadRefusal refusal = {};
-        int r;
+        const RequestContext plain_context = { .source = source, .seqnum = -1 };
+        _cleanup_free_ char *text = NULL;
+        LoadRefusal refusal = {}, plain_refusal = {};
+        size_t len;
+        int r, p;
 
-        r = sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", source));
+        r = sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(source)));
         if (r < 0)
                 return r;
-        return load_request_parameters(&(LoadRequest) { .name = name, .modalias = modalias, .context = context },
-                                       USEC_INFINITY, &params, &refusal);
+        r = load_request_parameters(&(LoadRequest) { .name = name, .modalias = modalias, .context = context },
+                                    USEC_INFINITY, &params, &refusal);
+        p = plain_request_message(&(PlainRequest) { .name = name, .modalias = modalias, .context = &plain_context },
+                                  USEC_INFINITY, &text, &len, &plain_refusal);
+        if (r == -ENOMEM || p == -ENOMEM)
+                return -ENOMEM;
+        fuzz_assert(r == p);
+        if (r == 1)
+                fuzz_assert(streq_ptr(refusal.error, plain_refusal.error));
+        return r;
 }
 
 static void check_module_name(const char *s) {
@@ -54,7 +67,7 @@ static void check_module_name(const char *s) {
         fuzz_assert(strcmp(copy, twice) == 0);
         /* Any module name is a key for a modalias lookup too, and one the kernel could ask for. */
         fuzz_assert(!modalias_check(s) && !request_name_check(s));
-        r = client_sends(s, NULL, "admin");
+        r = client_sends(s, NULL, SOURCE_ADMIN);
         fuzz_assert(r == 0 || r == -ENOMEM);
 }
 
@@ -65,7 +78,7 @@ static void check_request_name(const char *s) {
                 return;
         fuzz_assert(!modalias_check(s) && !strchr(s, '/') && strlen(s) <= REQUEST_NAME_MAX);
         /* What modgate-modprobe sends, the daemon takes. */
-        r = client_sends(NULL, s, "kernel");
+        r = client_sends(NULL, s, SOURCE_KERNEL);
         fuzz_assert(r == 0 || r == -ENOMEM);
 }
 

@@ -811,8 +811,9 @@ def run_program(args, env=None, timeout=60, close_stdio=False):
 
 class FakeModgated:
     """A stand-in for modgated on a socket: records every request and answers with answer(message),
-    which returns (error or None, parameters), None to keep the caller waiting forever, or "close"
-    to hang up as a daemon that died would."""
+    which returns (error or None, parameters), None to keep the caller waiting forever, "close"
+    to hang up as a daemon that died would, or a list of bytes to send as they are, one piece at a
+    time, before hanging up (a broken daemon's answer)."""
 
     def __init__(self, path, answer):
         self.path = path
@@ -866,6 +867,15 @@ class FakeModgated:
                     self.held.append(conn)
                     continue
                 if ans == "close":
+                    conn.close()
+                    return
+                if isinstance(ans, list):
+                    try:
+                        for piece in ans:
+                            conn.sendall(piece)
+                            time.sleep(0.01)
+                    except OSError:
+                        pass    # the client stopped reading: what it was sent is too much
                     conn.close()
                     return
                 error, params = ans

@@ -5,6 +5,7 @@ stand-in daemon that answers as told (or never), then end to end against the rea
 daemon's start-up check of systemd-udevd's capabilities."""
 
 import fnmatch
+import json
 import os
 import shutil
 import signal
@@ -249,6 +250,47 @@ def main():
             dying.stop()
         assert res.returncode != 0 and "connection to modgated failed" in res.stderr, res
 
+    def case_broken_answers():
+        # Whatever a broken or impostor daemon sends back, the helper reads at most 1 MiB of it,
+        # names what was wrong and exits 1 (as for a daemon it cannot reach), without a crash.
+        valid = json.dumps({"parameters": ANSWERS["ok"][1]}).encode()
+        cases = {
+            "garbage": ([b"<html>garbage</html>\0"], "not a varlink reply (unexpected character)", "Bad message"),
+            "trailing": ([valid + b" x\0"], "(trailing bytes after the value)", "Bad message"),
+            "utf8": ([b'{"parameters":{"modules":[{"name":"caf\xe9"}]}}\0'], "(string is not valid UTF-8)",
+                     "Invalid or incomplete multibyte"),
+            "continues": ([b'{"continues":true,"parameters":{}}\0'], "(reply continues a call", "Protocol error"),
+            "deep": ([b'{"parameters":{"a":' + b"[" * 100 + b"]" * 100 + b"}}\0"], "(nested too deeply)",
+                     "Too many levels"),
+            "midreply": ([valid[:20]], "connection to modgated failed (io.systemd.Disconnected)", ""),
+            "huge": ([b'{"parameters":{"a":"'] + [b"a" * 65536] * 20, "(larger than 1 MiB)", "Message too long"),
+        }
+        answers = {key: pieces for key, (pieces, _, _) in cases.items()}
+        broken = h.FakeModgated("/run/modgate/broken.sock", lambda msg: answers[msg["parameters"]["modalias"]])
+        try:
+            wrong = []
+            for key, (_, words, errno_words) in cases.items():
+                res = udev("--address=/run/modgate/broken.sock", env=udev_env(MODALIAS=key), timeout=20)
+                if res.returncode != 1 or words not in res.stderr or errno_words not in res.stderr:
+                    wrong.append((key, res))
+            assert not wrong, wrong
+            # An answer in pieces, as a slow daemon writes it, is read whole.
+            answers["slow"] = [valid[i:i + 7] for i in range(0, len(valid), 7)] + [b"\0"]
+            res = udev("--address=/run/modgate/broken.sock", env=udev_env(MODALIAS="slow"), timeout=20)
+            assert res.returncode == 0 and "loaded e1000e" in res.stderr, res
+        finally:
+            broken.stop()
+
+    def case_strings_escaped():
+        # Quotes, backslashes and UTF-8 reach the daemon as they were; bytes that are not UTF-8
+        # cannot be sent as JSON and are left out of the context.
+        odd = '/devices/"q"\\back slash/caf\u00e9/\u2603'
+        res = udev("--address=" + fake_path, env=udev_env(DEVPATH=odd, SUBSYSTEM="pci\udce9"))
+        assert res.returncode == 0, res
+        ctx = fake.requests[-1]["parameters"]["context"]
+        assert ctx["devpath"] == odd and "subsystem" not in ctx, ctx
+        assert not fake.garbage, fake.garbage
+
     def case_usage():
         n = fake.connections
         res = udev("--address=" + fake_path, env={"ACTION": "add"})
@@ -369,6 +411,9 @@ def main():
     t.case("a daemon that never answers: the helper leaves at --timeout", case_timeout)
     t.case("Busy is asked again, after growing pauses, within the helper's timeout", case_busy)
     t.case("no socket, or a daemon that hangs up, is a logged non-zero exit", case_transport)
+    t.case("a daemon that answers garbage, too much, or hangs up mid-answer: a named error, exit 1",
+           case_broken_answers)
+    t.case("context strings are escaped as JSON; one that is not UTF-8 is left out", case_strings_escaped)
     t.case("usage errors exit non-zero without a connection", case_usage)
     t.case("a request the daemon would refuse as invalid fails in its words, without a connection; a bad "
            "context value is left out",

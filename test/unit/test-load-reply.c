@@ -1,27 +1,28 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <string.h>
 #include <systemd/sd-json.h>
 
 #include "load-client.h"
 #include "macro.h"
 #include "tests.h"
 
-static sd_json_variant *parse(const char *text) {
-        sd_json_variant *v = NULL;
+static JsonValue *parse(const char *text) {
+        JsonValue *v = NULL;
 
-        check(sd_json_parse(text, 0, &v, NULL, NULL) >= 0);
+        check(json_parse(text, strlen(text), &v, NULL) >= 0);
         return v;
 }
 
 static LoadVerdict verdict(const char *error_id, const char *params) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *v = params ? parse(params) : NULL;
+        _cleanup_(json_freep) JsonValue *v = params ? parse(params) : NULL;
 
         return load_verdict_from_reply(error_id, v);
 }
 
 static char *describe(const char *error_id, const char *params, size_t *n_loaded) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *v = params ? parse(params) : NULL;
+        _cleanup_(json_freep) JsonValue *v = params ? parse(params) : NULL;
         char *s = NULL;
 
         check(load_reply_describe(error_id, v, &s, n_loaded) == 0);
@@ -150,26 +151,27 @@ TEST(refusal_words) {
 /* A request the daemon would refuse is answered without a connection: the address leads nowhere,
  * and only the valid request finds that out. */
 TEST(refused_unsent) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *ctl =
-                parse("{\"source\":\"udev\",\"devpath\":\"/x\\n\"}");
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *ctl = NULL;
         LoadRequest reqs[] = {
                 { .name = "ok_name" },
                 { .name = "a name with spaces" },
                 { .modalias = "pci:v1 pci:v2" },
-                { .name = "ok_name", .context = ctl },
+                { .name = "ok_name" },
         };
         const LoadOptions o = { .address = "/nonexistent/modgate.sock", .timeout_usec = USEC_PER_SEC };
 
+        check(sd_json_parse("{\"source\":\"udev\",\"devpath\":\"/x\\n\"}", 0, &ctl, NULL, NULL) >= 0);
+        reqs[3].context = ctl;
         check(load_requests_run(&o, reqs, ELEMENTSOF(reqs)) == 0);
-        check(reqs[0].verdict == LOAD_VERDICT_UNREACHABLE);
-        check(reqs[1].verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[1].error_id, "io.modgate.Manager.InvalidName");
-        check(reqs[2].verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[2].error_id, "io.modgate.Manager.InvalidModalias");
-        check_streq(reqs[2].detail, "refused before asking modgated: io.modgate.Manager.InvalidModalias "
+        check(reqs[0].result.verdict == LOAD_VERDICT_UNREACHABLE);
+        check(reqs[1].result.verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[1].result.error_id, "io.modgate.Manager.InvalidName");
+        check(reqs[2].result.verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[2].result.error_id, "io.modgate.Manager.InvalidModalias");
+        check_streq(reqs[2].result.detail, "refused before asking modgated: io.modgate.Manager.InvalidModalias "
                                     "(modalias contains a space, a control character or a non-ASCII byte)");
-        check(reqs[3].verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[3].error_id, "io.modgate.Manager.InvalidRequest");
+        check(reqs[3].result.verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[3].result.error_id, "io.modgate.Manager.InvalidRequest");
         load_requests_done(reqs, ELEMENTSOF(reqs));
 }
 
@@ -184,12 +186,12 @@ TEST(not_utf8_unsent) {
         const LoadOptions o = { .address = "/nonexistent/modgate.sock", .timeout_usec = USEC_PER_SEC };
 
         check(load_requests_run(&o, reqs, ELEMENTSOF(reqs)) == 0);
-        check(reqs[0].verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[0].error_id, "io.modgate.Manager.InvalidName");
-        check_streq(reqs[0].detail, "refused before asking modgated: io.modgate.Manager.InvalidName (not UTF-8)");
-        check(reqs[1].verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[1].error_id, "io.modgate.Manager.InvalidModalias");
-        check(reqs[2].verdict == LOAD_VERDICT_UNREACHABLE);
+        check(reqs[0].result.verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[0].result.error_id, "io.modgate.Manager.InvalidName");
+        check_streq(reqs[0].result.detail, "refused before asking modgated: io.modgate.Manager.InvalidName (not UTF-8)");
+        check(reqs[1].result.verdict == LOAD_VERDICT_INVALID);
+        check_streq(reqs[1].result.error_id, "io.modgate.Manager.InvalidModalias");
+        check(reqs[2].result.verdict == LOAD_VERDICT_UNREACHABLE);
         load_requests_done(reqs, ELEMENTSOF(reqs));
 }
 
