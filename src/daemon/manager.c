@@ -476,7 +476,7 @@ int manager_startup(Manager *m) {
         log_info("The kernel decompresses %s modules; %u workers.", compression_to_string(m->kernel_compression),
                  m->config.workers);
 
-        manager_check_udevd(m);
+        manager_check_udevd(m, false);
 
         (void) seal_startup(m);
         manager_log_enforcement(m);
@@ -523,7 +523,7 @@ static int manager_arm_idle_timer(Manager *m) {
 }
 
 /* Settings that workers or pinned roots depend on wait for a restart; the rest apply now. */
-void manager_check_udevd(Manager *m) {
+void manager_check_udevd(Manager *m, bool asked_by_udevd) {
         int r;
 
         if (m->udevd_checked)
@@ -537,8 +537,9 @@ void manager_check_udevd(Manager *m) {
         else
                 log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
         /* Not running yet (the udev takeover starts modgated beside udevd): checked again when udevd
-         * first asks. */
-        m->udevd_checked = r != -ESRCH;
+         * first asks, and only then: a udevd unit whose process is not found then (renamed, or a
+         * test's) would have every request read /proc/PID/comm of every process. */
+        m->udevd_checked = r != -ESRCH || asked_by_udevd;
 }
 
 int manager_read_udev_rules(Manager *m) {

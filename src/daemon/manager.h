@@ -95,7 +95,7 @@ int manager_run(Manager *m);
  * changes, and *ret_error (when not NULL) says which file and line. Returns 0 or -errno. */
 /* Logs whether systemd-udevd holds CAP_SYS_MODULE, once it runs: at start, or at its first request
  * when it did not run then. */
-void manager_check_udevd(Manager *m);
+void manager_check_udevd(Manager *m, bool asked_by_udevd);
 
 /* Reads the module names that udev's rules pass to modgate-udev anew, from every rules file that udev
  * reads now: udev itself reads changed rules before its next event, and modgate-udev-rules writes

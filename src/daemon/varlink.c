@@ -118,7 +118,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         requester_set_peer(&who, &peer);
 
         if (streq_ptr(peer.unit, UDEV_UNIT))
-                manager_check_udevd(m);
+                manager_check_udevd(m, true);
 
         /* udevd without CAP_SYS_MODULE asks for a device: what that device is, sysfs says. */
         if (peer.known && !peer.cap_sys_module && streq_ptr(peer.unit, UDEV_UNIT) && p.context.devpath) {

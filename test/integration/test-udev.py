@@ -360,6 +360,25 @@ def main():
         assert 0 <= first < later, out
         assert out.count("runs without CAP_SYS_MODULE") == 1, out
 
+    def case_udevd_unit_without_udevd():
+        # Requests from udevd's unit while no process is named systemd-udevd (renamed, or a test's):
+        # looked for at start and at the first request, not again at each (each look reads
+        # /proc/PID/comm of every process).
+        sock = os.path.join(work, "udevd-none.sock")
+        script = ('"$0" --listen=%s --trusted-root=%s --idle-exit-sec=0 & d=$!; '
+                  'for i in $(seq 3000); do [ -S %s ] && break; sleep 0.01; done; '
+                  'for i in 1 2 3; do ACTION=add DEVPATH=/devices/none SUBSYSTEM=pci "$@" --address=%s tifm_sd; done; '
+                  'kill $d; wait $d'
+                  % (sock, trusted, sock, sock))
+        res = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script,
+                              os.environ["MODGATED"], *h.in_unit(UDEVD + "/udev/none"), UDEV],
+                             env={"PATH": os.environ["PATH"], "MODGATE_LOG_LEVEL": "debug",
+                                  **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+        out = res.stdout
+        assert out.count("Could not check systemd-udevd for CAP_SYS_MODULE: No such process") == 2, out
+        assert out.count("tifm_sd") >= 3, out
+
     daemon = h.Daemon(work, "main", trusted)
     slow = h.Daemon(work, "slow", trusted, extra_env={"MODGATE_SHIM_DELAY_MS": "3000"})
     daemon.activate()
@@ -421,6 +440,8 @@ def main():
     t.case("the daemon warns at start when systemd-udevd holds CAP_SYS_MODULE", case_udevd_with_cap)
     t.case("udevd not running yet at the daemon's start is looked at when it first asks", case_udevd_later)
     t.case("the daemon says so when systemd-udevd runs without CAP_SYS_MODULE", case_udevd_without_cap)
+    t.case("requests from udevd's unit with no systemd-udevd process: looked for once more, not at each",
+           case_udevd_unit_without_udevd)
     t.case("without systemd-udevd the daemon only logs at debug level", case_no_udevd)
     t.case("end to end: a real device MODALIAS loads its driver through modgated", case_real_modalias)
     t.case("end to end: module names load, an unmatched MODALIAS exits 0 without a syscall",
