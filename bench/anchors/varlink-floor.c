@@ -81,7 +81,8 @@ int main(int argc, char *argv[]) {
                 (void) setrlimit(RLIMIT_NOFILE, &rl);
         }
 
-        r = sd_event_default(&e);
+        /* As modgated makes its loop: a default one costs a gettid() at every iteration. */
+        r = sd_event_new(&e);
         if (r >= 0)
                 r = sd_event_set_signal_exit(e, true);
         if (r >= 0)
