@@ -398,8 +398,15 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         return 0;
 }
 
-/* The checks on the open file, in order; the first that fails leaves its reason in r. */
-static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r) {
+static int hash_file(int fd, ModuleResult *r);
+
+/* The checks on the open file, in order; the first that fails leaves its reason in r. The bytes are
+ * hashed before the name is read from them: with ahead (a check of the same path made while the
+ * module's dependencies loaded), its name and signature are taken instead of decompressing the file
+ * again when the bytes hash the same as then. */
+static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
+                      LoaderPrepared *ahead) {
+        bool same;
         int q;
 
         q = check_origin(ctx, root, fd, r);
@@ -410,7 +417,13 @@ static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, M
         if (q < 0 || r->reason)
                 return q;
 
-        return check_name(fd, r, NULL);
+        q = hash_file(fd, r);
+        if (q < 0 || r->reason)
+                return q;
+
+        same = ahead && ahead->checked && r->have_sha256 &&
+                memcmp(r->sha256, ahead->sha256, SHA256_DIGEST_SIZE) == 0;
+        return check_name(fd, r, same ? &ahead->modinfo : NULL);
 }
 
 /* Every record of an opened file says which bytes it was, whatever the decision: hashed here from the
@@ -455,7 +468,7 @@ static int pinned_root(const LoadContext *ctx, ModuleResult *r, TrustedRoot **re
 }
 
 /* Every check of loader_load(); *ret_fd the checked file when r has no reason after. */
-static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
+static int open_checked(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead, int *ret_fd) {
         _cleanup_close_ int fd = -EBADF;
         TrustedRoot *root;
         const char *rel = NULL;
@@ -471,7 +484,7 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
                 return module_result_set(r, fd == -EXDEV || fd == -ELOOP || fd == -ENXIO ? OUTCOME_DENIED :
                                          OUTCOME_FAILED, fd, "%s", trust_open_error_to_string(fd));
 
-        q = check_file(ctx, root, fd, r);
+        q = check_file(ctx, root, fd, r, ahead);
         if (q >= 0)
                 q = hash_file(fd, r);
         if (q < 0 || r->reason)
@@ -483,13 +496,12 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, int *ret_fd) {
 int loader_check(const LoadContext *ctx, ModuleResult *r) {
         _cleanup_close_ int fd = -EBADF;
 
-        return open_checked(ctx, r, &fd);
+        return open_checked(ctx, r, NULL, &fd);
 }
 
 void loader_prepared_done(LoaderPrepared *p) {
-        safe_close(p->fd);
         modinfo_done(&p->modinfo);
-        *p = (LoaderPrepared) { .fd = -EBADF };
+        *p = (LoaderPrepared) {};
 }
 
 /* Back to what the job set: everything a check found is found again at the load. What the job set
@@ -515,11 +527,13 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
         int q;
 
         /* What fails here decides nothing: the load checks again, once what it needs is live, and
-         * decides then (a job whose dependency fails says so, not what its own file is). */
-        q = open_checked(ctx, r, &fd);
+         * decides then (a job whose dependency fails says so, not what its own file is). Nothing of
+         * the file is kept but what its bytes said: the load opens the path again, as it would
+         * have, and a file replaced or changed since is another file, checked as such. */
+        q = open_checked(ctx, r, NULL, &fd);
         if (q >= 0 && !r->reason && r->have_sha256 && r->have_modinfo) {
                 *ret = (LoaderPrepared) {
-                        .fd = TAKE_FD(fd),
+                        .checked = true,
                         .modinfo = r->modinfo,
                         .usec = now_usec() - start,
                 };
@@ -530,43 +544,12 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
         return q;
 }
 
-/* The load of a file checked while what it needs was loading: every check again on the same open
- * file, but the module's name and signature, read from its bytes then, are kept when its bytes are
- * still those (same SHA-256), instead of decompressing it again. */
-static int recheck_prepared(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *p) {
-        TrustedRoot *root;
-        const char *rel = NULL;
-        bool same;
-        int q;
-
-        q = pinned_root(ctx, r, &root, &rel);
-        if (q < 0 || r->reason)
-                return q;
-
-        q = check_origin(ctx, root, p->fd, r);
-        if (q < 0 || r->reason)
-                return q;
-        q = check_compression(ctx, p->fd, r);
-        if (q < 0 || r->reason)
-                return q;
-        q = hash_file(p->fd, r);
-        if (q < 0 || r->reason)
-                return q;
-        same = r->have_sha256 && memcmp(r->sha256, p->sha256, SHA256_DIGEST_SIZE) == 0;
-        return check_name(p->fd, r, same ? &p->modinfo : NULL);
-}
-
-int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *p) {
+int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) {
         _cleanup_close_ int fd = -EBADF;
-        uint64_t start = now_usec(), before = 0;
+        uint64_t start = now_usec(), before = ahead && ahead->checked ? ahead->usec : 0;
         int q;
 
-        if (p && p->fd >= 0) {
-                before = p->usec;
-                q = recheck_prepared(ctx, r, p);
-                fd = TAKE_FD(p->fd);
-        } else
-                q = open_checked(ctx, r, &fd);
+        q = open_checked(ctx, r, ahead, &fd);
         r->duration_usec = before + now_usec() - start;
         if (q < 0 || r->reason)
                 return q;

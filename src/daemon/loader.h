@@ -81,29 +81,28 @@ typedef struct LoadContext {
  * for trusted_root_pin(), with the LoadContext as userdata). */
 int loader_verify_root(TrustedRoot *r, void *userdata);
 
-/* A module file checked before the modules it needs were live: the open file, and what its bytes
- * said when they were read (their SHA-256, the module's name and signature). */
+/* What a check of a module's file made before the modules it needs were live found: the SHA-256 of
+ * its bytes then, and the module's name and signature read from them. */
 typedef struct LoaderPrepared {
-        int fd;                 /* -EBADF: nothing kept */
+        bool checked;           /* every check passed, and this holds what they found */
         uint8_t sha256[SHA256_DIGEST_SIZE];
         ModInfo modinfo;
         uint64_t usec;          /* what the checks took */
 } LoaderPrepared;
 
-#define LOADER_PREPARED_NULL ((LoaderPrepared) { .fd = -EBADF })
-
 void loader_prepared_done(LoaderPrepared *p);
 
-/* Every check of loader_load() without the load, keeping the file in *ret when they all passed. r is
- * left as it was: nothing here is a decision, the load checks again. *ret is left as it was when
- * there is nothing to keep. Runs on a worker thread. Returns 0, or -ENOMEM. */
+/* Every check of loader_load() without the load, on the file r->path names now; *ret holds what
+ * they found when they all passed, and is left as it was otherwise. r is left as it was: nothing
+ * here is a decision, the load checks again. Runs on a worker thread. Returns 0, or -ENOMEM. */
 int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret);
 
 /* Opens r->path beneath the trusted root, checks the open fd and hands that fd to finit_module().
- * With p (from loader_prepare(), may be NULL or empty), the file p holds is checked again instead
- * of opened, and its name is not read again when its bytes have not changed; p's fd is closed.
- * Runs on a worker thread: touches nothing but r, p and read-only ctx. Returns 0, or -ENOMEM. */
-int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *p);
+ * With ahead (from loader_prepare(); may be NULL or not checked), every check is made all the
+ * same, on the file opened now, but its name and signature are taken from ahead, not read again,
+ * when its bytes hash the same as then (ahead's ModInfo is taken). Runs on a worker thread:
+ * touches nothing but r, ahead and read-only ctx. Returns 0, or -ENOMEM. */
+int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead);
 
 /* The same checks on the file as loader_load(), without loading it: for Explain. r has a reason when
  * one failed. Runs on any thread. Returns 0, or -ENOMEM. */

@@ -27,7 +27,7 @@
  * already a machine in trouble. */
 #define EXTRA_WORKERS_MAX 48U
 #define STUCK_USEC (2U * 1000000U)
-/* Module files kept open, checked, for jobs that wait for what they need. */
+/* Checks ahead kept (what a module file's bytes said), for jobs that wait for what they need. */
 #define PREPARED_MAX 64U
 
 typedef enum JobState {
@@ -53,8 +53,9 @@ struct Job {
         bool kernel;            /* asked for by the kernel's request_module(): never waits behind loads */
         uint64_t running_since; /* CLOCK_MONOTONIC, once on a worker */
         uint64_t seq;           /* in the order jobs were made: what a module needs comes first */
-        LoaderPrepared prepared; /* its file, checked while it waited */
+        LoaderPrepared prepared; /* what a check of its file found while it waited */
         bool prepare_tried;
+        bool prepared_counted;  /* in n_prepared */
 
         Job **requires;         /* must be live before this starts */
         size_t n_requires;
@@ -98,7 +99,7 @@ struct Scheduler {
         JobQueue ready;
         unsigned n_running;
         unsigned n_preparing;
-        unsigned n_prepared;    /* jobs holding a checked file open */
+        unsigned n_prepared;    /* jobs waiting with a check ahead kept */
         unsigned n_cpus;
         uint64_t seq;
         bool alone_running;
@@ -261,8 +262,9 @@ static void job_finish(Job *j) {
         job_ref(j);
         j->state = JOB_DONE;
         j->coming_timer = sd_event_source_disable_unref(j->coming_timer);
-        if (j->prepared.fd >= 0)
+        if (j->prepared_counted)
                 s->n_prepared--;
+        j->prepared_counted = false;
         loader_prepared_done(&j->prepared);
 
         job_record(j);
@@ -350,8 +352,9 @@ static bool job_may_start(Scheduler *s, const Job *j) {
 }
 
 static void job_run(Scheduler *s, Job *j) {
-        if (j->prepared.fd >= 0)
-                s->n_prepared--;        /* the worker takes it */
+        if (j->prepared_counted)
+                s->n_prepared--;        /* no longer waiting */
+        j->prepared_counted = false;
         j->state = JOB_RUNNING;
         j->running_since = now_usec();
         s->n_running++;
@@ -387,8 +390,10 @@ static Job *next_to_prepare(Scheduler *s) {
 /* While a job waits for the modules it needs, its file can be opened and checked on a worker no load
  * wants: reading a compressed module's name and signature means decompressing all of it, which then
  * is not on the path from the last of those modules going live to this one's finit_module(). Not more
- * at once than there are CPUs (it is CPU work, competing with the loads' own checks), nor more files
- * kept open than PREPARED_MAX. */
+ * at once than there are CPUs (it is CPU work, competing with the loads' own checks), nor more kept
+ * than PREPARED_MAX. A load that finds every worker on a check ahead gets a thread of its own
+ * (job_run()): at most Workers= of them over the daemon's life, since checks ahead only start
+ * within Workers=. */
 static void scheduler_dispatch_prepares(Scheduler *s) {
         while (s->n_running + s->n_preparing < s->n_workers && s->n_preparing < s->n_cpus &&
                s->n_prepared + s->n_preparing < PREPARED_MAX && !s->stopping) {
@@ -529,8 +534,10 @@ static int on_jobs_done(sd_event_source *source, int fd, uint32_t revents, void 
         while ((j = queue_pop(&done))) {
                 if (j->state == JOB_PREPARING) {
                         s->n_preparing--;
-                        if (j->prepared.fd >= 0)
+                        if (j->prepared.checked) {
                                 s->n_prepared++;
+                                j->prepared_counted = true;
+                        }
                         j->state = JOB_WAITING;
                         job_try_start(j);
                         continue;
@@ -681,7 +688,6 @@ static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *paramet
         j->n_ref = 1;
         j->scheduler = s;
         j->seq = ++s->seq;
-        j->prepared = LOADER_PREPARED_NULL;
         j->n_requesters = 1;
         j->alone = name_in(s->load_alone, spec->name);
         j->kernel = who->source == SOURCE_KERNEL;

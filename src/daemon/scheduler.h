@@ -39,7 +39,7 @@ typedef struct SchedulerState {
         unsigned workers;
         unsigned busy;          /* inside loader_load(): opening, checking, finit_module() */
         size_t queued;          /* jobs in flight not on a worker: waiting for a worker or for what they need */
-        unsigned checked_ahead; /* of those, the ones whose file is checked and kept open for their load */
+        unsigned checked_ahead; /* of those, the ones whose file was checked while they wait */
 } SchedulerState;
 void scheduler_state(Scheduler *s, SchedulerState *ret);
 

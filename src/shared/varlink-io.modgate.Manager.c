@@ -302,8 +302,8 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_OUTPUT(workers, SD_VARLINK_INT, 0),
                 SD_VARLINK_DEFINE_OUTPUT(busyWorkers, SD_VARLINK_INT, 0),
                 SD_VARLINK_DEFINE_OUTPUT(queuedJobs, SD_VARLINK_INT, 0),
-                SD_VARLINK_FIELD_COMMENT("Of the queued jobs, those whose file was opened and checked while they "
-                                         "wait for their dependencies, kept open for their load"),
+                SD_VARLINK_FIELD_COMMENT("Of the queued jobs, those whose file was checked while they wait for "
+                                         "their dependencies (their load checks it again)"),
                 SD_VARLINK_DEFINE_OUTPUT(checkedAheadJobs, SD_VARLINK_INT, 0),
                 SD_VARLINK_FIELD_COMMENT("The modules on a worker now (opened, checked, or inside finit_module()), "
                                          "with how long each has been there: a module whose init hangs stays here"),

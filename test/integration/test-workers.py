@@ -119,7 +119,12 @@ def main():
             for n, (_, d) in sorted(deps.items()):
                 f.write("%s: %s\n" % (n, " ".join(d)))
         d = daemon("kdeps", env={"MODGATE_SHIM_DEPS": deps_file, "MODGATE_SHIM_DELAY_MS": "300"})
-        r = h.ok(d.load(chain))
+        c = h.AsyncVarlink(d.address)
+        c.send(M + "Load", {"name": chain})
+        # What waits for its dependencies has its file checked meanwhile.
+        h.wait_for("a check ahead", lambda: h.ok(d.call(M + "Status"))["checkedAheadJobs"] >= 1)
+        r = h.ok(c.receive())
+        c.close()
         assert {m["name"] for m in r["modules"]} == closure(chain), r
         assert all(m["outcome"] == "loaded" for m in r["modules"]), r
         finit = h.finit_records(d.shim_records())
