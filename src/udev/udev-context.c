@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#include <errno.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "json-plain.h"
+#include "parse-util.h"
 #include "udev-context.h"
 
 /* A value the daemon would refuse as context (too long, a control character), or that JSON cannot carry
@@ -19,14 +17,9 @@ static const char *value(const char *v) {
 }
 
 static int64_t seqnum_value(const char *s) {
-        unsigned long long n;
-        char *end = NULL;
+        uint64_t n;
 
-        if (!s || s[0] < '0' || s[0] > '9')
-                return -1;
-        errno = 0;
-        n = strtoull(s, &end, 10);
-        if (errno != 0 || !end || *end != '\0' || n > INT64_MAX)
+        if (!s || parse_uint64(s, &n) < 0 || n > INT64_MAX)
                 return -1;
         return (int64_t) n;
 }
