@@ -200,6 +200,48 @@ TEST(decide) {
         trust_decision_done(&d);
 }
 
+/* Manifest evidence only where the bytes hashed are the bytes the kernel reads: never asked to
+ * hash (needs_manifest) on FUSE, an overlay or a network file system, and refused even when the
+ * caller says the bytes matched. */
+TEST(decide_manifest_fstype) {
+        static const char *const local[] = { "ext4", "xfs", "btrfs", "erofs", "squashfs", "f2fs", "tmpfs" };
+        static const char *const remote[] = { "fuse", "fuse.squashfuse", "fuseblk", "overlay", "nfs", "nfs4",
+                                              "cifs", "smb3", "9p", "virtiofs", "ceph", "vfat", "" };
+        TrustDecision d = {};
+        Origin o = block("vda1", false);
+
+        for (size_t i = 0; i < ELEMENTSOF(local); i++) {
+                check(trust_manifest_fstype(local[i]));
+                snprintf(o.file.fstype, sizeof(o.file.fstype), "%s", local[i]);
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_NOT_CHECKED, &d) == 0);
+                check(!d.trusted && d.needs_manifest);
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_MATCH, &d) == 0);
+                check(d.trusted && d.evidence == EVIDENCE_MANIFEST);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(remote); i++) {
+                char want[256];
+
+                check(!trust_manifest_fstype(remote[i]));
+                o.backing = BACKING_NONE;
+                snprintf(o.file.fstype, sizeof(o.file.fstype), "%s", remote[i]);
+                snprintf(want, sizeof(want), "manifest: file system type %s is not a local disk file system: "
+                         "the bytes hashed need not be the bytes the kernel reads",
+                         remote[i][0] ? remote[i] : "(unknown)");
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_NOT_CHECKED, &d) == 0);
+                check(!d.trusted && !d.needs_manifest && d.verdict == TRUST_OK);
+                check_streq(d.reason, want);
+                trust_decision_done(&d);
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_MATCH, &d) == 0);
+                check(!d.trusted);
+                check_streq(d.reason, want);
+                trust_decision_done(&d);
+                /* Ownership, when accepted, still vouches after the manifest could not. */
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP),
+                             MANIFEST_NOT_CHECKED, &d) == 0);
+                check(d.trusted && d.evidence == EVIDENCE_OWNERSHIP);
+        }
+}
+
 #define HASH_A "4b3c0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
 #define HASH_B "ffff0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
 
@@ -388,6 +430,7 @@ int main(void) {
         RUN(check_file);
         RUN(read_only);
         RUN(decide);
+        RUN(decide_manifest_fstype);
         RUN(verity);
         RUN(ima);
         RUN(evidence_names);
