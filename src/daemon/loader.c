@@ -476,7 +476,7 @@ static int pinned_root(const LoadContext *ctx, ModuleResult *r, TrustedRoot **re
 /* Every check of loader_load(); *ret_fd the checked file when r has no reason after. */
 static int open_checked(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead, int *ret_fd) {
         _cleanup_close_ int fd = -EBADF;
-        TrustedRoot *root;
+        TrustedRoot *root = NULL;
         const char *rel = NULL;
         int q;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compression.h"
+#include "probe-client.h"
 #include "trust.h"
 #include "tests.h"
 
@@ -395,6 +396,35 @@ TEST(ima) {
         check(d.trusted);
 }
 
+/* Only the prober's unit's process, as root, is believed: a root process elsewhere that put its own
+ * socket at the prober's path is not, and neither is one in a cgroup below or beside the unit's. */
+TEST(probe_peer) {
+        static const char *const unit = "0::/system.slice/modgate-probe.service\n";
+        char buf[256];
+
+        check(!probe_peer_failure(0, unit, PROBE_CGROUP, buf, sizeof(buf)));
+        check(!probe_peer_failure(0, "12:pids:/x\n1:name=systemd:/y\n0::/system.slice/modgate-probe.service\n",
+                                  PROBE_CGROUP, buf, sizeof(buf)));
+        check(!probe_peer_failure(0, "0::/system.slice/modgate-probe.service", PROBE_CGROUP, buf, sizeof(buf)));
+        check_streq(probe_peer_failure(1000, unit, PROBE_CGROUP, buf, sizeof(buf)), "it is uid 1000, not root");
+        check_streq(probe_peer_failure(0, "0::/system.slice/evil.service\n", PROBE_CGROUP, buf, sizeof(buf)),
+                    "it runs in cgroup /system.slice/evil.service, not /system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "0::/system.slice/modgate-probe.service/sub\n", PROBE_CGROUP, buf,
+                                       sizeof(buf)),
+                    "it runs in cgroup /system.slice/modgate-probe.service/sub, not "
+                    "/system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "0::/system.slice/modgate-probe.servic\n", PROBE_CGROUP, buf, sizeof(buf)),
+                    "it runs in cgroup /system.slice/modgate-probe.servic, not /system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "0::/init.scope\n", PROBE_CGROUP, buf, sizeof(buf)),
+                    "it runs in cgroup /init.scope, not /system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "1:name=systemd:/system.slice/modgate-probe.service\n", PROBE_CGROUP,
+                                       buf, sizeof(buf)),
+                    "its cgroup in the unified hierarchy cannot be read");
+        check_streq(probe_peer_failure(0, "", PROBE_CGROUP, buf, sizeof(buf)),
+                    "its cgroup in the unified hierarchy cannot be read");
+        check(!probe_peer_failure(0, "0::/modgate-test-probe\n", "/modgate-test-probe", buf, sizeof(buf)));
+}
+
 TEST(evidence_names) {
         for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
                 check(evidence_from_string(evidence_to_string(e)) == e);
@@ -433,6 +463,7 @@ int main(void) {
         RUN(decide_manifest_fstype);
         RUN(verity);
         RUN(ima);
+        RUN(probe_peer);
         RUN(evidence_names);
         RUN(compression);
         return tests_done();
