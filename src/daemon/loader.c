@@ -392,7 +392,13 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
                                                  "cannot read the module's information: %s", strerrordesc_np(-q));
         }
         r->have_modinfo = true;
-        if (r->modinfo.name && !module_name_equal(r->modinfo.name, r->name))
+        /* Without name= the kernel takes the name from the module's own struct, which modgate
+         * does not read: nothing would say which module the file is. Every kernel modgate runs on
+         * (5.x and later) writes it. */
+        if (!r->modinfo.name)
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file's .modinfo has no name=: which module "
+                                         "it is cannot be checked against %s", r->name);
+        if (!module_name_equal(r->modinfo.name, r->name))
                 return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
                                          r->modinfo.name, r->name);
         return 0;
@@ -470,7 +476,7 @@ static int pinned_root(const LoadContext *ctx, ModuleResult *r, TrustedRoot **re
 /* Every check of loader_load(); *ret_fd the checked file when r has no reason after. */
 static int open_checked(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead, int *ret_fd) {
         _cleanup_close_ int fd = -EBADF;
-        TrustedRoot *root;
+        TrustedRoot *root = NULL;
         const char *rel = NULL;
         int q;
 

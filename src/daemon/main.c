@@ -294,7 +294,7 @@ static void print_manifest(const char *path) {
 
         if (!path)
                 return (void) printf("  manifest: unavailable: the root has no Manifest=\n");
-        r = manifest_load_path(path, &m, &msg);
+        r = trust_manifest_load(path, &m, &msg);
         if (r < 0)
                 printf("  manifest: unavailable: %s: %s\n", path, msg ?: strerror(-r));
         else

@@ -165,7 +165,7 @@ static int root_load_manifest(TrustedRoot *t, const RootConfig *c) {
                 return t->manifest_error ? 0 : log_oom();
         }
 
-        r = manifest_load_path(c->manifest, &t->manifest, &msg);
+        r = trust_manifest_load(c->manifest, &t->manifest, &msg);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)

@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 #include <systemd/sd-json.h>
 #include <systemd/sd-varlink.h>
 
 #include "dm-verity.h"
+#include "fileio.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "probe-client.h"
@@ -134,12 +139,126 @@ int probe_reply_parse(const char *error_id, sd_json_variant *reply, DmTable *t) 
         return 0;
 }
 
+const char *probe_expected_cgroup(void) {
+        const char *e = getenv("MODGATE_PROBE_CGROUP");
+
+        return e && e[0] == '/' ? e : PROBE_CGROUP;
+}
+
+const char *probe_peer_failure(uid_t uid, const char *cgroups, const char *expected, char *buf, size_t size) {
+        const char *line = NULL;
+        size_t n;
+
+        if (uid != 0) {
+                snprintf(buf, size, "it is uid %u, not root", (unsigned) uid);
+                return buf;
+        }
+        /* The unified hierarchy's line, "0::PATH": the only one systemd places units by. */
+        for (const char *p = cgroups; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (strncmp(p, "0::", 3) == 0) {
+                        line = p + 3;
+                        break;
+                }
+        if (!line) {
+                snprintf(buf, size, "its cgroup in the unified hierarchy cannot be read");
+                return buf;
+        }
+        n = strcspn(line, "\n");
+        if (n == strlen(expected) && strncmp(line, expected, n) == 0)
+                return NULL;
+        snprintf(buf, size, "it runs in cgroup %.*s, not %s", (int) MIN(n, (size_t) 200), line, expected);
+        return buf;
+}
+
+/* Who wrote the first bytes waiting on fd: SCM_CREDENTIALS, which the kernel fills in with the
+ * writer's own pid and uid (a lie needs CAP_SYS_ADMIN), unlike SO_PEERCRED, which names whoever
+ * called listen(): PID 1 for a socket unit, whatever process now accepts on it. */
+static int peek_writer(int fd, struct ucred *ret) {
+        union {
+                struct cmsghdr h;
+                uint8_t buf[CMSG_SPACE(sizeof(struct ucred))];
+        } control = {};
+        char c;
+        struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                             .msg_controllen = sizeof(control) };
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        struct cmsghdr *cmsg;
+        ssize_t n;
+        int r;
+
+        r = poll(&pfd, 1, (int) (PROBE_TIMEOUT_USEC / 1000));
+        if (r < 0)
+                return negative_errno();
+        if (r == 0)
+                return -ETIMEDOUT;
+        n = recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0)
+                return negative_errno();
+        if (n == 0)
+                return -ECONNRESET;
+        for (cmsg = CMSG_FIRSTHDR(&mh); cmsg; cmsg = CMSG_NXTHDR(&mh, cmsg))
+                if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS &&
+                    cmsg->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+                        memcpy(ret, CMSG_DATA(cmsg), sizeof(*ret));
+                        return 0;
+                }
+        return -ENODATA;
+}
+
+/* Whether the process that answers on fd is the prober's unit's (0); else 1, and failure says who. */
+static int check_writer(int fd, char *failure, size_t size) {
+        char path[64], cgroups[4096];
+        struct ucred cred = {};
+        int r;
+
+        r = peek_writer(fd, &cred);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) cred.pid);
+        r = read_small_file_at(AT_FDCWD, path, cgroups, sizeof(cgroups));
+        if (r < 0)
+                cgroups[0] = '\0';
+        if (probe_peer_failure(cred.uid, cgroups, probe_expected_cgroup(), failure, size)) {
+                char who[32];
+
+                /* The pid after the reason: "process 1234: it runs in cgroup ..." */
+                snprintf(who, sizeof(who), "process %d: ", (int) cred.pid);
+                if (strlen(who) + strlen(failure) < size) {
+                        memmove(failure + strlen(who), failure, strlen(failure) + 1);
+                        memcpy(failure, who, strlen(who));
+                }
+                return 1;
+        }
+        return 0;
+}
+
+typedef struct ProbeCall {
+        bool done;
+        char *error_id;
+        sd_json_variant *reply;
+} ProbeCall;
+
+static int probe_reply(sd_varlink *link, sd_json_variant *parameters, const char *error_id,
+                       sd_varlink_reply_flags_t flags, void *userdata) {
+        ProbeCall *c = userdata;
+
+        c->done = true;
+        c->reply = sd_json_variant_ref(parameters);
+        if (error_id) {
+                c->error_id = strdup(error_id);
+                if (!c->error_id)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int probe_dm_table(const char *address, Origin *o) {
         _cleanup_(sd_varlink_unrefp) sd_varlink *link = NULL;
-        sd_json_variant *reply = NULL;
-        const char *error_id = NULL;
+        ProbeCall c = {};
         DmTable *t = &o->dm;
-        int r;
+        char failure[512];
+        int r, fd, one = 1;
 
         dm_table_done(t);
         r = sd_varlink_connect_address(&link, address);
@@ -147,14 +266,40 @@ int probe_dm_table(const char *address, Origin *o) {
                 return probe_failed(t, r, "the prober at %s cannot be reached (%s; is modgate-probe.socket "
                                     "enabled?)", address, strerrordesc_np(-r) ?: "unknown error");
         (void) sd_varlink_set_relative_timeout(link, PROBE_TIMEOUT_USEC);
+        sd_varlink_set_userdata(link, &c);
+        fd = sd_varlink_get_fd(link);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0 ||
+            sd_varlink_bind_reply(link, probe_reply) < 0)
+                return probe_failed(t, EIO, "the connection to the prober at %s cannot be set up", address);
 
-        r = sd_varlink_callbo(link, "io.modgate.Probe.DescribeDevice", &reply, &error_id,
-                              SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
-                              SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->device_dev)),
-                              SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq",
-                                                           SD_JSON_BUILD_UNSIGNED(o->diskseq)));
-        if (r < 0)
+        r = sd_varlink_invokebo(link, "io.modgate.Probe.DescribeDevice",
+                                SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
+                                SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->device_dev)),
+                                SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq",
+                                                             SD_JSON_BUILD_UNSIGNED(o->diskseq)));
+        if (r >= 0)
+                r = sd_varlink_flush(link);
+        /* Before a byte of the answer is believed: who wrote it. Anyone who may bind in /run (a root
+         * process without CAP_SYS_MODULE) could have put its own socket at this path. */
+        if (r >= 0)
+                r = check_writer(fd, failure, sizeof(failure));
+        if (r > 0)
+                return probe_failed(t, EPERM, "the answer on %s is not from the prober, so not believed (%s)",
+                                    address, failure);
+        /* A disconnect or the timeout comes to probe_reply() as an error of sd-varlink's own. */
+        while (r >= 0 && !c.done) {
+                r = sd_varlink_process(link);
+                if (r == 0)
+                        r = sd_varlink_wait(link, UINT64_MAX);
+        }
+        if (r < 0 && !c.done) {
+                free(c.error_id);
+                sd_json_variant_unref(c.reply);
                 return probe_failed(t, r, "the prober at %s did not answer: %s", address,
                                     strerrordesc_np(-r) ?: "unknown error");
-        return probe_reply_parse(error_id, reply, t);
+        }
+        r = probe_reply_parse(c.error_id, c.reply, t);
+        free(c.error_id);
+        sd_json_variant_unref(c.reply);
+        return r;
 }

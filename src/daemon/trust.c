@@ -152,6 +152,45 @@ int trust_read_only(const Origin *o, char **ret_reason) {
         return read_only_at(o, 0, ret_reason);
 }
 
+/* File systems where the bytes hashed through a fd are the bytes the kernel reads through it next,
+ * unless someone who may write the file writes it in between: local disks, and tmpfs, whose page
+ * cache is the file itself (a writer changes it there as on ext4, no more). Not network file systems,
+ * 9p, virtiofs or FUSE (a server outside the kernel answers each read, and may answer the kernel's
+ * read with other bytes than ours), not overlayfs (its layers are not followed). vfat and the like
+ * are left out: their owner and mode are mount options, and module trees do not live there. */
+static const char *const manifest_fstypes[] = {
+        "btrfs", "erofs", "ext2", "ext3", "ext4", "f2fs", "iso9660", "squashfs", "tmpfs", "udf", "xfs",
+};
+
+bool trust_manifest_fstype(const char *fstype) {
+        for (size_t i = 0; i < ELEMENTSOF(manifest_fstypes); i++)
+                if (strcmp(fstype, manifest_fstypes[i]) == 0)
+                        return true;
+        return false;
+}
+
+int trust_manifest_load(const char *path, Manifest **ret, char **reterr_message) {
+        _cleanup_close_ int fd = -EBADF;
+        FileOrigin o;
+        int r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0)
+                return negative_errno();
+        r = file_origin_from_fd(fd, &o);
+        if (r < 0)
+                return r;
+        if (!trust_manifest_fstype(o.fstype)) {
+                if (asprintf(reterr_message, "refusing a manifest on a %s file system: manifest evidence needs a "
+                             "local disk file system", o.fstype[0] ? o.fstype : "(unknown)") < 0) {
+                        *reterr_message = NULL;
+                        return -ENOMEM;
+                }
+                return -EPERM;
+        }
+        return manifest_load_fd(fd, ret, reterr_message);
+}
+
 static bool has_word(const char *list, const char *word) {
         size_t n = strlen(word);
 
@@ -315,13 +354,24 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         }
 
         if (in->accepted & EVIDENCE_MASK(EVIDENCE_MANIFEST)) {
-                if (in->manifest == MANIFEST_MATCH)
+                const char *fstype = in->origin->file.fstype;
+
+                /* Before any hashing: what a FUSE server or an NFS server hands us says nothing of what
+                 * it hands the kernel. */
+                if (!trust_manifest_fstype(fstype)) {
+                        if (asprintf(&manifest, "file system type %s is not a local disk file system: the bytes "
+                                     "hashed need not be the bytes the kernel reads", fstype[0] ? fstype :
+                                     "(unknown)") < 0) {
+                                manifest = NULL;
+                                return -ENOMEM;
+                        }
+                } else if (in->manifest == MANIFEST_MATCH)
                         return trusted(ret, EVIDENCE_MANIFEST);
-                if (in->manifest == MANIFEST_NOT_CHECKED) {
+                else if (in->manifest == MANIFEST_NOT_CHECKED) {
                         *ret = (TrustDecision) { .needs_manifest = true };
                         return 0;
-                }
-                if (asprintf(&manifest, "%s %s", manifest_failure(in->manifest), in->manifest_detail ?: "?") < 0) {
+                } else if (asprintf(&manifest, "%s %s", manifest_failure(in->manifest),
+                                    in->manifest_detail ?: "?") < 0) {
                         manifest = NULL;
                         return -ENOMEM;
                 }

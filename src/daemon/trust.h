@@ -69,6 +69,16 @@ int evidence_mask_to_string(unsigned mask, const char *sep, char **ret);
  * 1, or 0 with *ret_reason saying what failed and the value seen, or -ENOMEM. */
 int trust_read_only(const Origin *o, char **ret_reason);
 
+/* Pure: whether manifest evidence may hold on a file system of this type: a local disk, or tmpfs,
+ * where the bytes read from a fd are the bytes the kernel reads from it next, unless a writer of
+ * the file changes them in between. */
+bool trust_manifest_fstype(const char *fstype);
+
+/* Loads the manifest at path (never through a symlink) as manifest_load_fd() does, when it is on a
+ * file system trust_manifest_fstype() allows; otherwise -EPERM with *reterr_message naming the
+ * type. An open that fails returns its -errno, with no message. */
+int trust_manifest_load(const char *path, Manifest **ret, char **reterr_message);
+
 /* What the loader found when it compared the file's bytes with the manifest. */
 typedef enum ManifestMatch {
         MANIFEST_NOT_CHECKED,   /* not accepted, or another kind of evidence held first */

@@ -244,6 +244,51 @@ def main():
         f.writelines(lines)
     os.chmod(rw_manifest, 0o644)
 
+    # Manifests on such trees, for the module tree on tmpfs below (a local file system).
+    man_lower = os.path.join(work, "manlower")
+    os.makedirs(man_lower)
+    shutil.copy(manifest, os.path.join(man_lower, "tree.sha256"))
+    os.chmod(os.path.join(man_lower, "tree.sha256"), 0o644)
+    man_ovl = os.path.join(work, "manovl")
+    os.makedirs(man_ovl)
+    mount("-t", "overlay", "overlay", "-o", "ro,lowerdir=%s:%s" % (man_lower, os.path.join(work, "stage2")), man_ovl)
+    man_fuse = os.path.join(work, "manfuse")
+    os.makedirs(man_fuse)
+    man_squash = os.path.join(work, "manifest.squashfs")
+    h.run("mksquashfs", man_lower, man_squash, "-quiet", "-no-progress", "-all-root", stdout=subprocess.DEVNULL)
+    h.run("squashfuse", "-o", "allow_other", man_squash, man_fuse)
+
+    def case_manifest_not_local():
+        # The manifest lists OTHER's bytes as they are on both trees, and still does not vouch: a
+        # FUSE server may hand the kernel other bytes than it handed the hash, and an overlay's
+        # layers are not followed.
+        for name, root, fstype in (("ovl-manifest", ovl, "overlay"), ("fuse-manifest", fuse, "fuse")):
+            d = daemon(name, root, "manifest", manifest)
+            p = denied(d, OTHER, "manifest: file system type %s is not a local disk file system: the bytes hashed "
+                       "need not be the bytes the kernel reads" % fstype)
+            assert "SHA-256" not in p["reason"], p
+            r = journal.records(MODGATE_MODULE=OTHER, _PID=str(d.pid))
+            assert [x["MODGATE_OUTCOME"] for x in r] == ["denied"], r
+            assert "is not a local disk file system" in r[0]["MODGATE_REASON"] and r[0]["MODGATE_FSTYPE"] == fstype, r
+            assert finits(d) == [], name
+        # The manifest itself on such a tree is no manifest, for a tree on a local file system.
+        for name, path, fstype in (("manifest-ovl", os.path.join(man_ovl, "tree.sha256"), "overlay"),
+                                   ("manifest-fuse", os.path.join(man_fuse, "tree.sha256"), "fuse")):
+            d = daemon(name, rw_tree, "manifest", path)
+            why = "%s: refusing a manifest on a %s file system: manifest evidence needs a local disk file system" \
+                % (path, fstype)
+            assert "Manifest %s of %s cannot be used: %s" % (path, rw_tree, why.split(": ", 1)[1]) \
+                in d.stderr_text(), d.stderr_text()
+            p = denied(d, OTHER, "manifest: no manifest to check against: " + why)
+            r = journal.records(MODGATE_MODULE=OTHER, _PID=str(d.pid))
+            assert r and why in r[-1]["MODGATE_REASON"], r
+            assert finits(d) == [], name
+        # The same manifest on the tmpfs it was written to vouches for the same tree.
+        d = daemon("manifest-local", rw_tree, "manifest", manifest)
+        assert h.modules_of(d.load(OTHER))[0]["outcome"] == "loaded"
+        assert [r["name"] for r in finits(d)] == [OTHER]
+        shutil.rmtree("/sys/module/" + OTHER, ignore_errors=True)
+
     def case_manifest():
         d = daemon("rw", rw_tree, "read-only manifest", rw_manifest)
         assert "Manifest %s: %d module files of kernel %s, written by admin." % (rw_manifest, len(lines) - 1, kver) \
@@ -291,6 +336,16 @@ def main():
     named_tree = stage_tree(tree, os.path.join(named, "tree"))
     shutil.copy(os.path.join(tree, deps[OTHER][0]), os.path.join(named_tree, rel))
     named_manifest = h.write_manifest(named_tree, os.path.join(work, "named.sha256"), kernel=kver)
+    # MODULE's own bytes with "name=" in its .modinfo turned into another key of the same length.
+    nameless = os.path.join(named, "nameless")
+    h.copy_tree(tree, nameless)
+    elf = subprocess.run(["xz", "-dc", os.path.join(tree, rel)], check=True, capture_output=True).stdout
+    key = b"\0name=%s\0" % MODULE.encode()
+    assert elf.count(key) == 1, elf.count(key)
+    elf = elf.replace(key, b"\0nome=%s\0" % MODULE.encode())
+    with open(os.path.join(nameless, rel), "wb") as f:
+        f.write(subprocess.run(["xz", "-C", "crc32", "-c"], input=elf, check=True, capture_output=True).stdout)
+    nameless_manifest = h.write_manifest(nameless, os.path.join(work, "nameless.sha256"), kernel=kver)
 
     def case_embedded_name():
         # The file passes every origin check (the manifest lists these very bytes), and is another
@@ -302,6 +357,19 @@ def main():
         assert r[0]["MODGATE_FILE_MODULE"] == OTHER and r[0]["MODGATE_OUTCOME"] == "denied", r
         # By path too.
         h.error_of(d.call("io.modgate.Manager.Load", {"path": os.path.join(named_tree, rel)}), "UntrustedOrigin")
+        print("# %s" % p["reason"], flush=True)
+
+    def case_no_name():
+        # Every origin check passes (the manifest lists these bytes), and the file does not say which
+        # module it is: the kernel would take the name from the module's struct, unchecked.
+        d = daemon("nameless", nameless, "manifest", nameless_manifest)
+        p = denied(d, MODULE, "the file's .modinfo has no name=: which module it is cannot be checked against "
+                   + MODULE)
+        assert finits(d) == []
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_OUTCOME"] == "denied" and "has no name=" in r[0]["MODGATE_REASON"], r
+        h.error_of(d.call("io.modgate.Manager.Load", {"path": os.path.join(nameless, rel)}), "UntrustedOrigin")
+        assert finits(d) == []
         print("# %s" % p["reason"], flush=True)
 
     def case_test_config():
@@ -368,9 +436,12 @@ def main():
     t.case("erofs mounted straight from a file: the file is followed, and refused on a writable file system",
            case_file_backed_erofs)
     t.case("overlayfs, tmpfs remounted read-only and FUSE are never read-only evidence", case_never_evidence)
+    t.case("manifest evidence is refused on FUSE and an overlay, for the module and for the manifest, naming the "
+           "type", case_manifest_not_local)
     t.case("manifest: the installed bytes load; one byte changed, or a file not listed, is refused", case_manifest)
     t.case("a manifest writable by others, not owned by root, or missing is no manifest", case_manifest_refused)
     t.case("a file that names another module than the index: refused, naming both", case_embedded_name)
+    t.case("a file whose .modinfo has no name=: refused, by name and by path", case_no_name)
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
            lambda: h.assert_clean_exit(*daemons))
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compression.h"
+#include "probe-client.h"
 #include "trust.h"
 #include "tests.h"
 
@@ -200,6 +201,48 @@ TEST(decide) {
         trust_decision_done(&d);
 }
 
+/* Manifest evidence only where the bytes hashed are the bytes the kernel reads: never asked to
+ * hash (needs_manifest) on FUSE, an overlay or a network file system, and refused even when the
+ * caller says the bytes matched. */
+TEST(decide_manifest_fstype) {
+        static const char *const local[] = { "ext4", "xfs", "btrfs", "erofs", "squashfs", "f2fs", "tmpfs" };
+        static const char *const remote[] = { "fuse", "fuse.squashfuse", "fuseblk", "overlay", "nfs", "nfs4",
+                                              "cifs", "smb3", "9p", "virtiofs", "ceph", "vfat", "" };
+        TrustDecision d = {};
+        Origin o = block("vda1", false);
+
+        for (size_t i = 0; i < ELEMENTSOF(local); i++) {
+                check(trust_manifest_fstype(local[i]));
+                snprintf(o.file.fstype, sizeof(o.file.fstype), "%s", local[i]);
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_NOT_CHECKED, &d) == 0);
+                check(!d.trusted && d.needs_manifest);
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_MATCH, &d) == 0);
+                check(d.trusted && d.evidence == EVIDENCE_MANIFEST);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(remote); i++) {
+                char want[256];
+
+                check(!trust_manifest_fstype(remote[i]));
+                o.backing = BACKING_NONE;
+                snprintf(o.file.fstype, sizeof(o.file.fstype), "%s", remote[i]);
+                snprintf(want, sizeof(want), "manifest: file system type %s is not a local disk file system: "
+                         "the bytes hashed need not be the bytes the kernel reads",
+                         remote[i][0] ? remote[i] : "(unknown)");
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_NOT_CHECKED, &d) == 0);
+                check(!d.trusted && !d.needs_manifest && d.verdict == TRUST_OK);
+                check_streq(d.reason, want);
+                trust_decision_done(&d);
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST), MANIFEST_MATCH, &d) == 0);
+                check(!d.trusted);
+                check_streq(d.reason, want);
+                trust_decision_done(&d);
+                /* Ownership, when accepted, still vouches after the manifest could not. */
+                check(decide(&o, EVIDENCE_MASK(EVIDENCE_MANIFEST) | EVIDENCE_MASK(EVIDENCE_OWNERSHIP),
+                             MANIFEST_NOT_CHECKED, &d) == 0);
+                check(d.trusted && d.evidence == EVIDENCE_OWNERSHIP);
+        }
+}
+
 #define HASH_A "4b3c0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
 #define HASH_B "ffff0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
 
@@ -353,6 +396,35 @@ TEST(ima) {
         check(d.trusted);
 }
 
+/* Only the prober's unit's process, as root, is believed: a root process elsewhere that put its own
+ * socket at the prober's path is not, and neither is one in a cgroup below or beside the unit's. */
+TEST(probe_peer) {
+        static const char *const unit = "0::/system.slice/modgate-probe.service\n";
+        char buf[256];
+
+        check(!probe_peer_failure(0, unit, PROBE_CGROUP, buf, sizeof(buf)));
+        check(!probe_peer_failure(0, "12:pids:/x\n1:name=systemd:/y\n0::/system.slice/modgate-probe.service\n",
+                                  PROBE_CGROUP, buf, sizeof(buf)));
+        check(!probe_peer_failure(0, "0::/system.slice/modgate-probe.service", PROBE_CGROUP, buf, sizeof(buf)));
+        check_streq(probe_peer_failure(1000, unit, PROBE_CGROUP, buf, sizeof(buf)), "it is uid 1000, not root");
+        check_streq(probe_peer_failure(0, "0::/system.slice/evil.service\n", PROBE_CGROUP, buf, sizeof(buf)),
+                    "it runs in cgroup /system.slice/evil.service, not /system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "0::/system.slice/modgate-probe.service/sub\n", PROBE_CGROUP, buf,
+                                       sizeof(buf)),
+                    "it runs in cgroup /system.slice/modgate-probe.service/sub, not "
+                    "/system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "0::/system.slice/modgate-probe.servic\n", PROBE_CGROUP, buf, sizeof(buf)),
+                    "it runs in cgroup /system.slice/modgate-probe.servic, not /system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "0::/init.scope\n", PROBE_CGROUP, buf, sizeof(buf)),
+                    "it runs in cgroup /init.scope, not /system.slice/modgate-probe.service");
+        check_streq(probe_peer_failure(0, "1:name=systemd:/system.slice/modgate-probe.service\n", PROBE_CGROUP,
+                                       buf, sizeof(buf)),
+                    "its cgroup in the unified hierarchy cannot be read");
+        check_streq(probe_peer_failure(0, "", PROBE_CGROUP, buf, sizeof(buf)),
+                    "its cgroup in the unified hierarchy cannot be read");
+        check(!probe_peer_failure(0, "0::/modgate-test-probe\n", "/modgate-test-probe", buf, sizeof(buf)));
+}
+
 TEST(evidence_names) {
         for (Evidence e = 0; e < _EVIDENCE_MAX; e++)
                 check(evidence_from_string(evidence_to_string(e)) == e);
@@ -388,8 +460,10 @@ int main(void) {
         RUN(check_file);
         RUN(read_only);
         RUN(decide);
+        RUN(decide_manifest_fstype);
         RUN(verity);
         RUN(ima);
+        RUN(probe_peer);
         RUN(evidence_names);
         RUN(compression);
         return tests_done();
