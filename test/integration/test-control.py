@@ -344,7 +344,10 @@ while True:
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(10)
     s.connect(sys.argv[1])
-    s.sendall(b'{"method": "org.varlink.service.GetInfo", "parameters": {}}\0')
+    try:
+        s.sendall(b'{"method": "org.varlink.service.GetInfo", "parameters": {}}\0')
+    except OSError:     # hung up on before it was sent: the connection past the cap
+        break
     buf = b""
     while not buf.endswith(b"\0"):
         try:
