@@ -314,7 +314,6 @@ static void explain_check_files(void *userdata) {
                 if (w->modules[i].check)
                         w->error = loader_check(w->ctx, &w->modules[i].result);
 }
-
 static int explain_reply(ExplainWork *w, sd_json_variant **ret) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *modules = NULL;
         int r;
