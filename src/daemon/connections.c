@@ -287,8 +287,9 @@ static void on_disconnect(sd_varlink_server *server, sd_varlink *link, void *use
         }
 }
 
-/* Every connection is an fd, three more for its peer's /proc (peer.c) and one more to watch its input; so is every module file a worker opens: stay below the fd limit, or
- * accepting fails and sd-varlink stops listening. */
+/* Every connection is an fd, three more for its peer's /proc (peer.c) and one more to watch its input;
+ * so is every module file a worker opens: stay below the fd limit, or accepting fails and sd-varlink
+ * stops listening. */
 static unsigned fd_budget(const Config *config) {
         rlim_t spare = 64 + 2 * (rlim_t) config->workers, per = 5;
         struct rlimit rl;

@@ -155,7 +155,8 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
         if (s->path && !*ret_live && (!v[i].denied || m->config.policy.mode == POLICY_PERMISSIVE)) {
                 em->check = true;
                 em->result.role = s->role;
-                if (strdup_or_null(s->name, &em->result.name) < 0 || strdup_or_null(s->path, &em->result.path) < 0)
+                if (strdup_or_null(s->name, &em->result.name) < 0 ||
+                    strdup_or_null(s->path, &em->result.path) < 0)
                         return -ENOMEM;
         }
         q = names_json(plan, s->requires, s->n_requires, &requires);
@@ -334,12 +335,14 @@ static int explain_reply(ExplainWork *w, sd_json_variant **ret) {
                         ret,
                         SD_JSON_BUILD_PAIR_STRING("verdict", w->e.verdict),
                         SD_JSON_BUILD_PAIR_CONDITION(!!w->e.rule, "rule", SD_JSON_BUILD_STRING(w->e.rule)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!w->e.reason, "reason", SD_JSON_BUILD_STRING(w->e.reason)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!w->e.reason, "reason",
+                                                     SD_JSON_BUILD_STRING(w->e.reason)),
                         SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(w->mode)),
                         SD_JSON_BUILD_PAIR_STRING("policyDigest", w->policy_digest),
                         SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(w->source)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!w->key, "key", SD_JSON_BUILD_STRING(w->key)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!w->key_policy, "keyPolicy", SD_JSON_BUILD_STRING(w->key_policy)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!w->key_policy, "keyPolicy",
+                                                     SD_JSON_BUILD_STRING(w->key_policy)),
                         SD_JSON_BUILD_PAIR_VARIANT("modules", modules),
                         SD_JSON_BUILD_PAIR_CONDITION(!!w->blacklisted, "blacklisted",
                                                      SD_JSON_BUILD_STRV(w->blacklisted)));
@@ -380,8 +383,7 @@ int explain_start(Manager *m, sd_varlink *link, const LoadParameters *p) {
         w->link = sd_varlink_ref(link);
         r = reader_pool_submit(m->readers, uid, explain_check_files, explain_done, w);
         if (r == -EBUSY)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many Explain and Status "
-                                                                              "calls of this user in progress"));
+                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
         if (r < 0)
                 return r;
         TAKE_PTR(w);

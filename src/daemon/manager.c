@@ -493,7 +493,8 @@ void manager_touch(Manager *m) {
 }
 
 static bool manager_is_idle(Manager *m) {
-        return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 && reader_pool_pending(m->readers) == 0 &&
+        return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
+                reader_pool_pending(m->readers) == 0 &&
                 sd_varlink_server_current_connections(m->varlink_server) == 0;
 }
 

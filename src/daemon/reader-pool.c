@@ -11,7 +11,9 @@
 
 #include "reader-pool.h"
 
-/* Nice 19: a CPU that a load wants goes to the load (a weight of 15 against a load's 1024). */
+/* Nice 19: a CPU that a load wants goes to the load (a weight of 15 against a load's 1024). Where a
+ * seccomp filter forbids setpriority(2) (the unit's SystemCallFilter=~@resources) the threads stay at
+ * the daemon's priority: there are two of them, and a uid has one. */
 #define READER_NICE 19
 
 typedef struct ReaderItem ReaderItem;

@@ -9,14 +9,17 @@
 
 /* The file and prober work of the read-only methods (Explain's checks of module files, Status's root
  * identities), on threads of its own: never on the event loop, which every load waits for, and never
- * on the scheduler's workers, which are the loads'. Its threads run at the lowest CPU priority, so
- * that a reader's checks take only what the loads leave. What one uid may have here is bounded: one
+ * on the scheduler's workers, which are the loads'. Its threads lower their CPU priority where the
+ * sandbox lets them (nice 19), so that a reader's checks take only what the loads leave. What one uid may have here is bounded: one
  * item running at a time (the next waits, so another uid's item goes first), READER_PENDING_PER_UID
  * in all; READER_PENDING_MAX for everyone. */
 
 #define READER_THREADS 2U
 #define READER_PENDING_PER_UID 4U
 #define READER_PENDING_MAX 256U
+
+/* The reason of the Busy reply to a call that reader_pool_submit() refused. */
+#define READER_BUSY_REASON "too many Explain and Status calls of this user in progress"
 
 typedef struct ReaderPool ReaderPool;
 

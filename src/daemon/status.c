@@ -105,7 +105,8 @@ static int root_status(const RootSnapshot *rs, sd_json_variant **array) {
                         SD_JSON_BUILD_PAIR_VARIANT("evidence", evidence),
                         SD_JSON_BUILD_PAIR_STRING("state", rs->changed ? "changed" : rs->pinned ? "pinned" :
                                                   "not_there_yet"),
-                        SD_JSON_BUILD_PAIR_CONDITION(rs->have_id, "identity", SD_JSON_BUILD_STRING(identity)),
+                        SD_JSON_BUILD_PAIR_CONDITION(rs->have_id, "identity",
+                                                     SD_JSON_BUILD_STRING(identity)),
                         SD_JSON_BUILD_PAIR_CONDITION(rs->have_id && rs->id.root_hash[0], "verityRootHash",
                                                      SD_JSON_BUILD_STRING(rs->id.root_hash)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!manifest || !!t->manifest_error, "manifest",
@@ -257,8 +258,7 @@ int status_start(Manager *m, sd_varlink *link) {
 
         r = reader_pool_submit(m->readers, uid, status_read_roots, status_done, w);
         if (r == -EBUSY)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many Explain and Status "
-                                                                              "calls of this user in progress"));
+                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
         if (r < 0)
                 return r;
         TAKE_PTR(w);
