@@ -97,11 +97,13 @@ int config_normalize_module_glob(char *s);
 #define CONFIG_WORKERS_DEFAULT 4u
 #define CONFIG_WORKERS_MAX 64u
 #define CONFIG_IDLE_EXIT_USEC_DEFAULT (30 * USEC_PER_SEC)
-/* sd-varlink's own defaults, for connections in total and per uid. At boot every client is root (udev's
- * workers and the kernel's helpers, at most a few hundred at once); a uid's share leaves room for the
- * others. */
+/* Connections in total: sd-varlink's own default. At boot every client is root (udev's workers and the
+ * kernel's helpers, at most a few hundred at once), and root is held to this only. Another uid is a
+ * reader (ReadGroup=), or a process whose call is refused: modgatectl holds one connection per
+ * command and one per monitor, so 16 is a terminal's worth of them at once, and what 16 connections
+ * can make the daemon hold (CONNECTION_INPUT_MAX each, READER_PENDING_PER_UID calls) is small. */
 #define CONFIG_CONNECTIONS_MAX_DEFAULT 4096u
-#define CONFIG_CONNECTIONS_PER_USER_MAX_DEFAULT 1024u
+#define CONFIG_CONNECTIONS_PER_USER_MAX_DEFAULT 16u
 #define CONFIG_CONNECTIONS_LIMIT 65536u
 /* Far longer than any client of ours is silent between connecting and calling, or between calls. */
 #define CONFIG_IDLE_CONNECTION_USEC_DEFAULT (60 * USEC_PER_SEC)

@@ -5,8 +5,10 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "connections.h"
@@ -15,16 +17,17 @@
 #include "manager.h"
 #include "peer.h"
 
-/* A connection watched for silence. sd-varlink reads what the client sends and says nothing of it:
- * a duplicate of the socket, watched edge-triggered, is woken by each arrival without taking any of
- * it. */
+/* A connection watched for silence and for input without end. sd-varlink reads what the client sends
+ * and says nothing of it: a duplicate of the socket, watched edge-triggered, is woken by each arrival
+ * without taking any of it. */
 typedef struct Connection {
         Connections *owner;
         sd_varlink *link;
         int fd;
         sd_event_source *input;
-        sd_event_source *timer;
+        sd_event_source *timer;         /* NULL when IdleConnectionSec=0 */
         uint64_t last_input_usec;       /* CLOCK_MONOTONIC */
+        size_t unterminated;            /* bytes received since the last NUL */
         bool in_call;                   /* a call was in flight at the last look */
 } Connection;
 
@@ -85,10 +88,57 @@ static int connection_arm(Connection *c, uint64_t when) {
         return sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
+/* sd-varlink buffers up to 16 MiB of a message before it gives up (VARLINK_BUFFER_MAX, fixed: libsystemd
+ * has no call to lower it), and reads whatever arrives; so the bytes a client sends are counted here,
+ * as they arrive, and a connection past CONNECTION_INPUT_MAX without a NUL is closed. The bytes are
+ * peeked, not taken: with SO_PEEK_OFF each peek starts where the last one ended, and sd-varlink's reads
+ * move that point back by what they took, so each byte is seen once, before sd-varlink takes it (this
+ * source runs at a higher priority than sd-varlink's). One recv() per arrival, and nothing to copy
+ * between us and sd-varlink (accepting connections and relaying them to it would cost two more
+ * system calls a message, and a buffer of our own).
+ *
+ * What this leaves: bytes that arrive after the loop woke, and that sd-varlink reads in that same
+ * iteration, are taken before they are peeked, and not counted. A client that streams without a break
+ * thus gets some bytes past the count, so the cap is exact for what arrives between iterations, and
+ * approximate for a stream; the unit's MemoryMax= is what bounds the rest. */
+static char peek_buffer[64 * 1024];     /* event loop thread only */
+
+/* Returns -EMSGSIZE when the connection is past the cap, else 0. */
+static int connection_count_input(Connection *c) {
+        for (;;) {
+                const char *nul;
+                ssize_t n;
+
+                n = recv(c->fd, peek_buffer, sizeof(peek_buffer), MSG_PEEK | MSG_DONTWAIT);
+                if (n <= 0)     /* nothing more (EAGAIN), the end, or an error that sd-varlink will see */
+                        return 0;
+                nul = memrchr(peek_buffer, 0, (size_t) n);
+                c->unterminated = nul ? (size_t) (peek_buffer + n - nul - 1) : c->unterminated + (size_t) n;
+                if (c->unterminated > CONNECTION_INPUT_MAX)
+                        return -EMSGSIZE;
+                if ((size_t) n < sizeof(peek_buffer))
+                        return 0;
+        }
+}
+
+static void connection_close_oversized(Connection *c) {
+        pid_t pid = 0;
+        uid_t uid = (uid_t) -1;
+
+        (void) sd_varlink_get_peer_pid(c->link, &pid);
+        (void) sd_varlink_get_peer_uid(c->link, &uid);
+        log_info("Closing the connection of pid %d (uid %u): more than %u bytes without the NUL that ends a "
+                 "message.", (int) pid, (unsigned) uid, CONNECTION_INPUT_MAX);
+        /* The disconnect callback frees c. */
+        (void) sd_varlink_close(c->link);
+}
+
 static int on_input(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Connection *c = userdata;
 
         c->last_input_usec = now_usec();
+        if (connection_count_input(c) < 0)
+                connection_close_oversized(c);
         return 0;
 }
 
@@ -167,6 +217,20 @@ static void uncount_connection(Connections *cs, sd_varlink *link) {
                 free(hashmap_remove(cs->per_uid, uid_key));
 }
 
+/* Before sd-varlink's own source (SD_EVENT_PRIORITY_NORMAL), so that what arrived is peeked before
+ * sd-varlink reads it. */
+static int connection_watch_input(Connections *cs, Connection *c) {
+        static const int zero = 0;
+        int r;
+
+        if (setsockopt(c->fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) < 0)
+                return negative_errno();
+        r = sd_event_add_io(cs->event, &c->input, c->fd, EPOLLIN | EPOLLET, on_input, c);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_priority(c->input, SD_EVENT_PRIORITY_IMPORTANT);
+}
+
 static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdata) {
         Connections *cs = ((Manager *) userdata)->connections;
         Connection *c;
@@ -178,8 +242,6 @@ static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdat
         r = count_connection(cs, link);
         if (r < 0)
                 return r; /* sd-varlink hangs up */
-        if (cs->idle_usec == 0)
-                return 0;
         fd = sd_varlink_get_fd(link);
         if (fd < 0)
                 return fd;
@@ -191,8 +253,8 @@ static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdat
         c->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         r = c->fd < 0 ? negative_errno() : 0;
         if (r >= 0)
-                r = sd_event_add_io(cs->event, &c->input, c->fd, EPOLLIN | EPOLLET, on_input, c);
-        if (r >= 0)
+                r = connection_watch_input(cs, c);
+        if (r >= 0 && cs->idle_usec > 0)
                 r = sd_event_add_time(cs->event, &c->timer, CLOCK_MONOTONIC, c->last_input_usec + cs->idle_usec,
                                       USEC_PER_SEC / 10, on_timer, c);
         link_key(link, key);
@@ -225,11 +287,11 @@ static void on_disconnect(sd_varlink_server *server, sd_varlink *link, void *use
         }
 }
 
-/* Every connection is an fd, three more for its peer's /proc (peer.c) and one more while connections
- * are watched for silence; so is every module file a worker opens: stay below the fd limit, or
- * accepting fails and sd-varlink stops listening. */
+/* Every connection is an fd, three more for its peer's /proc (peer.c) and one more to watch its input;
+ * so is every module file a worker opens: stay below the fd limit, or accepting fails and sd-varlink
+ * stops listening. */
 static unsigned fd_budget(const Config *config) {
-        rlim_t spare = 64 + 2 * (rlim_t) config->workers, per = config->idle_connection_usec > 0 ? 5 : 4;
+        rlim_t spare = 64 + 2 * (rlim_t) config->workers, per = 5;
         struct rlimit rl;
 
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0)

@@ -9,10 +9,14 @@
 
 #include "explain.h"
 #include "kernel.h"
+#include "load.h"
 #include "loader.h"
+#include "log.h"
 #include "macro.h"
 #include "policy.h"
+#include "reader-pool.h"
 #include "seal.h"
+#include "strv.h"
 
 typedef struct Explanation {
         const char *verdict;    /* NULL until something decides */
@@ -68,18 +72,61 @@ static int origin_json(const ModuleResult *r, sd_json_variant **ret) {
                         SD_JSON_BUILD_PAIR_STRING("signatureKey", r->modinfo.signature_key));
 }
 
-/* The checks a worker would make on the file, made here on the event loop thread. */
-static int explain_origin(Manager *m, const ModuleSpec *s, Explanation *e, sd_json_variant **ret) {
-        _cleanup_(module_result_done) ModuleResult r = { .name = s->name, .path = s->path, .role = s->role };
+/* A module of the reply: its entry, made on the event loop, and the file checks a load would make,
+ * made on the reader pool (the entry's "origin", added when they are done). */
+typedef struct ExplainModule {
+        sd_json_variant *entry;
+        bool check;
+        ModuleResult result;    /* name, path and role: the file to check; then what the checks found */
+} ExplainModule;
+
+/* An Explain between the event loop and the reader pool: everything the reply needs, owned. */
+typedef struct ExplainWork {
+        sd_varlink *link;
+        const LoadContext *ctx;
+        Explanation e;
+        ExplainModule *modules;
+        size_t n_modules;
+        int error;              /* of the checks: -ENOMEM */
+        bool all_live;
+        bool have_specs;
+        PolicyMode mode;
+        char policy_digest[SHA256_HEX_SIZE];
+        RequestSource source;
+        char *key;
+        const char *key_policy;
+        char **blacklisted;
+} ExplainWork;
+
+static ExplainWork *explain_work_free(ExplainWork *w) {
+        if (!w)
+                return NULL;
+        for (size_t i = 0; i < w->n_modules; i++) {
+                sd_json_variant_unref(w->modules[i].entry);
+                module_result_done(&w->modules[i].result);
+        }
+        free(w->modules);
+        explanation_done(&w->e);
+        sd_varlink_unref(w->link);
+        free(w->key);
+        strv_free(w->blacklisted);
+        free(w);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(ExplainWork *, explain_work_free);
+
+/* The file's checks, for the module's "origin": what it is and where it comes from, decided as a load
+ * would decide. */
+static int explain_origin(ExplainModule *em, Explanation *e) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *origin = NULL;
+        const ModuleResult *r = &em->result;
         int q;
 
-        q = loader_check(&m->load_context, &r);
+        q = origin_json(r, &origin);
         if (q >= 0)
-                q = origin_json(&r, ret);
-        if (q >= 0 && r.reason)
-                q = decide(e, r.outcome == OUTCOME_DENIED ? "untrusted" : "failed", NULL, r.reason);
-        /* Borrowed, not the result's to free. */
-        r.name = r.path = NULL;
+                q = sd_json_variant_set_field(&em->entry, "origin", origin);
+        if (q >= 0 && r->reason)
+                q = decide(e, r->outcome == OUTCOME_DENIED ? "untrusted" : "failed", NULL, r->reason);
         return q;
 }
 
@@ -91,9 +138,9 @@ static int names_json(const Plan *plan, const size_t *idx, size_t n, sd_json_var
         return r;
 }
 
-static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, size_t i, Explanation *e,
-                          bool *ret_live, sd_json_variant **array) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *requires = NULL, *after = NULL, *origin = NULL;
+static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, size_t i, bool *ret_live,
+                          ExplainModule *em) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *requires = NULL, *after = NULL;
         _cleanup_free_ char *rule = NULL, *reason = NULL;
         const ModuleSpec *s = plan->specs + i;
         const PolicyRule *pr = policy_chain_rule(v, i);
@@ -106,17 +153,19 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
         if ((pr && policy_rule_describe(pr, &rule) < 0) || (v[i].denied && policy_chain(plan, v, i, &reason) < 0))
                 return -ENOMEM;
         if (s->path && !*ret_live && (!v[i].denied || m->config.policy.mode == POLICY_PERMISSIVE)) {
-                q = explain_origin(m, s, e, &origin);
-                if (q < 0)
-                        return q;
+                em->check = true;
+                em->result.role = s->role;
+                if (strdup_or_null(s->name, &em->result.name) < 0 ||
+                    strdup_or_null(s->path, &em->result.path) < 0)
+                        return -ENOMEM;
         }
         q = names_json(plan, s->requires, s->n_requires, &requires);
         if (q >= 0)
                 q = names_json(plan, s->after, s->n_after, &after);
         if (q < 0)
                 return q;
-        return sd_json_variant_append_arraybo(
-                        array,
+        return sd_json_buildo(
+                        &em->entry,
                         SD_JSON_BUILD_PAIR_STRING("name", s->name),
                         SD_JSON_BUILD_PAIR_STRING("role", role_to_string(s->role)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!s->path, "path", SD_JSON_BUILD_STRING(s->path)),
@@ -126,8 +175,7 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
                         SD_JSON_BUILD_PAIR_STRING("state", module_state_to_string(state)),
                         SD_JSON_BUILD_PAIR_STRING("policy", v[i].denied ? "deny" : "allow"),
                         SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!origin, "origin", SD_JSON_BUILD_VARIANT(origin)));
+                        SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)));
 }
 
 static int explain_key(Manager *m, const char *key, RequestSource source, Explanation *e, const char **ret) {
@@ -186,72 +234,158 @@ static int resolve(Manager *m, const LoadParameters *p, const Plan **ret, Plan *
         return resolver_plan_key(m->resolver, p->name ?: p->modalias, ret);
 }
 
-int explain_request(Manager *m, const LoadParameters *p, sd_json_variant **ret) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *modules = NULL;
-        _cleanup_(explanation_done) Explanation e = {};
+/* What the event loop knows: the policy, the index, the modules' states. The files are checked after,
+ * on the reader pool. */
+static int explain_prepare(Manager *m, const LoadParameters *p, ExplainWork *w) {
         _cleanup_(plan_freep) Plan *owned = NULL;
         _cleanup_free_ ModuleVerdict *v = NULL;
-        const char *key = p->name ?: p->modalias, *key_policy = NULL;
+        const char *key = p->name ?: p->modalias;
         RequestSource source = p->context.source;
         const Plan *plan = NULL;
-        bool all_live = true;
         size_t first;
         int r;
 
+        w->ctx = &m->load_context;
+        w->mode = m->config.policy.mode;
+        memcpy(w->policy_digest, m->policy_digest, sizeof(w->policy_digest));
+        w->source = source;
+        w->all_live = true;
+        if (strdup_or_null(key, &w->key) < 0)
+                return -ENOMEM;
+
         /* A Load is refused before anything else once the kernel is sealed; the rest still says what
          * the policy and the files would have decided. */
-        if (seal_refuses(m) && decide(&e, "sealed", NULL, m->seal.request ? "the kernel is being sealed" :
+        if (seal_refuses(m) && decide(&w->e, "sealed", NULL, m->seal.request ? "the kernel is being sealed" :
                                       "the kernel is sealed (kernel.modules_disabled=1)") < 0)
                 return -ENOMEM;
-        if (key && explain_key(m, key, source, &e, &key_policy) < 0)
+        if (key && explain_key(m, key, source, &w->e, &w->key_policy) < 0)
                 return -ENOMEM;
-        r = sd_json_variant_new_array(&modules, NULL, 0);
-        if (r < 0)
-                return r;
         r = resolve(m, p, &plan, &owned);
+        if (r >= 0 && plan->n_blacklisted > 0) {
+                w->blacklisted = strv_copy_n(plan->blacklisted, plan->n_blacklisted);
+                if (!w->blacklisted)
+                        return -ENOMEM;
+        }
         if (r == -ENOENT || r == -EINVAL || (r >= 0 && p->name && plan->key_blacklisted &&
                                              (source == SOURCE_BOOT || source == SOURCE_UDEV)))
-                r = decide(&e, "not_found", NULL, r == -EINVAL ? "file name is not a module name" :
-                           plan && plan->n_blacklisted + plan->key_blacklisted > 0 ?
-                           "only modules that modprobe.d blacklists match" : "no module matches");
-        else if (r == -ELOOP)
-                r = decide(&e, "failed", NULL, "the module index has a dependency loop");
-        else if (r >= 0) {
-                r = policy_judge_plan(&m->config.policy, source, plan, &v, &first);
-                if (r >= 0 && first != SIZE_MAX) {
-                        _cleanup_free_ char *rule = NULL, *reason = NULL;
+                return decide(&w->e, "not_found", NULL, r == -EINVAL ? "file name is not a module name" :
+                              plan && plan->n_blacklisted + plan->key_blacklisted > 0 ?
+                              "only modules that modprobe.d blacklists match" : "no module matches");
+        if (r == -ELOOP)
+                return decide(&w->e, "failed", NULL, "the module index has a dependency loop");
+        if (r < 0)
+                return r;
 
-                        if (policy_rule_describe(policy_chain_rule(v, first), &rule) < 0 ||
-                            policy_chain(plan, v, first, &reason) < 0)
-                                return -ENOMEM;
-                        r = decide(&e, denied_verdict(m), rule, reason);
-                }
+        w->have_specs = plan->n_specs > 0;
+        r = policy_judge_plan(&m->config.policy, source, plan, &v, &first);
+        if (r >= 0 && first != SIZE_MAX) {
+                _cleanup_free_ char *rule = NULL, *reason = NULL;
+
+                if (policy_rule_describe(policy_chain_rule(v, first), &rule) < 0 ||
+                    policy_chain(plan, v, first, &reason) < 0)
+                        return -ENOMEM;
+                r = decide(&w->e, denied_verdict(m), rule, reason);
+        }
+        if (r >= 0)
+                r = explain_parameters(m, plan, p->parameters, &w->e);
+        if (r < 0)
+                return r;
+
+        w->modules = calloc(plan->n_specs ?: 1, sizeof(ExplainModule));
+        if (!w->modules)
+                return -ENOMEM;
+        w->n_modules = plan->n_specs;
+        for (size_t i = 0; i < plan->n_specs; i++) {
+                bool live;
+
+                r = explain_module(m, plan, v, i, &live, w->modules + i);
+                if (r < 0)
+                        return r;
+                if (plan->specs[i].role == ROLE_REQUESTED && !live)
+                        w->all_live = false;
+        }
+        return 0;
+}
+
+/* On the reader pool: the checks a load would make on each file, on the same pinned roots. */
+static void explain_check_files(void *userdata) {
+        ExplainWork *w = userdata;
+
+        for (size_t i = 0; w->error >= 0 && i < w->n_modules; i++)
+                if (w->modules[i].check)
+                        w->error = loader_check(w->ctx, &w->modules[i].result);
+}
+static int explain_reply(ExplainWork *w, sd_json_variant **ret) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *modules = NULL;
+        int r;
+
+        r = sd_json_variant_new_array(&modules, NULL, 0);
+        for (size_t i = 0; r >= 0 && i < w->n_modules; i++) {
+                if (w->modules[i].check)
+                        r = explain_origin(w->modules + i, &w->e);
                 if (r >= 0)
-                        r = explain_parameters(m, plan, p->parameters, &e);
-                for (size_t i = 0; r >= 0 && i < plan->n_specs; i++) {
-                        bool live;
-
-                        r = explain_module(m, plan, v, i, &e, &live, &modules);
-                        if (plan->specs[i].role == ROLE_REQUESTED && !live)
-                                all_live = false;
-                }
+                        r = sd_json_variant_append_array(&modules, w->modules[i].entry);
         }
         if (r < 0)
                 return r;
-        if (!e.verdict)
-                e.verdict = all_live && plan && plan->n_specs > 0 ? "already_loaded" : "load";
+        if (!w->e.verdict)
+                w->e.verdict = w->all_live && w->have_specs ? "already_loaded" : "load";
 
         return sd_json_buildo(
                         ret,
-                        SD_JSON_BUILD_PAIR_STRING("verdict", e.verdict),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!e.rule, "rule", SD_JSON_BUILD_STRING(e.rule)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!e.reason, "reason", SD_JSON_BUILD_STRING(e.reason)),
-                        SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)),
-                        SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
-                        SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(source)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!key, "key", SD_JSON_BUILD_STRING(key)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!key_policy, "keyPolicy", SD_JSON_BUILD_STRING(key_policy)),
+                        SD_JSON_BUILD_PAIR_STRING("verdict", w->e.verdict),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!w->e.rule, "rule", SD_JSON_BUILD_STRING(w->e.rule)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!w->e.reason, "reason",
+                                                     SD_JSON_BUILD_STRING(w->e.reason)),
+                        SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(w->mode)),
+                        SD_JSON_BUILD_PAIR_STRING("policyDigest", w->policy_digest),
+                        SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(w->source)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!w->key, "key", SD_JSON_BUILD_STRING(w->key)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!w->key_policy, "keyPolicy",
+                                                     SD_JSON_BUILD_STRING(w->key_policy)),
                         SD_JSON_BUILD_PAIR_VARIANT("modules", modules),
-                        SD_JSON_BUILD_PAIR_CONDITION(plan && plan->n_blacklisted > 0, "blacklisted",
-                                                     SD_JSON_BUILD_STRV(plan ? plan->blacklisted : NULL)));
+                        SD_JSON_BUILD_PAIR_CONDITION(!!w->blacklisted, "blacklisted",
+                                                     SD_JSON_BUILD_STRV(w->blacklisted)));
+}
+
+/* On the event loop: the reply, to a client that may have gone meanwhile (then nobody reads it). */
+static void explain_done(void *userdata, bool cancelled) {
+        _cleanup_(explain_work_freep) ExplainWork *w = userdata;
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
+        int r;
+
+        if (cancelled)
+                return;
+        r = w->error < 0 ? w->error : explain_reply(w, &reply);
+        if (r < 0) {
+                log_error_errno(r, "Failed to explain the request: %m");
+                (void) sd_varlink_error_errno(w->link, r);
+                return;
+        }
+        (void) sd_varlink_reply(w->link, reply);
+}
+
+int explain_start(Manager *m, sd_varlink *link, const LoadParameters *p) {
+        _cleanup_(explain_work_freep) ExplainWork *w = NULL;
+        uid_t uid;
+        int r;
+
+        r = sd_varlink_get_peer_uid(link, &uid);
+        if (r < 0)
+                return r;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        r = explain_prepare(m, p, w);
+        if (r < 0)
+                return log_error_errno(r, "Failed to explain the request: %m");
+
+        w->link = sd_varlink_ref(link);
+        r = reader_pool_submit(m->readers, uid, explain_check_files, explain_done, w);
+        if (r == -EBUSY)
+                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
+        if (r < 0)
+                return r;
+        TAKE_PTR(w);
+        return 0;
 }

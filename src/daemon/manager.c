@@ -109,6 +109,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->summary_timer);
         /* Workers first: a load in progress completes, nothing new starts, nothing is sealed. */
         seal_cancel(m);
+        m->readers = reader_pool_free(m->readers);
         m->scheduler = scheduler_free(m->scheduler);
         manager_free_requests(m);
         m->monitors = monitors_free(m->monitors);
@@ -453,6 +454,9 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to start %u worker threads: %m", m->config.workers);
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
+        r = reader_pool_new(m->event, &m->readers);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the threads of Explain and Status: %m");
         scheduler_set_record(m->scheduler, manager_record_module, manager_record_started, m);
 
         r = history_open(m->runtime_dir, &m->history, &skipped);
@@ -490,6 +494,7 @@ void manager_touch(Manager *m) {
 
 static bool manager_is_idle(Manager *m) {
         return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
+                reader_pool_pending(m->readers) == 0 &&
                 sd_varlink_server_current_connections(m->varlink_server) == 0;
 }
 
@@ -628,6 +633,9 @@ int manager_reload(Manager *m, char **ret_error) {
                 strv_free(m->config.load_alone);
                 m->config.load_alone = TAKE_PTR(c.load_alone);
                 scheduler_set_load_alone(m->scheduler, m->config.load_alone);
+        r = reader_pool_new(m->event, &m->readers);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the threads of Explain and Status: %m");
         }
         if (!m->keep_idle_exit) {
                 m->config.idle_exit_usec = c.idle_exit_usec;

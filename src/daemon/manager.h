@@ -10,6 +10,7 @@
 #include "history.h"
 #include "module-watch.h"
 #include "monitor.h"
+#include "reader-pool.h"
 #include "compression.h"
 #include "config.h"
 #include "device-info.h"
@@ -60,6 +61,7 @@ typedef struct Manager {
         uint64_t summary_since_usec;    /* when the window began */
         LoadContext load_context;       /* what the workers check files with; Explain checks the same */
         Scheduler *scheduler;
+        ReaderPool *readers;            /* Explain's and Status's file and prober work */
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */
         unsigned n_requests;

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "enforcement.h"
+#include "load.h"
+#include "log.h"
+#include "reader-pool.h"
 #include "root-identity.h"
 #include "status.h"
 #include "strv.h"
@@ -17,32 +22,93 @@ static int root_evidence(const TrustedRoot *t, sd_json_variant **ret) {
         return sd_json_variant_new_array_strv(ret, l);
 }
 
-static int root_status(Manager *m, const TrustedRoot *t, sd_json_variant **array) {
+/* What Status says of a root, read on the reader pool: its fd and changed are the pinning's, which a
+ * worker may be doing now (under the root's lock, asking the prober); the rest is set at start. */
+typedef struct RootSnapshot {
+        const TrustedRoot *root;
+        char *changed;
+        bool pinned;
+        bool have_id;
+        RootIdentity id;
+} RootSnapshot;
+
+typedef struct StatusWork {
+        Manager *m;
+        sd_varlink *link;
+        const char *probe_address;
+        RootSnapshot *roots;
+        size_t n_roots;
+        int error;
+} StatusWork;
+
+static StatusWork *status_work_free(StatusWork *w) {
+        if (!w)
+                return NULL;
+        for (size_t i = 0; i < w->n_roots; i++)
+                free(w->roots[i].changed);
+        free(w->roots);
+        sd_varlink_unref(w->link);
+        free(w);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(StatusWork *, status_work_free);
+
+/* A copy of the fd, so that a root unpinned meanwhile (its identity failed to verify) closes only its
+ * own, and the number is never another file's. */
+static int root_snapshot(RootSnapshot *rs, const char *probe_address) {
+        TrustedRoot *t = (TrustedRoot *) rs->root;
+        _cleanup_close_ int fd = -EBADF;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        rs->pinned = t->fd >= 0;
+        if (t->fd >= 0) {
+                fd = fcntl(t->fd, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0)
+                        r = negative_errno();
+        }
+        if (r >= 0)
+                r = strdup_or_null(t->changed, &rs->changed);
+        pthread_mutex_unlock(&t->lock);
+        if (r == -ENOMEM)
+                return r;
+        if (fd >= 0 && root_identity_of(fd, probe_address, &rs->id) >= 0)
+                rs->have_id = true;
+        return 0;
+}
+
+/* On the reader pool: the identity of each root, which may ask the prober. */
+static void status_read_roots(void *userdata) {
+        StatusWork *w = userdata;
+
+        for (size_t i = 0; w->error >= 0 && i < w->n_roots; i++)
+                w->error = root_snapshot(w->roots + i, w->probe_address);
+}
+
+static int root_status(const RootSnapshot *rs, sd_json_variant **array) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *evidence = NULL;
         _cleanup_free_ char *manifest = NULL;
+        const TrustedRoot *t = rs->root;
         char identity[256] = "";
-        RootIdentity id = {};
-        bool have_id = false;
         int r;
 
         r = root_evidence(t, &evidence);
         if (r < 0)
                 return r;
-        if (t->fd >= 0 && root_identity_of(t->fd, m->load_context.probe_address, &id) >= 0) {
-                root_identity_format(&id, identity, sizeof(identity));
-                have_id = true;
-        }
+        if (rs->have_id)
+                root_identity_format(&rs->id, identity, sizeof(identity));
         if (t->manifest && asprintf(&manifest, "kernel %s", manifest_kernel(t->manifest)) < 0)
                 return -ENOMEM;
         return sd_json_variant_append_arraybo(
                         array,
                         SD_JSON_BUILD_PAIR_STRING("path", t->path),
                         SD_JSON_BUILD_PAIR_VARIANT("evidence", evidence),
-                        SD_JSON_BUILD_PAIR_STRING("state", t->changed ? "changed" : t->fd >= 0 ? "pinned" :
+                        SD_JSON_BUILD_PAIR_STRING("state", rs->changed ? "changed" : rs->pinned ? "pinned" :
                                                   "not_there_yet"),
-                        SD_JSON_BUILD_PAIR_CONDITION(have_id, "identity", SD_JSON_BUILD_STRING(identity)),
-                        SD_JSON_BUILD_PAIR_CONDITION(have_id && id.root_hash[0], "verityRootHash",
-                                                     SD_JSON_BUILD_STRING(id.root_hash)),
+                        SD_JSON_BUILD_PAIR_CONDITION(rs->have_id, "identity",
+                                                     SD_JSON_BUILD_STRING(identity)),
+                        SD_JSON_BUILD_PAIR_CONDITION(rs->have_id && rs->id.root_hash[0], "verityRootHash",
+                                                     SD_JSON_BUILD_STRING(rs->id.root_hash)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!manifest || !!t->manifest_error, "manifest",
                                                      SD_JSON_BUILD_STRING(manifest ?: t->manifest_error)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!t->manifest, "manifestEntries",
@@ -105,17 +171,19 @@ static int loading_build(Scheduler *s, sd_json_variant **ret) {
         return 0;
 }
 
-int manager_status(Manager *m, sd_json_variant **ret) {
+/* The rest is the event loop's, read when the roots' part is done: as it is at the reply. */
+static int status_build(StatusWork *w, sd_json_variant **ret) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *roots = NULL, *counters = NULL, *latency = NULL,
                 *loading = NULL;
         _cleanup_free_ char *enforcement = NULL;
+        Manager *m = w->m;
         SchedulerState st;
         Enforcement e;
         int r;
 
         r = sd_json_variant_new_array(&roots, NULL, 0);
-        for (size_t i = 0; r >= 0 && i < m->n_roots; i++)
-                r = root_status(m, m->roots[i], &roots);
+        for (size_t i = 0; r >= 0 && i < w->n_roots; i++)
+                r = root_status(w->roots + i, &roots);
         if (r >= 0)
                 r = counters_build(&m->counters, &counters);
         if (r >= 0)
@@ -149,4 +217,50 @@ int manager_status(Manager *m, sd_json_variant **ret) {
                         SD_JSON_BUILD_PAIR_UNSIGNED("connections",
                                                     sd_varlink_server_current_connections(m->varlink_server)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!latency, "latency", SD_JSON_BUILD_VARIANT(latency)));
+}
+
+static void status_done(void *userdata, bool cancelled) {
+        _cleanup_(status_work_freep) StatusWork *w = userdata;
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
+        int r;
+
+        if (cancelled)
+                return;
+        r = w->error < 0 ? w->error : status_build(w, &reply);
+        if (r < 0) {
+                log_error_errno(r, "Failed to build the status: %m");
+                (void) sd_varlink_error_errno(w->link, r);
+                return;
+        }
+        (void) sd_varlink_reply(w->link, reply);
+}
+
+int status_start(Manager *m, sd_varlink *link) {
+        _cleanup_(status_work_freep) StatusWork *w = NULL;
+        uid_t uid;
+        int r;
+
+        r = sd_varlink_get_peer_uid(link, &uid);
+        if (r < 0)
+                return r;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->roots = calloc(m->n_roots ?: 1, sizeof(RootSnapshot));
+        if (!w->roots)
+                return -ENOMEM;
+        w->n_roots = m->n_roots;
+        for (size_t i = 0; i < m->n_roots; i++)
+                w->roots[i].root = m->roots[i];
+        w->m = m;
+        w->probe_address = m->load_context.probe_address;
+        w->link = sd_varlink_ref(link);
+
+        r = reader_pool_submit(m->readers, uid, status_read_roots, status_done, w);
+        if (r == -EBUSY)
+                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
+        if (r < 0)
+                return r;
+        TAKE_PTR(w);
+        return 0;
 }

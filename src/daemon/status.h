@@ -2,8 +2,13 @@
 #pragma once
 
 #include <systemd/sd-json.h>
+#include <systemd/sd-varlink.h>
 
 #include "manager.h"
 
-/* The reply of Status: what the daemon is and does now, read from the manager and the kernel. */
-int manager_status(Manager *m, sd_json_variant **ret);
+/* Starts the reply of io.modgate.Manager.Status for link: what the daemon is and does now, read from
+ * the manager and the kernel. The roots' identities (read under each root's lock, and possibly from
+ * the prober) are read on the reader pool; the reply is sent when they are. Returns 0 (the reply
+ * follows), the result of a Busy reply when the caller's uid has too many calls in progress, or
+ * -errno. */
+int status_start(Manager *m, sd_varlink *link);

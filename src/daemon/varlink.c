@@ -221,7 +221,6 @@ static int check_reader(Manager *m, sd_varlink *link, const char *method, Reques
 
 static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                              void *userdata) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
         Manager *m = userdata;
         LoadParameters p = {};
         LoadRefusal refusal = {};
@@ -241,10 +240,7 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
         if (r <= 0)
                 return r;
 
-        r = explain_request(m, &p, &reply);
-        if (r < 0)
-                return log_error_errno(r, "Failed to explain the request: %m");
-        return sd_varlink_reply(link, reply);
+        return explain_start(m, link, &p);
 }
 
 /* A read-only method without parameters: none may be given, and the caller must be a reader. Returns
@@ -322,17 +318,13 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
 
 static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                             void *userdata) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *reply = NULL;
         Manager *m = userdata;
         int r;
 
         r = dispatch_reader(m, link, parameters, "Status");
         if (r <= 0)
                 return r;
-        r = manager_status(m, &reply);
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the status: %m");
-        return sd_varlink_reply(link, reply);
+        return status_start(m, link);
 }
 
 static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,

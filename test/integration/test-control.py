@@ -3,7 +3,7 @@
 """The control interface as a client meets it, through a varlink client written here (JSON and a NUL
 over an AF_UNIX socket): every method of io.modgate.Manager and org.varlink.service; the answers to
 what is not a valid call (malformed JSON, an unknown method, a wrongly typed parameter, a message over
-sd-varlink's 16 MiB, a bare NUL); the caps on connections (per uid, root still served) and on silence;
+the daemon's 128 KiB, a bare NUL); the caps on connections (per uid, root still served) and on silence;
 and Seal: kernel.modules_disabled=1 (a file bound over the sysctl, which the shim obeys as the kernel
 does), loads in flight and a final list waited for, every later Load, Unload and Seal refused with
 Sealed and recorded, a restarted daemon still sealed, and a seal by someone else noticed."""
@@ -25,7 +25,7 @@ MANAGER = "io.modgate.Manager"
 METHODS = ("Load", "Unload", "Explain", "Reload", "List", "Describe", "Status", "Seal", "Monitor")
 NOT_FOUND = "org.varlink.service.MethodNotFound"
 INVALID = "org.varlink.service.InvalidParameter"
-MESSAGE_MAX = 16 * 1024 * 1024          # sd-varlink's VARLINK_BUFFER_MAX
+MESSAGE_MAX = 128 * 1024                # CONNECTION_INPUT_MAX (connections.h); sd-varlink's own is 16 MiB
 PER_USER = 8
 IDLE_SEC = 2
 HANG_UP_SEC = 15
@@ -287,26 +287,29 @@ def main():
         try:
             # Below the limit, a message is answered, whatever its size.
             c = Client(d.address)
-            pad = b" " * (MESSAGE_MAX - 1024 * 1024)
+            pad = b" " * (MESSAGE_MAX - 1024)
             c.send_raw(b'{"method": "org.varlink.service.GetInfo",' + pad + b'"parameters": {}}\0')
             assert ok(c.receive())["vendor"] == "modgate"
             c.close()
-            # 16 MiB without the NUL that would end it: sd-varlink hangs up.
+            # Past the limit without the NUL that would end it: hung up on, long before sd-varlink's own
+            # 16 MiB would be.
             c = Client(d.address, timeout=60)
             failed = []
 
             def flood():
                 try:
                     c.send_raw(b'{"method": "org.varlink.service.GetInfo", "parameters": {"x": "'
-                               + b"x" * (MESSAGE_MAX + 256 * 1024))
+                               + b"x" * (16 * 1024 * 1024))
                 except OSError as e:    # the daemon hung up while we were sending: expected
                     failed.append(e)
             sender = threading.Thread(target=flood)
             sender.start()
-            assert hung_up(c), "no hang-up after 16 MiB without a NUL"
+            assert hung_up(c), "no hang-up after %d bytes without a NUL" % MESSAGE_MAX
             sender.join()
             c.close()
-            print("# 16 MiB without a NUL: hung up (%s)" % (failed[0] if failed else "all sent first"), flush=True)
+            print("# %d bytes without a NUL: hung up (%s)" % (MESSAGE_MAX, failed[0] if failed else "all sent first"),
+                  flush=True)
+            assert "more than %d bytes without the NUL" % MESSAGE_MAX in d.stderr_text()
             still_serves(before)
         finally:
             before.close()
@@ -328,7 +331,7 @@ def main():
     t.case("an unknown method: org.varlink.service.MethodNotFound, and the connection goes on", case_unknown_method)
     t.case("a parameter of the wrong type or an unknown one: org.varlink.service.InvalidParameter naming it",
            case_wrong_type)
-    t.case("a message of 15 MiB is answered; 16 MiB without its NUL is hung up on; others still served",
+    t.case("a message of 127 KiB is answered; past 128 KiB without its NUL it is hung up on; others still served",
            case_oversized)
     t.case("a bare NUL, and a NUL inside a message: hung up; others still served", case_nul)
 
@@ -341,7 +344,10 @@ while True:
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(10)
     s.connect(sys.argv[1])
-    s.sendall(b'{"method": "org.varlink.service.GetInfo", "parameters": {}}\0')
+    try:
+        s.sendall(b'{"method": "org.varlink.service.GetInfo", "parameters": {}}\0')
+    except OSError:     # hung up on before it was sent: the connection past the cap
+        break
     buf = b""
     while not buf.endswith(b"\0"):
         try:

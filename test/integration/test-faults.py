@@ -63,7 +63,7 @@ def ERRNO_NAME(e):
     return "EOPNOTSUPP" if e == errno.EOPNOTSUPP else errno.errorcode[e]
 
 CROWD = 5000
-PER_USER_DEFAULT = 1024         # MaxConnectionsPerUser='s default (config.h)
+PER_USER_DEFAULT = 16           # MaxConnectionsPerUser='s default (config.h)
 LOW_NOFILE = 32
 ROOT_WAIT_MAX_S = 5.0           # the longest root may wait for an answer while the crowd connects
 CPU_BUDGET_S = 0.3              # the most CPU time a daemon may use in CPU_WINDOW_S while it waits

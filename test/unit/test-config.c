@@ -998,7 +998,7 @@ static void check_defaults(const Config *c) {
         check(c->workers == CONFIG_WORKERS_DEFAULT);
         check(strv_length(c->load_alone) == 0);
         check(c->idle_exit_usec == CONFIG_IDLE_EXIT_USEC_DEFAULT);
-        check(c->connections_max == 4096 && c->connections_per_user_max == 1024);
+        check(c->connections_max == 4096 && c->connections_per_user_max == 16);
         check(c->idle_connection_usec == 60 * USEC_PER_SEC);
         check(strv_length(c->trusted_roots) == 0);
         check(c->require_superblock_ro);
