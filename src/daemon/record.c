@@ -83,10 +83,42 @@ static void emit_decision(Manager *m, const char *type, const char *module, sd_j
                 manager_emit(m, type, module, f);
 }
 
+static const char *entry_module_name(sd_json_variant *e) {
+        sd_json_variant *n = sd_json_variant_by_key(e, "module");
+
+        return n && sd_json_variant_is_string(n) ? sd_json_variant_string(n) : "";
+}
+
+static const char *entry_outcome(sd_json_variant *e) {
+        sd_json_variant *o = e ? sd_json_variant_by_key(e, "outcome") : NULL;
+
+        return o && sd_json_variant_is_string(o) ? sd_json_variant_string(o) : "";
+}
+
+static bool entry_is_loaded(sd_json_variant *e) {
+        const char *s = entry_outcome(e);
+
+        return strcmp(s, "loaded") == 0 || strcmp(s, "loaded_outside") == 0;
+}
+
+/* Whether an entry says where the module is now: loaded or unloaded, by modgate or by someone else.
+ * A refusal or a failure leaves the module where it was. */
+static bool entry_moves(sd_json_variant *e) {
+        const char *s = entry_outcome(e);
+
+        return entry_is_loaded(e) || strcmp(s, "unloaded") == 0 || strcmp(s, "unloaded_outside") == 0;
+}
+
 void manager_keep(Manager *m, sd_json_variant *entry) {
         int r;
 
         if (!m->history || !entry)
+                return;
+        /* A module that is loaded stays the history's "loaded" whatever is refused for it later (a
+         * Deny= added since, a copy of it by path, a failed load of the same name): List and
+         * Describe answer why it is in the kernel, and a reconciliation must not take it for a
+         * module loaded by someone else. The refusal is in the journal. */
+        if (!entry_moves(entry) && entry_is_loaded(history_get(m->history, entry_module_name(entry))))
                 return;
         r = history_add(m->history, entry);
         if (r < 0)
@@ -117,13 +149,6 @@ void manager_record_outside(Manager *m, const char *module, const char *how) {
 static void record_outside_gone(Manager *m, const char *module, const char *how) {
         journal_record_outside(module, NULL, how, true);
         record_simple(m, module, "unloaded_outside", how, NULL, NULL, true);
-}
-
-static bool entry_is_loaded(sd_json_variant *e) {
-        sd_json_variant *o = e ? sd_json_variant_by_key(e, "outcome") : NULL;
-        const char *s = o && sd_json_variant_is_string(o) ? sd_json_variant_string(o) : "";
-
-        return strcmp(s, "loaded") == 0 || strcmp(s, "loaded_outside") == 0;
 }
 
 static void count_module(Counters *c, unsigned n, const ModuleResult *r) {
@@ -316,9 +341,13 @@ void manager_record_policy(Manager *m, const Requester *requester, const PolicyR
 
 void manager_record_refused_caller(Manager *m, const Requester *who, const char *method, const char *reason) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
-        const char *key = who->name ?: who->modalias ?: who->path;
+        const char *key = who->name ?: who->modalias ?: who->path ?: "";
+        _cleanup_free_ char *with_devpath = NULL;
 
         m->counters.refused_callers++;
+        /* Whether a claimed device announced what is asked depends on the device: each is a key. */
+        if (who->devpath && asprintf(&with_devpath, "%s@%s", key, who->devpath) >= 0)
+                key = with_devpath;
         if (manager_chatter_first(m, CHATTER_REFUSED_CALLER, who, method, key))
                 journal_record_refused_caller(who, method, reason);
         if (!monitors_active(m->monitors))

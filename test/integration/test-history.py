@@ -4,7 +4,8 @@
 restart and an idle exit, List and Describe answer from it, a module that someone else loaded (before
 the daemon started, or while it ran) is recorded as loaded outside modgate with its taint, one that
 someone else unloaded while no daemon ran is recorded as such, and a torn last line after a crash is
-skipped."""
+skipped. A module refused after it was loaded (a Deny= added since) stays loaded in the history, so the
+next start does not take it for a module loaded by someone else."""
 
 import hashlib
 import os
@@ -23,6 +24,7 @@ EARLY = "psmouse"               # "loaded by the initrd": in the kernel before t
 LOADED = "eql"
 KEPT = "nlmon"                  # loaded by modgate, then removed while no daemon runs
 BEHIND = "veth"                 # appears while a daemon runs, as insmod would make it
+DENIED_LATER = "ifb"            # loaded, then denied by the next start's policy
 
 
 def main():
@@ -159,6 +161,24 @@ def main():
            "line is skipped", case_restart)
     t.case("and an idle exit, without recording anything twice", case_idle_exit)
     t.case("List and Describe are for root (any capabilities) and ReadGroup= only", case_readers)
+    def case_denied_after_load():
+        d = daemons[-1]
+        assert [m["outcome"] for m in h.ok(d.call(M + "Load", {"name": DENIED_LATER}))["modules"]] == ["loaded"]
+        h.assert_clean_exit(d)
+        h.mount_file_over("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro module_blacklist=%s\n" % DENIED_LATER, work)
+        fifth = start("fifth")
+        r = fifth.call(M + "Load", {"name": DENIED_LATER})
+        assert r.get("error") == M + "PolicyDenied", r
+        e = describe(fifth, DENIED_LATER)
+        assert e["outcome"] == "loaded" and e["source"] == "admin", e
+        h.assert_clean_exit(fifth)
+        sixth = start("sixth")
+        rec = journal.records(MESSAGE_ID=OUTSIDE_ID, _PID=str(sixth.pid))
+        assert rec == [], "a module modgate loaded was taken for one loaded by someone else: %r" % rec
+        assert describe(sixth, DENIED_LATER)["outcome"] == "loaded"
+
+    t.case("a module denied after it was loaded stays loaded in the history; the next start finds nothing "
+           "loaded outside", case_denied_after_load)
     t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons[-1:]))
     journal.stop()
     return t.done()
