@@ -13,7 +13,7 @@
 #include "kernel.h"
 #include "log.h"
 
-#define FIELDS_MAX 72
+#define FIELDS_MAX 96
 #define BLACKLISTED_FIELDS_MAX 16
 
 typedef struct Record {
@@ -248,7 +248,38 @@ static void record_send(Record *rec) {
         record_done(rec);
 }
 
-void journal_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r) {
+/* A request that joined a load, in one field: "source=udev request=KEY pid=N uid=N unit=U devpath=D". */
+static void record_joined(Record *rec, const Requester *who) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        f = open_memstream(&text, &size);
+        if (!f) {
+                rec->oom = true;
+                return;
+        }
+        fprintf(f, "source=%s", request_source_to_string(who->source));
+        if (who->name || who->modalias || who->path)
+                fprintf(f, " request=%s", who->name ?: who->modalias ?: who->path);
+        if (who->have_peer)
+                fprintf(f, " pid=%d uid=%u", (int) who->pid, (unsigned) who->uid);
+        if (who->have_peer && who->unit)
+                fprintf(f, " unit=%s", who->unit);
+        if (who->devpath)
+                fprintf(f, " devpath=%s", who->devpath);
+        if (who->seqnum >= 0)
+                fprintf(f, " seqnum=%lld", (long long) who->seqnum);
+        if (fclose(f) != 0) {
+                rec->oom = true;
+                return;
+        }
+        record_add(rec, "MODGATE_JOINED=%s", text);
+}
+
+void journal_record_module(const Requesters *all, const ModuleResult *r) {
+        const Requester *who = all->first;
+        unsigned n_requesters = all->n;
         Record rec = {};
 
         record_message(&rec, r);
@@ -259,6 +290,10 @@ void journal_record_module(const Requester *who, unsigned n_requesters, const Mo
         record_add(&rec, "MODGATE_ROLE=%s", role_to_string(r->role));
         record_add(&rec, "MODGATE_REQUESTERS=%u", n_requesters);
         record_requester(&rec, who);
+        for (size_t i = 0; i < all->n_joined; i++)
+                record_joined(&rec, all->joined + i);
+        if (n_requesters > all->n_joined + 1)
+                record_add(&rec, "MODGATE_JOINED_NOT_LISTED=%u", n_requesters - 1 - (unsigned) all->n_joined);
         record_origin(&rec, r);
         if (r->parameters)
                 record_add(&rec, "MODGATE_PARAMETERS=%s", r->parameters);

@@ -52,10 +52,21 @@ typedef struct Requester {
 int requester_copy(const Requester *from, Requester *to);
 void requester_done(Requester *r);
 
-/* Writes one journal record for the decision on one module; n_requesters counts the requests that
- * joined the same load. When the journal cannot be reached the same fields go to stderr on one line,
- * so that no decision goes unrecorded. */
-void journal_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r);
+/* Requests that joined a load after the first, kept for its record; more are only counted. */
+#define REQUESTERS_JOINED_MAX 8U
+
+/* Everyone who asked for one load: the first, those who joined it (at most REQUESTERS_JOINED_MAX),
+ * and how many asked in all. */
+typedef struct Requesters {
+        const Requester *first;
+        const Requester *joined;
+        size_t n_joined;
+        unsigned n;
+} Requesters;
+
+/* Writes one journal record for the decision on one module. When the journal cannot be reached the
+ * same fields go to stderr on one line, so that no decision goes unrecorded. */
+void journal_record_module(const Requesters *who, const ModuleResult *r);
 
 /* A request that matched no module. */
 void journal_record_not_found(const Requester *who, char *const *blacklisted);

@@ -120,7 +120,7 @@ void manager_keep(Manager *m, sd_json_variant *entry);
 void manager_emit(Manager *m, const char *type, const char *module, sd_json_variant *fields);
 
 /* The scheduler's hooks: a job's decision, and a job handed to a worker. */
-void manager_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r, void *userdata);
+void manager_record_module(const Requesters *who, const ModuleResult *r, void *userdata);
 void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata);
 
 /* A module in the kernel that modgate did not load. */

@@ -193,27 +193,27 @@ static int chatter_kind(Outcome o) {
 /* A decision is journaled and kept, the first of its kind from its peer in a window (a load always);
  * the repeats are counted. One that the history does not know was loaded by someone else while this
  * instance ran. */
-void manager_record_module(const Requester *requester, unsigned n, const ModuleResult *r, void *userdata) {
+void manager_record_module(const Requesters *requesters, const ModuleResult *r, void *userdata) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         _cleanup_free_ char *vendor = NULL, *model = NULL;
         Manager *m = userdata;
         bool present = r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN;
         int kind = chatter_kind(r->outcome);
-        const Requester *who = requester;
+        Requesters who = *requesters;
         Requester tmp;
         bool first;
 
-        count_module(&m->counters, n, r);
+        count_module(&m->counters, who.n, r);
         if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
                 manager_record_outside(m, r->name, "found loaded when asked for");
-        first = kind < 0 || manager_chatter_first(m, kind, requester, NULL, r->name);
+        first = kind < 0 || manager_chatter_first(m, kind, who.first, NULL, r->name);
         if (present && !first)
                 return;
         if (first) {
-                who = with_device(m, requester, &tmp, &vendor, &model);
-                journal_record_module(who, n, r);
+                who.first = with_device(m, who.first, &tmp, &vendor, &model);
+                journal_record_module(&who, r);
         }
-        if (present || history_entry_module(who, r, &e) < 0)
+        if (present || history_entry_module(&who, r, &e) < 0)
                 return;
         if (first)
                 manager_keep(m, e);
