@@ -765,22 +765,33 @@ static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters,
 }
 
 /* Another request for a job in flight: counted always, and kept for the record while there is room
- * (without memory for it, only counted: the count still says it asked). */
-static void job_join(Job *j, const Requester *who) {
+ * (without memory for it, only counted: the count still says it asked). The kernel's request_module()
+ * waits for its answer, maybe inside another module's init that holds a worker or runs alone: a job
+ * it joins takes the kernel's lane from then on, or it would wait behind what waits for it. Returns
+ * whether the job just took the lane. */
+static bool job_join(Job *j, const Requester *who) {
+        bool promoted = false;
+
+        if (who->source == SOURCE_KERNEL && !j->kernel) {
+                j->kernel = true;
+                promoted = true;
+        }
         j->n_requesters++;
         if (j->n_joined >= REQUESTERS_JOINED_MAX)
-                return;
+                return promoted;
         if (!j->joined) {
                 j->joined = calloc(REQUESTERS_JOINED_MAX, sizeof(Requester));
                 if (!j->joined)
-                        return;
+                        return promoted;
         }
         if (requester_copy(who, j->joined + j->n_joined) >= 0)
                 j->n_joined++;
+        return promoted;
 }
 
 int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, const Requester *who,
                      Job ***ret_jobs, const char **ret_conflict) {
+        bool promoted = false;
         Job **jobs;
         int r;
 
@@ -798,7 +809,9 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
                 Job *j = hashmap_get(s->jobs, spec->name);
 
                 if (j) {
-                        job_join(j, who);
+                        /* Unlike a new job, one in the ready queue already starts only at the next
+                         * dispatch: made below, once the whole plan is in. */
+                        promoted = job_join(j, who) || promoted;
                         jobs[i] = job_ref(j);
                         continue;
                 }
@@ -827,7 +840,10 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
                 j->state = JOB_WAITING;
                 job_try_start(j);
         }
-        scheduler_dispatch_prepares(s);
+        if (promoted)
+                scheduler_dispatch(s);
+        else
+                scheduler_dispatch_prepares(s);
 
         *ret_jobs = jobs;
         return 0;
