@@ -6,7 +6,7 @@ there, each key that matched nothing was journaled at most once a window, the re
 counts come back as summary records, also at exit. The same for a module asked for again and again
 once it is loaded. And refusals: 20,000 Load calls refused to a root peer without CAP_SYS_MODULE in
 one unit, then one refused to another unit: the other's refusal is a record of its own, the flood a
-few first records and summaries whose counts add up to exactly the rest."""
+few first records and summaries whose counts add up to exactly the rest; the same for policy denials."""
 
 import json
 import subprocess
@@ -36,17 +36,20 @@ REFUSED_ID = "f68712d0c1414e768ead0ce5ff450860"
 NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
 REFUSALS = 20000
 FLOOD_KEYS = 5000
+DENIED = "ifb"                  # module_blacklist= on the kernel command line: a policy denial
+DENIALS = 5000
+DENIED_ID = "3c67f0aec4794a73a35a7cb128a9d622"
 
 # Many Load calls over one connection, pipelined: a thread sends, the main one reads every reply.
 FLOOD_CLIENT = r"""
 import json, socket, sys, threading
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
-n, keys = int(sys.argv[2]), int(sys.argv[3])
+n, keys, prefix = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 def send():
     for i in range(n):
-        s.sendall(json.dumps({"method": "io.modgate.Manager.Load",
-                              "parameters": {"name": "flood%d" % (i % keys)}}).encode() + b"\0")
+        name = prefix + ("%d" % (i % keys) if keys > 1 else "")
+        s.sendall(json.dumps({"method": "io.modgate.Manager.Load", "parameters": {"name": name}}).encode() + b"\0")
 threading.Thread(target=send, daemon=True).start()
 buf, errors = b"", {}
 for _ in range(n):
@@ -73,6 +76,7 @@ def main():
     # A journald that drops what comes after about 4,000 records in 30 s (the burst, scaled by free
     # space): 20,000 records journaled one by one would lose the load's.
     journal = h.Journal(rate_limit_burst=JOURNALD_BURST)
+    h.mount_file_over("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro module_blacklist=%s\n" % DENIED, work)
     t = h.Tap()
     root = h.mount_trusted_tree(tree, work)
     # In a unit's cgroup: journald rate-limits per unit, and not at all what belongs to none.
@@ -147,7 +151,7 @@ def main():
         prefix = [*h.in_unit("flood.service"), *NO_SYS_MODULE]
         start = time.monotonic()
         out = subprocess.run([*prefix, sys.executable, "-c", FLOOD_CLIENT, d.address, str(REFUSALS),
-                              str(FLOOD_KEYS)], capture_output=True, text=True, timeout=300)
+                              str(FLOOD_KEYS), "flood"], capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out
         assert json.loads(out.stdout) == {M + "PermissionDenied": REFUSALS}, out.stdout
         print("# %d refused Load calls in %.1f s" % (REFUSALS, time.monotonic() - start), flush=True)
@@ -160,15 +164,30 @@ def main():
         assert len(other) == 1 and other[0]["MODGATE_REQUEST_NAME"] == "other1", other
         print("# journaled %d of %d refusals of flood.service" % (len(flood), REFUSALS), flush=True)
 
+    def case_denials():
+        out = subprocess.run([*h.in_unit("deny.service"), sys.executable, "-c", FLOOD_CLIENT, d.address,
+                              str(DENIALS), "1", DENIED], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out
+        assert json.loads(out.stdout) == {M + "PolicyDenied": DENIALS}, out.stdout
+        rec = journal.records(MESSAGE_ID=DENIED_ID, _PID=pid, MODGATE_MODULE=DENIED)
+        assert 1 <= len(rec) <= 2 and rec[0]["MODGATE_PEER_UNIT"] == "deny.service", rec
+        assert rec[0]["MODGATE_VERDICT"] == "policy", rec
+        counts["denied"] = DENIALS - len(rec)
+
     def case_refusals_summarized():
         rec = journal.records(MESSAGE_ID=REFUSALS_ID, _PID=pid, MODGATE_OUTCOME="refused_caller")
         assert all(r["MODGATE_PEER_UNIT"] == "flood.service" and r["PRIORITY"] == "4" for r in rec), rec
         assert sum(int(r["MODGATE_COUNT"]) for r in rec) == counts["refused_caller"], rec
         assert rec[0]["MODGATE_TOP"].startswith("Load:admin:flood"), rec[0]
         print("# %s" % rec[0]["MESSAGE"][:200], flush=True)
+        rec = journal.records(MESSAGE_ID=REFUSALS_ID, _PID=pid, MODGATE_OUTCOME="denied")
+        assert all(r["MODGATE_PEER_UNIT"] == "deny.service" for r in rec), rec
+        assert sum(int(r["MODGATE_COUNT"]) for r in rec) == counts["denied"], rec
+        assert all(r["MODGATE_TOP"] == "admin:%s=%s" % (DENIED, r["MODGATE_COUNT"]) for r in rec), rec
 
     t.case("20,000 Load calls refused to one unit, then one to another: the other's is a record of its own",
            case_refusals)
+    t.case("5,000 Load calls of a module the policy denies: one record, the rest counted", case_denials)
     t.case("what was counted is summarized when the daemon exits", case_summary_at_exit)
     t.case("the refusals counted add up exactly, in summaries of their own for the flooding unit",
            case_refusals_summarized)
