@@ -17,12 +17,14 @@ typedef struct Tally {
         unsigned long total;    /* answers counted */
         unsigned long folded;   /* of those, for keys not remembered */
         unsigned first;         /* keys journaled on their own */
+        size_t key_bytes;       /* what its keys take */
 } Tally;
 
 struct Chatter {
         Hashmap *peers[_CHATTER_KIND_MAX];      /* peer -> Tally */
         unsigned long others[_CHATTER_KIND_MAX]; /* answers of peers past CHATTER_PEERS_MAX, counted */
         size_t n_keys;          /* remembered, every tally together */
+        size_t key_bytes;
         unsigned first;         /* journaled on their own, every tally together */
         unsigned long pending;  /* counted, not yet summarized */
 };
@@ -88,7 +90,14 @@ static int tally_get(Chatter *c, ChatterKind kind, const char *peer, Tally **ret
         return 0;
 }
 
+/* Whether the window may remember one more key for t. */
+static bool room_for_key(const Chatter *c, const Tally *t, size_t n) {
+        return hashmap_size(t->keys) < CHATTER_KEYS_PER_PEER && c->n_keys < CHATTER_KEYS_MAX &&
+                t->key_bytes + n <= CHATTER_KEY_BYTES_PER_PEER && c->key_bytes + n <= CHATTER_KEY_BYTES_MAX;
+}
+
 int chatter_note(Chatter *c, ChatterKind kind, const char *peer, const char *key) {
+        size_t n = strlen(key) + 1;
         Entry *e = NULL;
         Tally *t;
         int r;
@@ -103,7 +112,7 @@ int chatter_note(Chatter *c, ChatterKind kind, const char *peer, const char *key
         }
 
         e = hashmap_get(t->keys, key);
-        if (!e && hashmap_size(t->keys) < CHATTER_KEYS_PER_PEER && c->n_keys < CHATTER_KEYS_MAX) {
+        if (!e && room_for_key(c, t, n)) {
                 /* Remembered with no count when it is journaled: its own record says it. */
                 e = calloc(1, sizeof(Entry));
                 if (!e)
@@ -114,6 +123,8 @@ int chatter_note(Chatter *c, ChatterKind kind, const char *peer, const char *key
                         return r;
                 }
                 c->n_keys++;
+                t->key_bytes += n;
+                c->key_bytes += n;
                 if (t->first < CHATTER_FIRST_PER_PEER && c->first < CHATTER_FIRST_PER_WINDOW) {
                         t->first++;
                         c->first++;
@@ -222,6 +233,7 @@ int chatter_flush(Chatter *c, chatter_summary_t cb, void *userdata) {
                 c->others[k] = 0;
         }
         c->n_keys = 0;
+        c->key_bytes = 0;
         c->first = 0;
         c->pending = 0;
         return r < 0 ? r : (int) n;

@@ -28,6 +28,9 @@
 #define CHATTER_PEERS_MAX 1024U         /* peers remembered per kind a window; later ones fold */
 #define CHATTER_KEYS_PER_PEER 4096U     /* keys remembered per (kind, peer) a window */
 #define CHATTER_KEYS_MAX 16384U         /* and for all of them together */
+/* A key can be a modalias of up to 64 KiB: what the remembered keys take is capped in bytes too. */
+#define CHATTER_KEY_BYTES_PER_PEER (1024U * 1024U)
+#define CHATTER_KEY_BYTES_MAX (8U * 1024U * 1024U)
 #define CHATTER_TOP 8U                  /* keys named in a summary */
 #define CHATTER_OTHER_PEERS "(other peers)"
 

@@ -135,6 +135,29 @@ TEST(not_remembered) {
         check(s && s->total == CHATTER_KEYS_PER_PEER - CHATTER_FIRST_PER_PEER + 2 && s->folded == 1);
 }
 
+/* Long keys (a modalias may have 64 KiB) are remembered only within the bytes a peer may take. */
+TEST(key_bytes) {
+        _cleanup_(chatter_freep) Chatter *c = NULL;
+        static char key[32 * 1024];
+        const ChatterSummary *s;
+        Seen seen = {};
+        unsigned n = 2 * CHATTER_KEY_BYTES_PER_PEER / sizeof(key);
+
+        check(chatter_new(&c) == 0);
+        for (unsigned i = 0; i < n; i++) {
+                memset(key, 'a', sizeof(key) - 1);
+                snprintf(key, 16, "k%u", i);
+                key[strlen(key)] = 'a';
+                (void) chatter_note(c, CHATTER_NOT_FOUND, "a.service", key);
+        }
+        check(chatter_flush(c, collect, &seen) == 1);
+        s = find(&seen, CHATTER_NOT_FOUND, "a.service");
+        /* The first half fit; past the first CHATTER_FIRST_PER_PEER journaled, the rest are counted. */
+        check(s && s->total == n - CHATTER_FIRST_PER_PEER);
+        check(s->n_keys == CHATTER_KEY_BYTES_PER_PEER / sizeof(key) - CHATTER_FIRST_PER_PEER);
+        check(s->folded == s->total - s->n_keys);
+}
+
 TEST(top_order) {
         _cleanup_(chatter_freep) Chatter *c = NULL;
         static const char *const keys[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j" };
@@ -187,6 +210,7 @@ int main(void) {
         RUN(room_per_peer);
         RUN(room_per_window);
         RUN(not_remembered);
+        RUN(key_bytes);
         RUN(top_order);
         RUN(fold_peers);
         return tests_done();
