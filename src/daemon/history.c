@@ -212,8 +212,49 @@ int history_list(History *h, sd_json_variant **ret) {
         return sd_json_variant_new_array(ret, a, n);
 }
 
-int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_variant **ret) {
+static int requester_json(const Requester *who, sd_json_variant **ret) {
+        return sd_json_buildo(
+                        ret,
+                        SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->name, "requestName", SD_JSON_BUILD_STRING(who->name)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->modalias, "modalias", SD_JSON_BUILD_STRING(who->modalias)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->path, "requestPath", SD_JSON_BUILD_STRING(who->path)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
+                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
+                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!who->comm, "peerCommand", SD_JSON_BUILD_STRING(who->comm)));
+}
+
+/* The requests that joined a load, as an array; NULL when none did. */
+static int joined_json(const Requesters *all, sd_json_variant **ret) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *a = NULL;
+        int r;
+
+        *ret = NULL;
+        for (size_t i = 0; i < all->n_joined; i++) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+
+                r = requester_json(all->joined + i, &e);
+                if (r < 0)
+                        return r;
+                r = sd_json_variant_append_array(&a, e);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+int history_entry_module(const Requesters *all, const ModuleResult *r, sd_json_variant **ret) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *joined = NULL;
         char hex[SHA256_HEX_SIZE] = "", device[32] = "";
+        const Requester *who = all->first;
+        int k;
+
+        k = joined_json(all, &joined);
+        if (k < 0)
+                return k;
 
         if (r->have_sha256)
                 sha256_to_hex(r->sha256, hex);
@@ -233,6 +274,8 @@ int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_va
                         SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!who->comm, "peerCommand", SD_JSON_BUILD_STRING(who->comm)),
+                        SD_JSON_BUILD_PAIR_CONDITION(all->n > 1, "requesters", SD_JSON_BUILD_UNSIGNED(all->n)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!joined, "joined", SD_JSON_BUILD_VARIANT(joined)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!who->vendor, "deviceVendor", SD_JSON_BUILD_STRING(who->vendor)),
                         SD_JSON_BUILD_PAIR_CONDITION(!!who->model, "deviceModel", SD_JSON_BUILD_STRING(who->model)),
                         SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.alias, "alias",

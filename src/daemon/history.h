@@ -24,8 +24,9 @@ int history_open(const char *dir, History **ret, unsigned *ret_skipped);
 History *history_free(History *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(History *, history_free);
 
-/* The entry of a decision on one module; "time" is the realtime clock in µs. */
-int history_entry_module(const Requester *who, const ModuleResult *r, sd_json_variant **ret);
+/* The entry of a decision on one module; "time" is the realtime clock in µs. The first request is
+ * in its top-level fields, those that joined the load in "joined", and "requesters" counts them all. */
+int history_entry_module(const Requesters *who, const ModuleResult *r, sd_json_variant **ret);
 /* An entry with a module, an outcome and a reason, and a rule or a taint when there is one: a policy
  * denial, an unload, a module loaded or unloaded outside modgate. */
 int history_entry_simple(const char *module, const char *outcome, const char *reason, const char *rule,

@@ -13,7 +13,7 @@
 #include "kernel.h"
 #include "log.h"
 
-#define FIELDS_MAX 72
+#define FIELDS_MAX 96
 #define BLACKLISTED_FIELDS_MAX 16
 
 typedef struct Record {
@@ -248,7 +248,38 @@ static void record_send(Record *rec) {
         record_done(rec);
 }
 
-void journal_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r) {
+/* A request that joined a load, in one field: "source=udev request=KEY pid=N uid=N unit=U devpath=D". */
+static void record_joined(Record *rec, const Requester *who) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        f = open_memstream(&text, &size);
+        if (!f) {
+                rec->oom = true;
+                return;
+        }
+        fprintf(f, "source=%s", request_source_to_string(who->source));
+        if (who->name || who->modalias || who->path)
+                fprintf(f, " request=%s", who->name ?: who->modalias ?: who->path);
+        if (who->have_peer)
+                fprintf(f, " pid=%d uid=%u", (int) who->pid, (unsigned) who->uid);
+        if (who->have_peer && who->unit)
+                fprintf(f, " unit=%s", who->unit);
+        if (who->devpath)
+                fprintf(f, " devpath=%s", who->devpath);
+        if (who->seqnum >= 0)
+                fprintf(f, " seqnum=%lld", (long long) who->seqnum);
+        if (fclose(f) != 0) {
+                rec->oom = true;
+                return;
+        }
+        record_add(rec, "MODGATE_JOINED=%s", text);
+}
+
+void journal_record_module(const Requesters *all, const ModuleResult *r) {
+        const Requester *who = all->first;
+        unsigned n_requesters = all->n;
         Record rec = {};
 
         record_message(&rec, r);
@@ -259,6 +290,10 @@ void journal_record_module(const Requester *who, unsigned n_requesters, const Mo
         record_add(&rec, "MODGATE_ROLE=%s", role_to_string(r->role));
         record_add(&rec, "MODGATE_REQUESTERS=%u", n_requesters);
         record_requester(&rec, who);
+        for (size_t i = 0; i < all->n_joined; i++)
+                record_joined(&rec, all->joined + i);
+        if (n_requesters > all->n_joined + 1)
+                record_add(&rec, "MODGATE_JOINED_NOT_LISTED=%u", n_requesters - 1 - (unsigned) all->n_joined);
         record_origin(&rec, r);
         if (r->parameters)
                 record_add(&rec, "MODGATE_PARAMETERS=%s", r->parameters);
@@ -402,36 +437,83 @@ void journal_record_refused_caller(const Requester *who, const char *method, con
         record_send(&rec);
 }
 
-void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned window_sec) {
-        _cleanup_free_ char *top = NULL;
+static const char *const summary_outcome[_CHATTER_KIND_MAX] = {
+        [CHATTER_NOT_FOUND] = "not_found",
+        [CHATTER_PRESENT] = "already_loaded",
+        [CHATTER_SEALED] = "refused_sealed",
+        [CHATTER_DENIED] = "denied",
+        [CHATTER_WOULD_DENY] = "would_deny",
+        [CHATTER_REFUSED_CALLER] = "refused_caller",
+        [CHATTER_FAILED] = "failed",
+};
+
+static const char *const summary_what[_CHATTER_KIND_MAX] = {
+        [CHATTER_NOT_FOUND] = "matched no module",
+        [CHATTER_PRESENT] = "were for modules already loaded or builtin",
+        [CHATTER_SEALED] = "were refused because the kernel is sealed (METHOD:SOURCE:KEY)",
+        [CHATTER_DENIED] = "were denied (SOURCE:MODULE or SOURCE:KEY)",
+        [CHATTER_WOULD_DENY] = "would have been denied but for the permissive mode (SOURCE:MODULE or SOURCE:KEY)",
+        [CHATTER_REFUSED_CALLER] = "were refused because of who asked (METHOD:SOURCE:KEY)",
+        [CHATTER_FAILED] = "failed to load (SOURCE:MODULE)",
+};
+
+/* A list of counts as one field: "KEY=N KEY=N". NULL when empty or out of memory. */
+static char *counts_text(const ChatterCount *counts, size_t n) {
+        char *text = NULL;
         size_t size = 0;
-        Record rec = {};
         FILE *f;
 
-        f = open_memstream(&top, &size);
-        for (size_t i = 0; f && i < s->n_top; i++)
-                fprintf(f, "%s%s=%lu", i > 0 ? " " : "", s->top[i].key, s->top[i].n);
+        if (n == 0)
+                return NULL;
+        f = open_memstream(&text, &size);
+        for (size_t i = 0; f && i < n; i++)
+                fprintf(f, "%s%s=%lu", i > 0 ? " " : "", counts[i].key, counts[i].n);
         if (!f || fclose(f) != 0)
-                top = NULL;
+                return mfree(text);
+        return text;
+}
 
-        if (kind == CHATTER_NOT_FOUND)
-                record_add(&rec, "MESSAGE=%lu more requests in the last %us matched no module, for %zu keys: %s.",
-                           s->total, window_sec, s->n_keys, top ?: "?");
-        else if (kind == CHATTER_PRESENT)
-                record_add(&rec, "MESSAGE=%lu more requests in the last %us were for modules already loaded or "
-                           "builtin, %zu modules: %s.", s->total, window_sec, s->n_keys, top ?: "?");
+static bool has_suffix(const char *s, const char *suffix) {
+        size_t n = strlen(s), k = strlen(suffix);
+
+        return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* A peer is counted by its unit, or as "uid:N" in none. */
+static bool is_unit(const char *peer) {
+        return peer && (has_suffix(peer, ".service") || has_suffix(peer, ".scope"));
+}
+
+void journal_record_summary(const ChatterSummary *s, unsigned window_sec) {
+        _cleanup_free_ char *top = counts_text(s->top, s->n_top), *peers = counts_text(s->peers, s->n_peers);
+        bool refusal = s->kind >= CHATTER_DENIED;
+        Record rec = {};
+
+        if (s->peer)
+                record_add(&rec, "MESSAGE=%lu more requests from %s in the last %us %s, for %zu keys: %s.", s->total,
+                           s->peer, window_sec, summary_what[s->kind], s->n_keys, top ?: "(none remembered)");
         else
-                record_add(&rec, "MESSAGE=%lu more requests in the last %us were refused because the kernel is "
-                           "sealed, %zu kinds (method:source:key): %s.", s->total, window_sec, s->n_keys, top ?: "?");
-        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_SUMMARY);
-        record_add(&rec, "PRIORITY=%d", LOG_INFO);
-        record_add(&rec, "MODGATE_OUTCOME=%s", kind == CHATTER_NOT_FOUND ? "not_found" :
-                   kind == CHATTER_PRESENT ? "already_loaded" : "refused_sealed");
+                record_add(&rec, "MESSAGE=%lu more requests from %zu more peers in the last %us %s: %s.", s->total,
+                           s->n_peers, window_sec, summary_what[s->kind], peers ?: "?");
+        record_add(&rec, "MESSAGE_ID=%s", refusal ? MODGATE_MESSAGE_REFUSALS_COUNTED : MODGATE_MESSAGE_SUMMARY);
+        record_add(&rec, "PRIORITY=%d", refusal ? LOG_WARNING : LOG_INFO);
+        record_add(&rec, "MODGATE_OUTCOME=%s", summary_outcome[s->kind]);
+        if (s->peer)
+                record_add(&rec, "MODGATE_PEER=%s", s->peer);
+        if (is_unit(s->peer))
+                record_add(&rec, "MODGATE_PEER_UNIT=%s", s->peer);
         record_add(&rec, "MODGATE_COUNT=%lu", s->total);
         record_add(&rec, "MODGATE_KEYS=%zu", s->n_keys);
+        if (s->folded > 0)
+                record_add(&rec, "MODGATE_FOLDED=%lu", s->folded);
         record_add(&rec, "MODGATE_WINDOW_SEC=%u", window_sec);
         if (top)
                 record_add(&rec, "MODGATE_TOP=%s", top);
+        if (!s->peer) {
+                record_add(&rec, "MODGATE_PEERS_FOLDED=%zu", s->n_peers);
+                if (peers)
+                        record_add(&rec, "MODGATE_PEERS=%s", peers);
+        }
         record_send(&rec);
 }
 

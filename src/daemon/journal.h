@@ -20,6 +20,7 @@
 #define MODGATE_MESSAGE_CALLER_REFUSED "f68712d0c1414e768ead0ce5ff450860"
 #define MODGATE_MESSAGE_WOULD_DENY "ac5ab2e33ad24e5fb0c5cc6c3c2f8e4b"
 #define MODGATE_MESSAGE_SUMMARY "c8d1b1d2700740cfa317dadecaa59c5f"
+#define MODGATE_MESSAGE_REFUSALS_COUNTED "bb53ea26cd364226b2ce5d3c142f7111"
 #define MODGATE_MESSAGE_STARTED "0b62bd3196754f93821022336e8ce9fa"
 #define MODGATE_MESSAGE_OUTSIDE "768173c3df9f4d60887b5916985cefb3"
 #define MODGATE_MESSAGE_GONE "50f3e70422fa4192b532eb77cc65998a"
@@ -51,10 +52,21 @@ typedef struct Requester {
 int requester_copy(const Requester *from, Requester *to);
 void requester_done(Requester *r);
 
-/* Writes one journal record for the decision on one module; n_requesters counts the requests that
- * joined the same load. When the journal cannot be reached the same fields go to stderr on one line,
- * so that no decision goes unrecorded. */
-void journal_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r);
+/* Requests that joined a load after the first, kept for its record; more are only counted. */
+#define REQUESTERS_JOINED_MAX 8U
+
+/* Everyone who asked for one load: the first, those who joined it (at most REQUESTERS_JOINED_MAX),
+ * and how many asked in all. */
+typedef struct Requesters {
+        const Requester *first;
+        const Requester *joined;
+        size_t n_joined;
+        unsigned n;
+} Requesters;
+
+/* Writes one journal record for the decision on one module. When the journal cannot be reached the
+ * same fields go to stderr on one line, so that no decision goes unrecorded. */
+void journal_record_module(const Requesters *who, const ModuleResult *r);
 
 /* A request that matched no module. */
 void journal_record_not_found(const Requester *who, char *const *blacklisted);
@@ -84,8 +96,9 @@ void journal_record_policy(const Requester *who, const PolicyRecord *pr);
  * else. */
 void journal_record_outside(const char *module, const char *taint, const char *how, bool gone);
 
-/* One window's repeated answers of a kind, counted instead of journaled one by one. */
-void journal_record_summary(ChatterKind kind, const ChatterSummary *s, unsigned window_sec);
+/* One window's repeated answers of a kind from a peer (or from the peers folded together), counted
+ * instead of journaled one by one. */
+void journal_record_summary(const ChatterSummary *s, unsigned window_sec);
 
 /* The daemon started: its version, the policy in force, what the kernel enforces, the module tree,
  * and whether the kernel is sealed already. */

@@ -54,7 +54,7 @@ typedef struct Manager {
         char *udev_rules_stamp;         /* the rules files they were read from, as they were then */
         bool udevd_checked;             /* whether udevd's CAP_SYS_MODULE was looked at (it ran) */
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
-        Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
+        Chatter *chatter;               /* repeated answers and refusals, counted */
         History *history;               /* this boot's decisions, module by module */
         ModuleWatch *module_watch;      /* the kernel's module uevents: loads and unloads by others */
         sd_event_source *summary_timer; /* writes the counts as summaries, each CHATTER_WINDOW_USEC */
@@ -122,7 +122,7 @@ void manager_keep(Manager *m, sd_json_variant *entry);
 void manager_emit(Manager *m, const char *type, const char *module, sd_json_variant *fields);
 
 /* The scheduler's hooks: a job's decision, and a job handed to a worker. */
-void manager_record_module(const Requester *who, unsigned n_requesters, const ModuleResult *r, void *userdata);
+void manager_record_module(const Requesters *who, const ModuleResult *r, void *userdata);
 void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata);
 
 /* A module in the kernel that modgate did not load. */
@@ -135,6 +135,10 @@ int manager_reconcile(Manager *m);
 /* A call received, once its caller is known (method: "Load", "Unload", ...). */
 void manager_record_request(Manager *m, const char *method, const Requester *who);
 /* A request that matched no module: journaled the first time for its key, then counted. */
+/* Whether an answer of kind for key (with the method, when not NULL) from who is journaled on its
+ * own, as the first of its kind from that peer in the window; else it was counted for a summary. */
+bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, const char *method, const char *key);
+
 void manager_record_not_found(Manager *m, const Requester *who, char *const *blacklisted);
 /* A decision of the policy; keep: make it the module's latest in the history. */
 void manager_record_policy(Manager *m, const Requester *who, const PolicyRecord *pr, bool keep);

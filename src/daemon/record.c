@@ -4,6 +4,8 @@
  * counters that Status reports, and an event for each Monitor subscriber. */
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel.h"
@@ -12,15 +14,45 @@
 #include "module-name.h"
 #include "strv.h"
 
+static void write_summary(const ChatterSummary *s, void *userdata) {
+        journal_record_summary(s, *(unsigned *) userdata);
+}
+
 void manager_write_summaries(Manager *m) {
         uint64_t now = now_usec();
         unsigned sec = (unsigned) ((now - m->summary_since_usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
-        ChatterSummary s;
+        int r;
 
-        for (ChatterKind k = 0; m->chatter && k < _CHATTER_KIND_MAX; k++)
-                if (chatter_take(m->chatter, k, &s))
-                        journal_record_summary(k, &s, sec);
+        if (m->chatter) {
+                r = chatter_flush(m->chatter, write_summary, &sec);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to list the peers of a summary, their total is in it: %m");
+        }
         m->summary_since_usec = now;
+}
+
+/* Whom an answer is counted for: the peer's unit, or its uid when it is in none (the kernel's own
+ * requests come through its usermode helper, in the root cgroup). A user's processes are all in
+ * user@UID.service or a session scope, so one user is a few peers, not as many as it likes. */
+static const char *peer_label(const Requester *who, char *buf, size_t size) {
+        if (!who->have_peer)
+                return "-";
+        if (who->unit)
+                return who->unit;
+        snprintf(buf, size, "uid:%u", (unsigned) who->uid);
+        return buf;
+}
+
+bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, const char *method, const char *key) {
+        _cleanup_free_ char *k = NULL;
+        char buf[32];
+
+        if (!m->chatter)
+                return true;
+        if (asprintf(&k, "%s%s%s:%s", method ?: "", method ? ":" : "", request_source_to_string(who->source),
+                     key ?: "") < 0)
+                return true;
+        return chatter_note(m->chatter, kind, peer_label(who, buf, sizeof(buf)), k) != 0;
 }
 
 void manager_emit(Manager *m, const char *type, const char *module, sd_json_variant *fields) {
@@ -51,10 +83,42 @@ static void emit_decision(Manager *m, const char *type, const char *module, sd_j
                 manager_emit(m, type, module, f);
 }
 
+static const char *entry_module_name(sd_json_variant *e) {
+        sd_json_variant *n = sd_json_variant_by_key(e, "module");
+
+        return n && sd_json_variant_is_string(n) ? sd_json_variant_string(n) : "";
+}
+
+static const char *entry_outcome(sd_json_variant *e) {
+        sd_json_variant *o = e ? sd_json_variant_by_key(e, "outcome") : NULL;
+
+        return o && sd_json_variant_is_string(o) ? sd_json_variant_string(o) : "";
+}
+
+static bool entry_is_loaded(sd_json_variant *e) {
+        const char *s = entry_outcome(e);
+
+        return strcmp(s, "loaded") == 0 || strcmp(s, "loaded_outside") == 0;
+}
+
+/* Whether an entry says where the module is now: loaded or unloaded, by modgate or by someone else.
+ * A refusal or a failure leaves the module where it was. */
+static bool entry_moves(sd_json_variant *e) {
+        const char *s = entry_outcome(e);
+
+        return entry_is_loaded(e) || strcmp(s, "unloaded") == 0 || strcmp(s, "unloaded_outside") == 0;
+}
+
 void manager_keep(Manager *m, sd_json_variant *entry) {
         int r;
 
         if (!m->history || !entry)
+                return;
+        /* A module that is loaded stays the history's "loaded" whatever is refused for it later (a
+         * Deny= added since, a copy of it by path, a failed load of the same name): List and
+         * Describe answer why it is in the kernel, and a reconciliation must not take it for a
+         * module loaded by someone else. The refusal is in the journal. */
+        if (!entry_moves(entry) && entry_is_loaded(history_get(m->history, entry_module_name(entry))))
                 return;
         r = history_add(m->history, entry);
         if (r < 0)
@@ -87,13 +151,6 @@ static void record_outside_gone(Manager *m, const char *module, const char *how)
         record_simple(m, module, "unloaded_outside", how, NULL, NULL, true);
 }
 
-static bool entry_is_loaded(sd_json_variant *e) {
-        sd_json_variant *o = e ? sd_json_variant_by_key(e, "outcome") : NULL;
-        const char *s = o && sd_json_variant_is_string(o) ? sd_json_variant_string(o) : "";
-
-        return strcmp(s, "loaded") == 0 || strcmp(s, "loaded_outside") == 0;
-}
-
 static void count_module(Counters *c, unsigned n, const ModuleResult *r) {
         c->coalesced += n > 1 ? n - 1 : 0;
         if (r->cached || r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN)
@@ -119,26 +176,47 @@ static const Requester *with_device(Manager *m, const Requester *who, Requester 
         return tmp;
 }
 
-/* A decision is journaled and kept; a module that was there already is counted after its first time,
- * and one that the history does not know was loaded by someone else while this instance ran. */
-void manager_record_module(const Requester *requester, unsigned n, const ModuleResult *r, void *userdata) {
+static int chatter_kind(Outcome o) {
+        switch (o) {
+        case OUTCOME_ALREADY_LOADED:
+        case OUTCOME_BUILTIN:
+                return CHATTER_PRESENT;
+        case OUTCOME_DENIED:
+                return CHATTER_DENIED;
+        case OUTCOME_FAILED:
+                return CHATTER_FAILED;
+        default:
+                return -1;      /* a load: never counted instead of journaled */
+        }
+}
+
+/* A decision is journaled and kept, the first of its kind from its peer in a window (a load always);
+ * the repeats are counted. One that the history does not know was loaded by someone else while this
+ * instance ran. */
+void manager_record_module(const Requesters *requesters, const ModuleResult *r, void *userdata) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         _cleanup_free_ char *vendor = NULL, *model = NULL;
         Manager *m = userdata;
         bool present = r->outcome == OUTCOME_ALREADY_LOADED || r->outcome == OUTCOME_BUILTIN;
-        const Requester *who;
+        int kind = chatter_kind(r->outcome);
+        Requesters who = *requesters;
         Requester tmp;
+        bool first;
 
-        count_module(&m->counters, n, r);
+        count_module(&m->counters, who.n, r);
         if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
                 manager_record_outside(m, r->name, "found loaded when asked for");
-        if (present && chatter_note(m->chatter, CHATTER_PRESENT, r->name) == 0)
+        first = kind < 0 || manager_chatter_first(m, kind, who.first, NULL, r->name);
+        if (present && !first)
                 return;
-        who = with_device(m, requester, &tmp, &vendor, &model);
-        journal_record_module(who, n, r);
-        if (present || history_entry_module(who, r, &e) < 0)
+        if (first) {
+                who.first = with_device(m, who.first, &tmp, &vendor, &model);
+                journal_record_module(&who, r);
+        }
+        if (present || history_entry_module(&who, r, &e) < 0)
                 return;
-        manager_keep(m, e);
+        if (first)
+                manager_keep(m, e);
         emit_decision(m, outcome_to_string(r->outcome), r->name, e);
 }
 
@@ -230,7 +308,7 @@ void manager_record_not_found(Manager *m, const Requester *who, char *const *bla
         const char *key = who->name ?: who->modalias ?: who->path;
 
         m->counters.not_found++;
-        if (key && m->chatter && chatter_note(m->chatter, CHATTER_NOT_FOUND, key) == 0)
+        if (key && !manager_chatter_first(m, CHATTER_NOT_FOUND, who, NULL, key))
                 return;
         journal_record_not_found(who, blacklisted);
 }
@@ -238,20 +316,24 @@ void manager_record_not_found(Manager *m, const Requester *who, char *const *bla
 void manager_record_policy(Manager *m, const Requester *requester, const PolicyRecord *pr, bool keep) {
         _cleanup_free_ char *vendor = NULL, *model = NULL;
         const char *outcome = pr->would ? "would_deny" : "denied";
-        const Requester *who;
+        const char *key = pr->module ?: requester->name ?: requester->modalias;
+        const Requester *who = requester;
         Requester tmp;
+        bool first;
 
         if (!pr->would)
                 m->counters.denied++;
-        who = with_device(m, requester, &tmp, &vendor, &model);
-        journal_record_policy(who, pr);
+        first = manager_chatter_first(m, pr->would ? CHATTER_WOULD_DENY : CHATTER_DENIED, requester, NULL, key);
+        if (first) {
+                who = with_device(m, requester, &tmp, &vendor, &model);
+                journal_record_policy(who, pr);
+        }
         if (pr->module)
-                record_simple(m, pr->module, outcome, pr->reason, pr->rule, NULL, keep);
+                record_simple(m, pr->module, outcome, pr->reason, pr->rule, NULL, keep && first);
         else if (monitors_active(m->monitors)) {
                 _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
-                const char *key = who->name ?: who->modalias ?: "";
 
-                if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("request", key),
+                if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("request", key ?: ""),
                                    SD_JSON_BUILD_PAIR_STRING("reason", pr->reason)) >= 0)
                         manager_emit(m, outcome, NULL, f);
         }
@@ -259,9 +341,15 @@ void manager_record_policy(Manager *m, const Requester *requester, const PolicyR
 
 void manager_record_refused_caller(Manager *m, const Requester *who, const char *method, const char *reason) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
+        const char *key = who->name ?: who->modalias ?: who->path ?: "";
+        _cleanup_free_ char *with_devpath = NULL;
 
         m->counters.refused_callers++;
-        journal_record_refused_caller(who, method, reason);
+        /* Whether a claimed device announced what is asked depends on the device: each is a key. */
+        if (who->devpath && asprintf(&with_devpath, "%s@%s", key, who->devpath) >= 0)
+                key = with_devpath;
+        if (manager_chatter_first(m, CHATTER_REFUSED_CALLER, who, method, key))
+                journal_record_refused_caller(who, method, reason);
         if (!monitors_active(m->monitors))
                 return;
         if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("method", method),

@@ -67,7 +67,9 @@ struct Job {
         size_t n_watchers;
 
         Requester requester;    /* the first who asked */
-        unsigned n_requesters;
+        Requester *joined;      /* who asked while it was in flight, the first REQUESTERS_JOINED_MAX */
+        size_t n_joined;
+        unsigned n_requesters;  /* all who asked */
 
         sd_event_source *coming_timer;
         uint64_t coming_since;
@@ -176,6 +178,9 @@ Job *job_unref(Job *j) {
         loader_prepared_done(&j->prepared);
         module_result_done(&j->result);
         requester_done(&j->requester);
+        for (size_t i = 0; i < j->n_joined; i++)
+                requester_done(j->joined + i);
+        free(j->joined);
         free(j);
         return NULL;
 }
@@ -247,11 +252,17 @@ static void scheduler_dispatch_prepares(Scheduler *s);
 
 static void job_record(Job *j) {
         Scheduler *s = j->scheduler;
+        Requesters who = {
+                .first = &j->requester,
+                .joined = j->joined,
+                .n_joined = j->n_joined,
+                .n = j->n_requesters,
+        };
 
         if (s->record)
-                s->record(&j->requester, j->n_requesters, &j->result, s->record_userdata);
+                s->record(&who, &j->result, s->record_userdata);
         else
-                journal_record_module(&j->requester, j->n_requesters, &j->result);
+                journal_record_module(&who, &j->result);
 }
 
 static void job_finish(Job *j) {
@@ -753,8 +764,34 @@ static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters,
         return 0;
 }
 
+/* Another request for a job in flight: counted always, and kept for the record while there is room
+ * (without memory for it, only counted: the count still says it asked). The kernel's request_module()
+ * waits for its answer, maybe inside another module's init that holds a worker or runs alone: a job
+ * it joins takes the kernel's lane from then on, or it would wait behind what waits for it. Returns
+ * whether the job just took the lane. */
+static bool job_join(Job *j, const Requester *who) {
+        bool promoted = false;
+
+        if (who->source == SOURCE_KERNEL && !j->kernel) {
+                j->kernel = true;
+                promoted = true;
+        }
+        j->n_requesters++;
+        if (j->n_joined >= REQUESTERS_JOINED_MAX)
+                return promoted;
+        if (!j->joined) {
+                j->joined = calloc(REQUESTERS_JOINED_MAX, sizeof(Requester));
+                if (!j->joined)
+                        return promoted;
+        }
+        if (requester_copy(who, j->joined + j->n_joined) >= 0)
+                j->n_joined++;
+        return promoted;
+}
+
 int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, const Requester *who,
                      Job ***ret_jobs, const char **ret_conflict) {
+        bool promoted = false;
         Job **jobs;
         int r;
 
@@ -772,7 +809,9 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
                 Job *j = hashmap_get(s->jobs, spec->name);
 
                 if (j) {
-                        j->n_requesters++;
+                        /* Unlike a new job, one in the ready queue already starts only at the next
+                         * dispatch: made below, once the whole plan is in. */
+                        promoted = job_join(j, who) || promoted;
                         jobs[i] = job_ref(j);
                         continue;
                 }
@@ -801,7 +840,10 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
                 j->state = JOB_WAITING;
                 job_try_start(j);
         }
-        scheduler_dispatch_prepares(s);
+        if (promoted)
+                scheduler_dispatch(s);
+        else
+                scheduler_dispatch_prepares(s);
 
         *ret_jobs = jobs;
         return 0;

@@ -29,8 +29,7 @@ void scheduler_set_load_alone(Scheduler *s, char *const *names);
 
 /* Called on the event loop thread with each job's decision, to record it (without one, each is
  * journaled as it is); and, when not NULL, with each job as it is handed to a worker. */
-typedef void (*scheduler_record_t)(const Requester *who, unsigned n_requesters, const ModuleResult *r,
-                                   void *userdata);
+typedef void (*scheduler_record_t)(const Requesters *who, const ModuleResult *r, void *userdata);
 typedef void (*scheduler_started_t)(const Requester *who, const ModuleResult *r, void *userdata);
 void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started, void *userdata);
 

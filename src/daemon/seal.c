@@ -127,13 +127,11 @@ bool seal_refuses(Manager *m) {
 
 int seal_refuse(Manager *m, sd_varlink *link, const Requester *who, const char *method) {
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
-        _cleanup_free_ char *chatter_key = NULL;
 
         /* After a seal the kernel goes on asking for modules (any user can make it), and each ask is
-         * refused: the first refusal of a method, source and key is journaled, the repeats are
-         * counted into the summary, so that they cannot crowd out the records that matter. */
-        if (asprintf(&chatter_key, "%s:%s:%s", method, request_source_to_string(who->source), key) < 0 ||
-            !m->chatter || chatter_note(m->chatter, CHATTER_SEALED, chatter_key) != 0)
+         * refused: the first refusal of a method, source and key from a peer is journaled, the repeats
+         * are counted into the summary, so that they cannot crowd out the records that matter. */
+        if (manager_chatter_first(m, CHATTER_SEALED, who, method, key))
                 journal_record_sealed_refusal(who, method, !m->seal.sealed);
         return sd_varlink_errorbo(link, "io.modgate.Manager.Sealed",
                                   SD_JSON_BUILD_PAIR_CONDITION(m->seal.sealed_usec > 0, "sealedAt",

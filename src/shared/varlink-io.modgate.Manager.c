@@ -158,6 +158,18 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_OUTPUT(blacklisted, SD_VARLINK_STRING, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                Joined,
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(source, Source, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(requestName, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(modalias, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(requestPath, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(devpath, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerPid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerUid, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerUnit, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_DEFINE_FIELD(peerCommand, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
+
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 Record,
                 SD_VARLINK_DEFINE_FIELD(module, SD_VARLINK_STRING, 0),
                 SD_VARLINK_FIELD_COMMENT("The latest decision: loaded, denied, would_deny, failed, unloaded; or "
@@ -176,6 +188,10 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_DEFINE_FIELD(peerUnit, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("The caller's command name (/proc/PID/comm): a hint, which the caller sets"),
                 SD_VARLINK_DEFINE_FIELD(peerCommand, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("How many requests asked for this load, the first (above) among them"),
+                SD_VARLINK_DEFINE_FIELD(requesters, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("The requests that joined the load while it was in flight, the first 8"),
+                SD_VARLINK_DEFINE_FIELD_BY_TYPE(joined, Joined, SD_VARLINK_ARRAY | SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("The modalias's vendor and model, as udev's hardware database names them"),
                 SD_VARLINK_DEFINE_FIELD(deviceVendor, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(deviceModel, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
@@ -546,6 +562,7 @@ SD_VARLINK_DEFINE_INTERFACE(
                 SD_VARLINK_SYMBOL_COMMENT("One module of an explained request"),
                 &vl_type_ExplainModule,
                 SD_VARLINK_SYMBOL_COMMENT("A module's latest decision this boot, as List and Describe give it"),
+                &vl_type_Joined,
                 &vl_type_Record,
                 SD_VARLINK_SYMBOL_COMMENT("Load a module with its dependencies and softdeps. Each file is opened "
                                           "beneath a trusted root, checked on the open descriptor and handed "

@@ -4,7 +4,9 @@
 restart and an idle exit, List and Describe answer from it, a module that someone else loaded (before
 the daemon started, or while it ran) is recorded as loaded outside modgate with its taint, one that
 someone else unloaded while no daemon ran is recorded as such, and a torn last line after a crash is
-skipped."""
+skipped. A module refused after it was loaded (a Deny= added since) stays loaded in the history, so the
+next start does not take it for a module loaded by someone else. Every request that joined a load is
+in its record and its entry."""
 
 import hashlib
 import os
@@ -23,6 +25,9 @@ EARLY = "psmouse"               # "loaded by the initrd": in the kernel before t
 LOADED = "eql"
 KEPT = "nlmon"                  # loaded by modgate, then removed while no daemon runs
 BEHIND = "veth"                 # appears while a daemon runs, as insmod would make it
+DENIED_LATER = "ifb"            # loaded, then denied by the next start's policy
+JOINED = "dummy"                # asked for by three units while its finit_module() is slow
+LOADED_ID = "9f556e7045894398898a0967ca80c0b2"
 
 
 def main():
@@ -159,6 +164,53 @@ def main():
            "line is skipped", case_restart)
     t.case("and an idle exit, without recording anything twice", case_idle_exit)
     t.case("List and Describe are for root (any capabilities) and ReadGroup= only", case_readers)
+    def case_denied_after_load():
+        d = daemons[-1]
+        assert [m["outcome"] for m in h.ok(d.call(M + "Load", {"name": DENIED_LATER}))["modules"]] == ["loaded"]
+        h.assert_clean_exit(d)
+        h.mount_file_over("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro module_blacklist=%s\n" % DENIED_LATER, work)
+        fifth = start("fifth")
+        r = fifth.call(M + "Load", {"name": DENIED_LATER})
+        assert r.get("error") == M + "PolicyDenied", r
+        e = describe(fifth, DENIED_LATER)
+        assert e["outcome"] == "loaded" and e["source"] == "admin", e
+        h.assert_clean_exit(fifth)
+        sixth = start("sixth")
+        rec = journal.records(MESSAGE_ID=OUTSIDE_ID, _PID=str(sixth.pid))
+        assert rec == [], "a module modgate loaded was taken for one loaded by someone else: %r" % rec
+        assert describe(sixth, DENIED_LATER)["outcome"] == "loaded"
+
+    t.case("a module denied after it was loaded stays loaded in the history; the next start finds nothing "
+           "loaded outside", case_denied_after_load)
+    def case_joined():
+        h.assert_clean_exit(daemons[-1])
+        d = h.Daemon(work, "joined", root, extra_env={**env, "MODGATE_SHIM_DELAY_MS": "1500"})
+        daemons.append(d)
+        assert d.activate(), d.stderr_text()
+        units = ["one.service", "two.service", "three.service"]
+        procs = []
+        for u in units:
+            procs.append(h.call_as(h.in_unit(u), d.address, M + "Load", {"name": JOINED}, wait=False))
+            time.sleep(0.2)     # in this order, each while the first's load is in flight
+        for p in procs:
+            r = h.call_as_result(p)
+            assert [m["outcome"] for m in h.ok(r)["modules"]] == ["loaded"], r
+        assert len(h.finit_records(d.shim_records(), {JOINED})) == 1, d.shim_records()
+        rec = journal.records(MESSAGE_ID=LOADED_ID, _PID=str(d.pid), MODGATE_MODULE=JOINED)
+        assert len(rec) == 1 and rec[0]["MODGATE_REQUESTERS"] == "3", rec
+        joined = rec[0]["MODGATE_JOINED"]
+        assert isinstance(joined, list) and len(joined) == 2, rec
+        assert rec[0]["MODGATE_PEER_UNIT"] == units[0], rec
+        # The journal keeps a field's values in an order of its own: the history keeps theirs.
+        assert all(j.startswith("source=admin request=%s pid=" % JOINED) for j in joined), joined
+        assert sorted(j.rsplit(" uid=0 unit=", 1)[1] for j in joined) == sorted(units[1:]), joined
+        e = describe(d, JOINED)
+        assert e["requesters"] == 3 and e["peerUnit"] == units[0], e
+        assert [x["peerUnit"] for x in e["joined"]] == units[1:], e
+        assert all(x["requestName"] == JOINED and x["peerPid"] > 0 for x in e["joined"]), e
+        print("# %s" % " | ".join(joined), flush=True)
+
+    t.case("every request that joined a load is in its record and its history entry", case_joined)
     t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons[-1:]))
     journal.stop()
     return t.done()

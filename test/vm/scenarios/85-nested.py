@@ -5,7 +5,8 @@ request_module() while finit_module() of tcrypt is still running); the kernel ru
 and waits. tcrypt's init then ends with EAGAIN when it found the algorithm (it never stays loaded)
 and ENOENT when it did not: so the kernel's own answer tells whether the nested request was served.
 With Workers=1 the one worker is inside tcrypt's init; with tcrypt in LoadAlone= nothing else may
-load beside it; the kernel's requests have a lane of their own in both. Last, how long a process's
+load beside it; the kernel's requests have a lane of their own in both, and a kernel request that
+joins a load queued behind such a module takes the lane with it. Last, how long a process's
 request_module() stalls when modgated is stopped, and when it was idle and is started by its socket."""
 
 import errno
@@ -81,6 +82,64 @@ def test_nested_load_alone(vm):
     start = mark(vm)
     took, params = load_outer(vm)
     assert_nested_served(vm, took, params, start)
+
+
+# Runs in the guest. tcrypt's hash speed test (mode=400) runs alone (LoadAlone=) for about 20 s; an
+# administrator's Load of wp512 waits behind it; then a user's bind(2) of an AF_ALG hash socket to
+# wp512 makes the kernel ask for "crypto-wp512", which joins that queued job. Prints how long the
+# bind took, and whether tcrypt was still in its init when it returned.
+JOIN = r'''
+import json, os, socket, subprocess, sys, time
+
+def load(params):
+    return subprocess.Popen(["varlinkctl", "call", "/run/modgate/io.modgate", "io.modgate.Manager.Load",
+                             json.dumps(params)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+def initstate(name):
+    try:
+        with open("/sys/module/%s/initstate" % name) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+outer = load({"name": "tcrypt", "parameters": "mode=400 alg=sha256 sec=1"})
+deadline = time.monotonic() + 30
+while initstate("tcrypt") != "coming" and time.monotonic() < deadline:
+    time.sleep(0.01)
+queued = load({"name": "wp512"})
+time.sleep(1)
+queued_before = initstate("wp512")
+begin = time.monotonic()
+bind = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                       "import socket; s = socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0); "
+                       "s.bind(('hash', 'wp512')); print('bound')"], capture_output=True, text=True)
+took = time.monotonic() - begin
+outer_during = initstate("tcrypt")
+queued.communicate(timeout=120)
+outer.communicate(timeout=120)
+print(json.dumps({"took": took, "bound": bind.stdout.strip() == "bound", "stderr": bind.stderr[-500:],
+                  "queued_before": queued_before, "outer_during": outer_during, "queued_rc": queued.returncode}))
+'''
+
+
+def test_kernel_joins_queued(vm):
+    """a kernel request that joins a load queued behind a LoadAlone= module takes the kernel's lane with it"""
+    unload(vm)
+    configure(vm, ["Workers=4", "LoadAlone=" + OUTER])
+    start = mark(vm)
+    r = vm.sh("python3 -", stdin=JOIN, timeout=180).json()
+    print("# bind(hash, wp512) with wp512 queued behind %s: %.2f s; %s was %s when it returned"
+          % (OUTER, r["took"], OUTER, r["outer_during"]))
+    # Queued, not loaded, when the kernel asked: the kernel's request joined it.
+    assert r["queued_before"] is None, r
+    assert r["bound"] and r["queued_rc"] == 0, r
+    # Served while tcrypt still ran alone, not once it was done.
+    assert r["outer_during"] == "coming" and r["took"] < 5, r
+    recs = [x for x in guest.records(vm, INNER, "loaded") if int(x["__MONOTONIC_TIMESTAMP"]) >= start]
+    assert len(recs) == 1 and recs[0]["MODGATE_SOURCE"] == "admin" and recs[0]["MODGATE_REQUESTERS"] == "2", recs
+    joined = recs[0]["MODGATE_JOINED"]
+    assert isinstance(joined, str) and joined.startswith("source=kernel request=crypto-wp512"), recs[0]
+    vm.sh("rm -f %s" % DROPIN)
 
 
 # Asks the kernel for a file system type that is a module here (minix): request_module("fs-minix")
