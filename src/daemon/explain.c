@@ -209,7 +209,7 @@ int explain_request(Manager *m, const LoadParameters *p, sd_json_variant **ret) 
         if (r < 0)
                 return r;
         r = resolve(m, p, &plan, &owned);
-        if (r == -ENOENT || r == -EINVAL || (r >= 0 && p->name && plan->key_blacklisted &&
+        if (r == -ENOENT || r == -EINVAL || (r >= 0 && (p->name || p->path) && plan->key_blacklisted &&
                                              (source == SOURCE_BOOT || source == SOURCE_UDEV)))
                 r = decide(&e, "not_found", NULL, r == -EINVAL ? "file name is not a module name" :
                            plan && plan->n_blacklisted + plan->key_blacklisted > 0 ?
