@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* modgate-probe: reads the kernel's device-mapper table of a block device, and which file a loop device
- * reads, for modgated, which never holds CAP_SYS_ADMIN and cannot open block devices. It does those
- * two things only: it answers root only (the socket is 0600 and the
- * server refuses other peers), reads only, keeps CAP_SYS_ADMIN alone, and of a table it gives only
- * the target types and a verity target's arguments: never another target's (a crypt target's
- * holds its key). Socket-activated; it exits when idle. */
+/* modgate-probe: reads the kernel's device-mapper table of a block device, and which file a loop
+ * device reads, for modgated, which never holds CAP_SYS_ADMIN and cannot open block devices. It does
+ * those two things only: it answers root only (the socket is 0600 and the server refuses other
+ * peers), reads only, keeps CAP_SYS_ADMIN alone; of a table it gives only the target types and a
+ * verity target's arguments, never another target's (a crypt target's holds its key), and of a loop
+ * device only its file's device and inode. Socket-activated; it exits when idle. */
 
 #include <errno.h>
 #include <fcntl.h>
