@@ -266,7 +266,7 @@ static int explain_prepare(Manager *m, const LoadParameters *p, ExplainWork *w) 
                 if (!w->blacklisted)
                         return -ENOMEM;
         }
-        if (r == -ENOENT || r == -EINVAL || (r >= 0 && p->name && plan->key_blacklisted &&
+        if (r == -ENOENT || r == -EINVAL || (r >= 0 && (p->name || p->path) && plan->key_blacklisted &&
                                              (source == SOURCE_BOOT || source == SOURCE_UDEV)))
                 return decide(&w->e, "not_found", NULL, r == -EINVAL ? "file name is not a module name" :
                               plan && plan->n_blacklisted + plan->key_blacklisted > 0 ?

@@ -236,6 +236,24 @@ int load_reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefu
         return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
 }
 
+/* The loaders modgate stands in for honour a blacklist for modules named by the boot list
+ * (systemd-modules-load) and by udev's rules (udev's kmod builtin), though modprobe does not for a
+ * name: so do those requests here, by name or by a file that is that module. The source is the
+ * caller's own, checked before. */
+static bool blacklist_hides(const LoadParameters *p, const Plan *plan) {
+        return (p->name || p->path) && plan->key_blacklisted &&
+                (p->context.source == SOURCE_BOOT || p->context.source == SOURCE_UDEV);
+}
+
+/* Answered as those loaders would, "not loaded". */
+static int reply_blacklisted(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
+        char *one[2] = { (char *) name, NULL };
+
+        manager_record_not_found(m, who, one);
+        return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleNotFound", SD_JSON_BUILD_PAIR_STRING("name", name),
+                                  SD_JSON_BUILD_PAIR_STRV("blacklisted", one));
+}
+
 int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
               const Plan **ret_plan, Plan **ret_owned) {
         const Plan *plan = NULL;
@@ -267,6 +285,9 @@ int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Reque
                                              SD_JSON_BUILD_PAIR_STRING("reason", "file name is not a module name"));
                 if (r < 0)
                         return log_error_errno(r, "Failed to resolve %s: %m", p->path);
+                /* A file is the module its name names: the same blacklist as a request by that name. */
+                if (blacklist_hides(p, *ret_owned))
+                        return reply_blacklisted(m, link, who, (*ret_owned)->specs[(*ret_owned)->n_specs - 1].name);
                 *ret_plan = *ret_owned;
                 return 1;
         }
@@ -290,18 +311,8 @@ int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Reque
         if (r < 0)
                 return log_error_errno(r, "Failed to resolve %s: %m", p->name ?: p->modalias);
 
-        /* The loaders modgate stands in for honour a blacklist for modules named by the boot list
-         * (systemd-modules-load) and by udev's rules (udev's kmod builtin), though modprobe does not
-         * for a name: so do those requests here, answered as those loaders would, "not loaded". The
-         * source is the caller's own, checked before. */
-        if (p->name && plan->key_blacklisted && (p->context.source == SOURCE_BOOT || p->context.source == SOURCE_UDEV)) {
-                char *one[2] = { (char *) p->name, NULL };
-
-                manager_record_not_found(m, who, one);
-                return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleNotFound",
-                                          SD_JSON_BUILD_PAIR_STRING("name", p->name),
-                                          SD_JSON_BUILD_PAIR_STRV("blacklisted", one));
-        }
+        if (blacklist_hides(p, plan))
+                return reply_blacklisted(m, link, who, p->name);
 
         *ret_plan = plan;
         return 1;

@@ -353,6 +353,12 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
         if (root->evidence & EVIDENCE_MASK(EVIDENCE_VERITY) && o->device_mapper &&
             probe_dm_table(ctx->probe_address, o) < 0)
                 return -ENOMEM;
+        /* A loop device's backing file, opened by a path, is evidence only if it is the file the
+         * device reads; asked each load too, as a loop device can be given another file. */
+        if (root->evidence & EVIDENCE_MASK(EVIDENCE_READ_ONLY) && probe_loop_backing(ctx->probe_address, o) < 0)
+                return -ENOMEM;
+        if (origin_verify_backing(o) < 0)
+                return -ENOMEM;
         if (record_origin(o, r) < 0)
                 return -ENOMEM;
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <linux/fsverity.h>
 #include <linux/mount.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "loop-util.h"
 #include "mountinfo.h"
 #include "parse-util.h"
 #include "origin.h"
@@ -152,6 +154,8 @@ Origin *origin_free(Origin *o) {
                 Origin *below = o->below;
 
                 free(o->backing_path);
+                free(o->backing_unknown);
+                free(o->below_detail);
                 dm_table_done(&o->dm);
                 free(o);
                 o = below;
@@ -316,6 +320,47 @@ static bool stack_read_only(int dfd, const char *name, unsigned depth, char *ret
         return all;
 }
 
+static int set_string(char **s, const char *fmt, ...) _printf_(2, 3);
+static int set_string(char **s, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        free(*s);
+        va_start(ap, fmt);
+        r = vasprintf(s, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                *s = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The file the loop device of loopdir reads, by its identity, where this process may open the
+ * device (a daemon run by hand, the integration tier); modgated.service cannot (PrivateDevices=yes),
+ * and asks the prober. */
+static void loop_identify(Origin *o, int loopdir) {
+        _cleanup_close_ int fd = -EBADF;
+        unsigned ma, mi;
+        char buf[64];
+        int r;
+
+        if (read_line_at(loopdir, "dev", buf, sizeof(buf)) < 0 || sscanf(buf, "%u:%u", &ma, &mi) != 2) {
+                (void) set_string(&o->backing_unknown, "its device number cannot be read");
+                return;
+        }
+        o->loop_dev = makedev(ma, mi);
+        if (read_line_at(loopdir, "diskseq", buf, sizeof(buf)) >= 0)
+                (void) parse_uint64(buf, &o->loop_diskseq);
+        fd = block_device_open(o->loop_dev);
+        r = fd < 0 ? fd : loop_backing_identity(fd, &o->backing_dev, &o->backing_ino);
+        if (r >= 0)
+                o->backing_known = true;
+        else
+                (void) set_string(&o->backing_unknown, "LOOP_GET_STATUS64 on /dev/%s: %s", o->device,
+                                  strerrordesc_np(-r) ?: "unknown error");
+}
+
 static void collect_block(Origin *o) {
         _cleanup_close_ int dir = -EBADF, parent = -EBADF;
         char link[PATH_MAX], path[PATH_MAX];
@@ -351,6 +396,7 @@ static void collect_block(Origin *o) {
         if (read_line_at(loopdir, "loop/backing_file", path, sizeof(path)) >= 0) {
                 o->backing = BACKING_LOOP;
                 o->backing_path = strdup(path);
+                loop_identify(o, loopdir);
         }
 }
 
@@ -371,11 +417,21 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
                 collect_block(o);
         else if (strcmp(o->file.fstype, "erofs") == 0 && file_origin_source(fd, &o->file) >= 0 &&
                  o->file.source[0] == '/') {
-                /* erofs mounted from a file: no device, the file is the source. */
+                /* erofs mounted from a file: no device, and the source is the string given to mount(2)
+                 * then, which nothing ties to the file the kernel holds (renamed since, another file
+                 * at that path, another mount namespace's path). The kernel says nothing else of that
+                 * file, so it is not followed: no evidence is taken from a file that may not be it. */
                 o->backing = BACKING_FILE;
                 o->backing_path = strdup(o->file.source);
+                if (!o->backing_path)
+                        return -ENOMEM;
+                o->below_error = -EOPNOTSUPP;
+                if (set_string(&o->below_detail, "the kernel does not say which file an erofs mounted from a "
+                               "file reads (the mount's source is only the path given at mount time); put "
+                               "the image on a loop device") < 0)
+                        return -ENOMEM;
         }
-        if (o->backing == BACKING_LOOP || o->backing == BACKING_FILE) {
+        if (o->backing == BACKING_LOOP) {
                 if (!o->backing_path)
                         return -ENOMEM;
                 if (depth >= ORIGIN_DEPTH_MAX)
@@ -395,6 +451,41 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
         }
 
         *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int origin_verify_backing(Origin *o) {
+        for (; o; o = o->below) {
+                Origin *b = o->below;
+
+                if (o->backing != BACKING_LOOP || !b)
+                        continue;
+                if (!o->backing_known) {
+                        o->below = NULL;
+                        o->below_error = -ENODATA;
+                        if (set_string(&o->below_detail, "the file the loop device reads cannot be identified "
+                                       "(%s)", o->backing_unknown ?: "unknown") < 0) {
+                                origin_free(b);
+                                return -ENOMEM;
+                        }
+                } else if (b->file.dev != o->backing_dev || b->file.ino != o->backing_ino) {
+                        o->below = NULL;
+                        o->below_error = -ESTALE;
+                        if (set_string(&o->below_detail, "that path now names another file (device %u:%u, "
+                                       "inode %llu) than the one the loop device reads (device %u:%u, inode "
+                                       "%llu): renamed, replaced or mounted over", major(b->file.dev),
+                                       minor(b->file.dev), (unsigned long long) b->file.ino,
+                                       major(o->backing_dev), minor(o->backing_dev),
+                                       (unsigned long long) o->backing_ino) < 0) {
+                                origin_free(b);
+                                return -ENOMEM;
+                        }
+                }
+                if (!o->below) {
+                        origin_free(b);
+                        return 0;
+                }
+        }
         return 0;
 }
 

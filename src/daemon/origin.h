@@ -101,8 +101,17 @@ struct Origin {
         bool device_mapper;     /* the block device is a device-mapper device; then: */
         DmTable dm;             /* filled in by the caller, who asks the prober */
         char *backing_path;     /* BACKING_LOOP, BACKING_FILE: the file, as the kernel names it */
+        /* BACKING_LOOP: the loop device (the disk, for a partition of one) and the file it reads, by
+         * device and inode as the kernel holds it; the path above is only a name to open it by. */
+        dev_t loop_dev;
+        uint64_t loop_diskseq;
+        bool backing_known;
+        dev_t backing_dev;
+        ino_t backing_ino;
+        char *backing_unknown;  /* when not known: why, in words */
         Origin *below;          /* its origin, or NULL when it could not be opened (below_error) */
         int below_error;        /* negative errno */
+        char *below_detail;     /* why there is no below, in words where an errno does not say it */
         /* The file itself (the outermost layer only): */
         FsVerity fsverity;
         Ima ima;
@@ -115,5 +124,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Origin *, origin_free);
 int file_origin_from_fd(int fd, FileOrigin *ret);
 
 /* Collects the whole stack below fd. Fails only for fd itself (its identity cannot be read) or for
- * lack of memory; what cannot be read further down is recorded in the layer where it stopped. */
+ * lack of memory; what cannot be read further down is recorded in the layer where it stopped. A loop
+ * device's backing file is identified where the daemon may open the device; where it may not
+ * (PrivateDevices=yes), backing_known stays false for the caller to ask the prober. */
 int origin_collect(int fd, Origin **ret);
+
+/* Keeps a loop device's backing file as evidence only when it is the file the loop device reads:
+ * the file opened by path must have the device and inode the kernel holds. Otherwise below is
+ * dropped, and below_detail says why. Returns 0 or -ENOMEM. */
+int origin_verify_backing(Origin *o);

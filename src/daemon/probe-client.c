@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,30 @@ static int check_writer(int fd, char *failure, size_t size) {
         return 0;
 }
 
+typedef struct LoopReply {
+        unsigned major;
+        unsigned minor;
+        uint64_t inode;
+        uint64_t diskseq;
+} LoopReply;
+
+/* The loop layer o's backing file is not identified: why, in words. Returns 0 or -ENOMEM. */
+static int set_unknown(Origin *o, const char *fmt, ...) _printf_(2, 3);
+static int set_unknown(Origin *o, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        free(o->backing_unknown);
+        va_start(ap, fmt);
+        r = vasprintf(&o->backing_unknown, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                o->backing_unknown = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 typedef struct ProbeCall {
         bool done;
         char *error_id;
@@ -253,53 +278,154 @@ static int probe_reply(sd_varlink *link, sd_json_variant *parameters, const char
         return 0;
 }
 
-int probe_dm_table(const char *address, Origin *o) {
+/* One call to the prober at address, believed only from the prober's process. Returns 0 with the
+ * answer (an error id, or NULL, and the parameters) in c; or -errno, with what went wrong in words in
+ * ret_failure, or -ENOMEM. */
+static int probe_call(const char *address, const char *method, sd_json_variant *parameters, ProbeCall *c,
+                      char **ret_failure) {
         _cleanup_(sd_varlink_unrefp) sd_varlink *link = NULL;
-        ProbeCall c = {};
-        DmTable *t = &o->dm;
         char failure[512];
         int r, fd, one = 1;
 
-        dm_table_done(t);
         r = sd_varlink_connect_address(&link, address);
-        if (r < 0)
-                return probe_failed(t, r, "the prober at %s cannot be reached (%s; is modgate-probe.socket "
-                                    "enabled?)", address, strerrordesc_np(-r) ?: "unknown error");
+        if (r < 0) {
+                if (asprintf(ret_failure, "the prober at %s cannot be reached (%s; is modgate-probe.socket "
+                             "enabled?)", address, strerrordesc_np(-r) ?: "unknown error") < 0)
+                        return -ENOMEM;
+                return r;
+        }
         (void) sd_varlink_set_relative_timeout(link, PROBE_TIMEOUT_USEC);
-        sd_varlink_set_userdata(link, &c);
+        sd_varlink_set_userdata(link, c);
         fd = sd_varlink_get_fd(link);
         if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0 ||
-            sd_varlink_bind_reply(link, probe_reply) < 0)
-                return probe_failed(t, EIO, "the connection to the prober at %s cannot be set up", address);
+            sd_varlink_bind_reply(link, probe_reply) < 0) {
+                if (asprintf(ret_failure, "the connection to the prober at %s cannot be set up", address) < 0)
+                        return -ENOMEM;
+                return -EIO;
+        }
 
-        r = sd_varlink_invokebo(link, "io.modgate.Probe.DescribeDevice",
-                                SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
-                                SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->device_dev)),
-                                SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq",
-                                                             SD_JSON_BUILD_UNSIGNED(o->diskseq)));
+        r = sd_varlink_invoke(link, method, parameters);
         if (r >= 0)
                 r = sd_varlink_flush(link);
         /* Before a byte of the answer is believed: who wrote it. Anyone who may bind in /run (a root
          * process without CAP_SYS_MODULE) could have put its own socket at this path. */
         if (r >= 0)
                 r = check_writer(fd, failure, sizeof(failure));
-        if (r > 0)
-                return probe_failed(t, EPERM, "the answer on %s is not from the prober, so not believed (%s)",
-                                    address, failure);
+        if (r > 0) {
+                if (asprintf(ret_failure, "the answer on %s is not from the prober, so not believed (%s)", address,
+                             failure) < 0)
+                        return -ENOMEM;
+                return -EPERM;
+        }
         /* A disconnect or the timeout comes to probe_reply() as an error of sd-varlink's own. */
-        while (r >= 0 && !c.done) {
+        while (r >= 0 && !c->done) {
                 r = sd_varlink_process(link);
                 if (r == 0)
                         r = sd_varlink_wait(link, UINT64_MAX);
         }
-        if (r < 0 && !c.done) {
-                free(c.error_id);
-                sd_json_variant_unref(c.reply);
-                return probe_failed(t, r, "the prober at %s did not answer: %s", address,
-                                    strerrordesc_np(-r) ?: "unknown error");
+        if (r < 0 && !c->done) {
+                if (asprintf(ret_failure, "the prober at %s did not answer: %s", address,
+                             strerrordesc_np(-r) ?: "unknown error") < 0)
+                        return -ENOMEM;
+                return r;
         }
+        return 0;
+}
+
+static void probe_call_done(ProbeCall *c) {
+        free(c->error_id);
+        sd_json_variant_unref(c->reply);
+        *c = (ProbeCall) {};
+}
+
+int probe_dm_table(const char *address, Origin *o) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *parameters = NULL;
+        _cleanup_free_ char *failure = NULL;
+        ProbeCall c = {};
+        DmTable *t = &o->dm;
+        int r;
+
+        dm_table_done(t);
+        r = sd_json_buildo(&parameters,
+                           SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
+                           SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->device_dev)),
+                           SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq", SD_JSON_BUILD_UNSIGNED(o->diskseq)));
+        if (r < 0)
+                return r;
+        r = probe_call(address, "io.modgate.Probe.DescribeDevice", parameters, &c, &failure);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return probe_failed(t, r, "%s", failure);
         r = probe_reply_parse(c.error_id, c.reply, t);
-        free(c.error_id);
-        sd_json_variant_unref(c.reply);
+        probe_call_done(&c);
         return r;
+}
+
+int probe_loop_reply_parse(const char *error_id, sd_json_variant *reply, Origin *o) {
+        static const sd_json_dispatch_field table[] = {
+                { "backingMajor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(LoopReply, major), SD_JSON_MANDATORY },
+                { "backingMinor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(LoopReply, minor), SD_JSON_MANDATORY },
+                { "backingInode", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(LoopReply, inode), SD_JSON_MANDATORY },
+                { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(LoopReply, diskseq), 0 },
+                {}
+        };
+        LoopReply l = {};
+        const char *why;
+        int r;
+
+        if (error_id) {
+                const char *s = sd_json_variant_string(sd_json_variant_by_key(reply, "reason"));
+
+                if (strcmp(error_id, "io.modgate.Probe.DeviceChanged") == 0)
+                        why = "the prober says it is another loop device than the one the file system is on (its "
+                              "diskseq changed: detached and bound again)";
+                else if (strcmp(error_id, "io.modgate.Probe.NoSuchDevice") == 0)
+                        why = "the prober says it is gone";
+                else if (strcmp(error_id, "io.modgate.Probe.NotLoop") == 0)
+                        why = "the prober says it is not a loop device, or reads no file";
+                else
+                        return set_unknown(o, "the prober answered %s%s%s", error_id, s ? ": " : "", s ?: "");
+                return set_unknown(o, "%s", why);
+        }
+        r = sd_json_dispatch(reply, table, SD_JSON_ALLOW_EXTENSIONS, &l);
+        if (r == -ENOMEM)
+                return r;
+        /* The answer is about the instance asked for, or it is not believed. */
+        if (r < 0 || (o->loop_diskseq != 0 && l.diskseq != o->loop_diskseq))
+                return set_unknown(o, "the prober's answer is malformed");
+        o->backing_dev = makedev(l.major, l.minor);
+        o->backing_ino = (ino_t) l.inode;
+        o->backing_known = true;
+        return 0;
+}
+
+int probe_loop_backing(const char *address, Origin *o) {
+        for (; o; o = o->below) {
+                _cleanup_(sd_json_variant_unrefp) sd_json_variant *parameters = NULL;
+                _cleanup_free_ char *failure = NULL;
+                ProbeCall c = {};
+                int r;
+
+                if (o->backing != BACKING_LOOP || o->backing_known || !o->below || major(o->loop_dev) == 0)
+                        continue;
+                r = sd_json_buildo(&parameters,
+                                   SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->loop_dev)),
+                                   SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->loop_dev)),
+                                   SD_JSON_BUILD_PAIR_CONDITION(o->loop_diskseq != 0, "diskseq",
+                                                                SD_JSON_BUILD_UNSIGNED(o->loop_diskseq)));
+                if (r < 0)
+                        return r;
+                r = probe_call(address, "io.modgate.Probe.DescribeLoop", parameters, &c, &failure);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        r = set_unknown(o, "%s", failure);
+                else
+                        r = probe_loop_reply_parse(c.error_id, c.reply, o);
+                probe_call_done(&c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }

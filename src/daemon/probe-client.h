@@ -29,3 +29,11 @@ int probe_dm_table(const char *address, Origin *o);
 /* Pure: the prober's answer to DescribeDevice (its error, or its reply) into t, which is empty (as
  * dm_table_done() leaves it). Returns 0 or -ENOMEM, as probe_dm_table(). */
 int probe_reply_parse(const char *error_id, sd_json_variant *reply, DmTable *t);
+
+/* Asks the prober which file each loop device in o's stack reads, where the daemon could not find out
+ * itself (backing_known unset): into backing_dev and backing_ino, or why not into backing_unknown.
+ * Blocking, as probe_dm_table(). Returns 0, or -ENOMEM. Then origin_verify_backing() compares. */
+int probe_loop_backing(const char *address, Origin *o);
+
+/* Pure: the prober's answer to DescribeLoop for the loop layer o. Returns 0 or -ENOMEM. */
+int probe_loop_reply_parse(const char *error_id, sd_json_variant *reply, Origin *o);

@@ -671,18 +671,40 @@ int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan) {
         return p->n_specs > 0 ? 0 : -ENOENT;
 }
 
+/* The kernel's build names a module after its object file: the file name without its suffix. */
 static char *name_from_path(const char *path) {
+        static const char *const suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
         const char *base = strrchr(path, '/');
-        char *name, *dot;
+        size_t n;
+        char *name;
 
         name = strdup(base ? base + 1 : path);
         if (!name)
                 return NULL;
-        dot = strstr(name, ".ko");
-        if (dot)
-                *dot = '\0';
+        n = strlen(name);
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                size_t k = strlen(suffixes[i]);
+
+                if (n > k && strcmp(name + n - k, suffixes[i]) == 0) {
+                        name[n - k] = '\0';
+                        break;
+                }
+        }
         module_name_normalize(name);
         return name;
+}
+
+static int name_blacklisted(Resolver *r, const char *name, bool *ret) {
+        struct kmod_config_iter *i = kmod_config_get_blacklists(r->ctx);
+        bool found = false;
+
+        if (!i)
+                return -ENOMEM;
+        while (!found && kmod_config_iter_next(i))
+                found = module_name_equal(kmod_config_iter_get_key(i), name);
+        kmod_config_iter_free_iter(i);
+        *ret = found;
+        return 0;
 }
 
 int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
@@ -690,6 +712,7 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
         _cleanup_(plan_freep) Plan *p = NULL;
         _cleanup_free_ char *name = NULL, *indexed = NULL;
         Builder b = {};
+        ModuleSpec *s;
         ssize_t idx;
         int q;
 
@@ -707,24 +730,25 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
                 return q;
         if (module_path(r, mod, &indexed) < 0)
                 return -ENOMEM;
+        /* The module the file is gets what a request by its name gets: a blacklist for those callers
+         * that honour one for a name, its install command refused, its options. */
+        q = name_blacklisted(r, name, &p->key_blacklisted);
+        if (q < 0)
+                return q;
         if (indexed && strcmp(indexed, path) == 0) {
                 q = add_module(&b, mod, ROLE_REQUESTED, &idx);
                 if (q < 0)
                         return q;
         } else {
-                /* A file the index does not know: loaded alone, like insmod, with no options. */
-                ModuleSpec *s = calloc(1, sizeof(*s));
-                if (!s)
-                        return -ENOMEM;
-                p->specs = s;
-                s->name = TAKE_PTR(name);
+                /* A file the index does not know: loaded alone, like insmod, for it has no line in
+                 * modules.dep to name its dependencies or softdeps by. */
+                q = plan_append(r, p, mod, mod, ROLE_REQUESTED, &s);
+                if (q < 0)
+                        return q;
+                free(s->path);
                 s->path = strdup(path);
-                if (!s->path) {
-                        free(s->name);
+                if (!s->path)
                         return -ENOMEM;
-                }
-                s->role = ROLE_REQUESTED;
-                p->n_specs = 1;
         }
 
         *ret_plan = TAKE_PTR(p);

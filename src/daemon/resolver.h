@@ -85,8 +85,9 @@ int plan_needed_by(const Plan *p, size_t i, char **ret);
 int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan);
 
 /* Resolves a module file given by path, as insmod takes one: when the index lists that very file,
- * with its dependencies; otherwise the file alone, named after its file name. The plan is the
- * caller's. */
+ * with its dependencies; otherwise the file alone. Either way the module is the one its file name
+ * names, with that module's modprobe.d options and install command, and key_blacklisted as for a
+ * request by that name. The plan is the caller's. */
 int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan);
 
 /* A modprobe.d remove command for a module, or NULL. */

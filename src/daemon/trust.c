@@ -140,7 +140,8 @@ static int read_only_at(const Origin *o, unsigned depth, char **ret_reason) {
 
         if (!o->below)
                 return not_read_only(ret_reason, "%s's backing file %s cannot be checked: %s", what,
-                                     o->backing_path, strerrordesc_np(-o->below_error) ?: "unknown error");
+                                     o->backing_path, o->below_detail ?:
+                                     strerrordesc_np(-o->below_error) ?: "unknown error");
         r = read_only_at(o->below, depth + 1, &below);
         if (r != 0)
                 return r;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* modgate-probe: reads the kernel's device-mapper table of a block device for modgated, which never
- * holds CAP_SYS_ADMIN. It does that one thing: it answers root only (the socket is 0600 and the
- * server refuses other peers), reads only, keeps CAP_SYS_ADMIN alone, and of a table it gives only
- * the target types and a verity target's arguments: never another target's (a crypt target's
- * holds its key). Socket-activated; it exits when idle. */
+/* modgate-probe: reads the kernel's device-mapper table of a block device, and which file a loop
+ * device reads, for modgated, which never holds CAP_SYS_ADMIN and cannot open block devices. It does
+ * those two things only: it answers root only (the socket is 0600 and the server refuses other
+ * peers), reads only, keeps CAP_SYS_ADMIN alone; of a table it gives only the target types and a
+ * verity target's arguments, never another target's (a crypt target's holds its key), and of a loop
+ * device only its file's device and inode. Socket-activated; it exits when idle. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/ioctl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -25,6 +27,7 @@
 #include "dm-verity.h"
 #include "fileio.h"
 #include "log.h"
+#include "loop-util.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "varlink-io.modgate.Probe.h"
@@ -269,6 +272,71 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
                                   SD_JSON_BUILD_PAIR_VARIANT("targets", targets));
 }
 
+/* Which file a loop device reads: LOOP_GET_STATUS64 on the device, which modgated cannot open. Only
+ * the file's device and inode are given, never its path or the device's other settings. */
+static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                                   void *userdata) {
+        static const sd_json_dispatch_field table[] = {
+                { "major", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, major), SD_JSON_MANDATORY },
+                { "minor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, minor), SD_JSON_MANDATORY },
+                { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(DescribeParameters, diskseq), 0 },
+                {}
+        };
+        _cleanup_close_ int fd = -EBADF;
+        DescribeParameters p = {};
+        char sys[128], seqfile[160];
+        uint64_t before, after;
+        dev_t backing;
+        ino_t ino;
+        int r;
+
+        last_activity = now_usec();
+        r = sd_varlink_dispatch(link, parameters, table, &p);
+        if (r != 0)
+                return r;
+
+        snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", p.major, p.minor);
+        if (access(sys, F_OK) < 0)
+                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+        snprintf(seqfile, sizeof(seqfile), "%s/loop", sys);
+        if (access(seqfile, F_OK) < 0)
+                return sd_varlink_error(link, "io.modgate.Probe.NotLoop", NULL);
+
+        /* The same instance before and after: a loop device detached and bound again in between has
+         * a new diskseq. */
+        snprintf(seqfile, sizeof(seqfile), "%s/diskseq", sys);
+        r = read_diskseq(seqfile, &before);
+        if (r < 0)
+                return reply_failed(link, "cannot read the device's diskseq", r);
+        if (p.diskseq != 0 && before != p.diskseq)
+                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", before));
+
+        fd = block_device_open(makedev(p.major, p.minor));
+        if (fd == -ENODEV)
+                return reply_failed(link, "/dev has another device under the loop device's name", 0);
+        if (fd < 0)
+                return reply_failed(link, "cannot open the loop device", fd);
+        r = loop_backing_identity(fd, &backing, &ino);
+        if (r == -ENXIO || r == -ENOTTY)
+                return sd_varlink_error(link, "io.modgate.Probe.NotLoop", NULL);
+        if (r < 0)
+                return reply_failed(link, "LOOP_GET_STATUS64 failed", r);
+
+        r = read_diskseq(seqfile, &after);
+        if (r < 0)
+                return reply_failed(link, "cannot read the device's diskseq", r);
+        if (after != before)
+                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", after));
+
+        return sd_varlink_replybo(link,
+                                  SD_JSON_BUILD_PAIR_UNSIGNED("backingMajor", major(backing)),
+                                  SD_JSON_BUILD_PAIR_UNSIGNED("backingMinor", minor(backing)),
+                                  SD_JSON_BUILD_PAIR_UNSIGNED("backingInode", (uint64_t) ino),
+                                  SD_JSON_BUILD_PAIR_CONDITION(after != 0, "diskseq", SD_JSON_BUILD_UNSIGNED(after)));
+}
+
 static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
         sd_varlink_server *server = userdata;
         uint64_t now = now_usec();
@@ -347,7 +415,9 @@ static int run(int argc, char *argv[]) {
         r = sd_varlink_server_add_interface(s, &vl_interface_io_modgate_Probe);
         if (r < 0)
                 return log_error_errno(r, "Failed to add varlink interface: %m");
-        r = sd_varlink_server_bind_method(s, "io.modgate.Probe.DescribeDevice", vl_method_describe_device);
+        r = sd_varlink_server_bind_method_many(s,
+                                               "io.modgate.Probe.DescribeDevice", vl_method_describe_device,
+                                               "io.modgate.Probe.DescribeLoop", vl_method_describe_loop);
         if (r < 0)
                 return log_error_errno(r, "Failed to bind varlink method: %m");
 

@@ -23,6 +23,7 @@ LATE = "fjes"           # alone in its directory, the [Root] mounted late; no de
 PLAIN = "eql"           # beneath the first root; no dependencies
 SIGNED = "ifb"          # carries a security.ima signature
 PROBE = "io.modgate.Probe.DescribeDevice"
+LOOP = "io.modgate.Probe.DescribeLoop"
 # security.ima: an IMA signature, version 2, SHA-256, key id 0x1234abcd, a 4-byte "signature".
 IMA_SIGNATURE = bytes([0x03, 2, 4, 0x12, 0x34, 0xab, 0xcd, 0, 4, 1, 2, 3, 4])
 IMA_DIGEST = bytes([0x04, 4]) + bytes(32)
@@ -131,6 +132,29 @@ def main():
         assert r.get("closed") or r.get("error") == "org.varlink.service.PermissionDenied", r
         os.chmod(probe_addr, 0o600)
         assert probe.poll() is None, "the prober exited"
+
+        # Which file a loop device reads, by the device and inode the kernel holds, whatever its path
+        # names now: here another file is mounted over it.
+        held = os.stat(loop_file)
+        other = os.path.join(work, "other.img")
+        open(other, "wb").close()
+        h.run("mount", "--bind", other, loop_file)
+        try:
+            r = varlink(probe_addr, LOOP, {"major": os.major(st.st_rdev), "minor": os.minor(st.st_rdev)})
+        finally:
+            h.run("umount", loop_file)
+        want = {"backingMajor": os.major(held.st_dev), "backingMinor": os.minor(held.st_dev),
+                "backingInode": held.st_ino}
+        assert {k: r.get("parameters", {}).get(k) for k in want} == want, (want, r)
+        with open("/sys/dev/block/%d:%d/diskseq" % (os.major(st.st_rdev), os.minor(st.st_rdev))) as f:
+            seq = int(f.read())
+        assert r["parameters"]["diskseq"] == seq, r
+        r = varlink(probe_addr, LOOP, {"major": os.major(st.st_rdev), "minor": os.minor(st.st_rdev), "diskseq": seq + 1})
+        assert r.get("error") == "io.modgate.Probe.DeviceChanged", r
+        r = varlink(probe_addr, LOOP, {"major": 259, "minor": 1048575})
+        assert r.get("error") == "io.modgate.Probe.NoSuchDevice", r
+        r = varlink(probe_addr, LOOP, {"major": 1, "minor": 3})
+        assert r.get("error") in ("io.modgate.Probe.NoSuchDevice", "io.modgate.Probe.NotLoop"), r
         print("# uid 65534: %s" % ("connection closed" if r.get("closed") else r["error"]), flush=True)
 
     # --- verity evidence refused, with both its reasons --------------------------------------------
@@ -330,7 +354,8 @@ def main():
         d.stop()
         h.run("mount", "-t", "erofs", "-o", "ro,loop", ident_image, erofs_mnt)
 
-    t.case("modgate-probe: a loop device is not device-mapper, a missing device is named, bad parameters and "
+    t.case("modgate-probe: a loop device is not device-mapper but names the file it reads by device and inode, a "
+           "missing device is named, bad parameters and "
            "other uids are refused", case_prober)
     t.case("verity evidence alone on an erofs on a loop device: refused, for the device and the file's fs-verity",
            case_verity_refused)

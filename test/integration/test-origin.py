@@ -193,14 +193,64 @@ def main():
     mount_file_backed(disk_image, file_mnt)
 
     def case_file_backed_erofs():
+        # The kernel names the file it reads by the string given to mount(2) only: never followed.
         assert not any(line.split()[0].startswith("/dev/loop") and line.split()[1] == file_mnt
                        for line in open("/proc/mounts")), "mounted with a loop device after all"
         d = daemon("file", file_mnt, "read-only")
-        p = denied(d, MODULE, "read-only: the file system's backing file %s: the " % disk_image,
-                   " file system is writable (superblock not read-only)")
+        p = denied(d, MODULE, "read-only: the file system's backing file %s cannot be checked: the kernel does "
+                   "not say which file an erofs mounted from a file reads (the mount's source is only the path "
+                   "given at mount time); put the image on a loop device" % disk_image)
         r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
-        assert r[0]["MODGATE_BACKING"].startswith(" <- %s on " % disk_image), r
+        assert r[0]["MODGATE_BACKING"] == " <- %s" % disk_image, r
         print("# %s" % p["reason"], flush=True)
+        assert finits(d) == []
+
+    # --- a loop device whose backing file's path names another file --------------------------------
+
+    held_mnt = os.path.join(work, "held")
+    os.makedirs(held_mnt)
+    held_image = os.path.join(work, "held.erofs")
+    shutil.copy(good, held_image)
+    held = losetup(held_image)
+    mount("-t", "erofs", "-o", "ro", held, held_mnt)
+    held_name = os.path.basename(held)
+    held_st = os.stat(held_image)
+
+    def case_loop_path_names_another_file():
+        # Another file over the path, in the daemon's mount namespace: the kernel still names the file it
+        # reads by that path, and the daemon opening the path would check the other file.
+        decoy = os.path.join(disk_dir, "decoy.erofs")
+        shutil.copy(good, decoy)
+        mount("--bind", decoy, held_image)
+        try:
+            with open("/sys/block/%s/loop/backing_file" % held_name) as f:
+                assert f.read().strip() == held_image
+            decoy_st = os.stat(held_image)
+            assert (decoy_st.st_dev, decoy_st.st_ino) != (held_st.st_dev, held_st.st_ino)
+            d = daemon("held", held_mnt, "read-only")
+            p = denied(d, MODULE, "read-only: %s's backing file %s cannot be checked: that path now names another "
+                       "file (device %d:%d, inode %d) than the one the loop device reads (device %d:%d, inode %d)"
+                       % (held_name, held_image, os.major(decoy_st.st_dev), os.minor(decoy_st.st_dev), decoy_st.st_ino,
+                          os.major(held_st.st_dev), os.minor(held_st.st_dev), held_st.st_ino))
+            r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+            assert [x["MODGATE_OUTCOME"] for x in r] == ["denied"] and r[0]["MODGATE_BACKING"] == "%s <- %s" % (
+                held_name, held_image), r
+            assert finits(d) == []
+            print("# %s" % p["reason"], flush=True)
+            d.stop()
+        finally:
+            h.run("umount", held_image)
+
+        # Renamed away, and another file put at the old path: the kernel's path follows the file it reads,
+        # and that file is what is checked.
+        renamed = os.path.join(work, "held-renamed.erofs")
+        os.rename(held_image, renamed)
+        shutil.copy(decoy, held_image)
+        with open("/sys/block/%s/loop/backing_file" % held_name) as f:
+            assert f.read().strip() == renamed
+        d = daemon("held-renamed", held_mnt, "read-only")
+        denied(d, MODULE, "read-only: %s's backing file %s: file system type tmpfs is never read-only evidence"
+               % (held_name, renamed))
         assert finits(d) == []
 
     ovl = os.path.join(work, "ovl")
@@ -433,8 +483,10 @@ def main():
     t.case("the image rewritten below the mounted erofs: the manifest refuses the new bytes", case_loop_rewritten)
     t.case("LOOP_CHANGE_FD swaps the backing file of a read-only loop device: never loaded from the new bytes",
            case_loop_change_fd)
-    t.case("erofs mounted straight from a file: the file is followed, and refused on a writable file system",
-           case_file_backed_erofs)
+    t.case("erofs mounted straight from a file: the kernel does not name the file it reads, so it is never "
+           "read-only evidence, and the reason says to use a loop device", case_file_backed_erofs)
+    t.case("a loop device whose backing path names another file (mounted over) is refused, naming both "
+           "identities; renamed, the file the device reads is what is checked", case_loop_path_names_another_file)
     t.case("overlayfs, tmpfs remounted read-only and FUSE are never read-only evidence", case_never_evidence)
     t.case("manifest evidence is refused on FUSE and an overlay, for the module and for the manifest, naming the "
            "type", case_manifest_not_local)

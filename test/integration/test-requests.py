@@ -67,7 +67,13 @@ install {dep} /usr/bin/touch {{pwned}}-dependency
 remove {rm} /usr/bin/touch {{pwned}}-remove
 """.format(inst=INSTALL_MODULE, dep=INSTALL_DEP_MODULE, rm=REMOVE_MODULE, alias=CONF_ALIAS,
            alias_module=CONF_ALIAS_MODULE)
-CMDLINE = "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda1 ro quiet macvlan.mgcmd=2\n"
+UNINDEXED_MODPROBE_D = """\
+install {inst} /usr/bin/touch {pwned}-unindexed
+blacklist {black}
+options {opts} upconf=1
+"""
+CMDLINE = "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda1 ro quiet macvlan.mgcmd=2 {opts}.upcmd=2\n"
+BOOT_UNIT = "modgate-modules-load.service"
 
 # Names the cases use by name; the pool of independent modules leaves them out.
 NAMED = {"nlmon", "ifb", "ipvlan", "macvlan", "macvtap", "tap", "e1000", INSTALL_MODULE, INSTALL_DEP_MODULE,
@@ -194,8 +200,6 @@ def main():
     # --- the scenarios' configuration, mounted before their daemons start -------------------------
 
     pwned = os.path.join(work, "PWNED")
-    h.mount_modprobe_d(MODPROBE_D.format(pwned=pwned))
-    h.mount_file_over("/proc/cmdline", CMDLINE, work)
     exclude = NAMED | set(deps["vport_vxlan"][1])
     pool = Pool(h.independent_modules(tree, "kernel/drivers/net/", exclude))
 
@@ -205,6 +209,12 @@ def main():
     errno_names = dict(zip(ERRNO_CASES, pool.take(len(ERRNO_CASES))))
     path_module = pool.take(1)[0]
     oneway_name, oneway_other, conflict_name, drain_name = pool.take(4)
+    # Modules that the fresh tree has as files but its index does not list, each with a line of its own
+    # in modprobe.d: a request by path for such a file is a request for that module.
+    unindexed_install, unindexed_black, unindexed_opts = unindexed = pool.take(3)
+    h.mount_modprobe_d(MODPROBE_D.format(pwned=pwned) + UNINDEXED_MODPROBE_D.format(
+        inst=unindexed_install, black=unindexed_black, opts=unindexed_opts, pwned=pwned))
+    h.mount_file_over("/proc/cmdline", CMDLINE.format(opts=unindexed_opts), work)
     fail_env = ",".join(["nlmon:%d" % SOFTDEP_FAILURE, "team:%d" % errno.EIO] +
                         ["%s:%d" % (n, e) for e, n in errno_names.items()])
 
@@ -222,7 +232,12 @@ def main():
     fresh_module = os.path.join(fresh_root, deps[FRESH_MODULE][0])
     fresh_module_bytes = os.path.join(work, "fresh-module")
     shutil.move(fresh_module, fresh_module_bytes)
+    unindexed_files = {n: os.path.join(fresh_root, deps[n][0]) for n in unindexed}
+    for n, f in unindexed_files.items():
+        shutil.move(f, os.path.join(work, "unindexed-" + n))
     h.run("depmod", "-b", fresh_base, kver)
+    for n, f in unindexed_files.items():
+        shutil.move(os.path.join(work, "unindexed-" + n), f)
     h.run("mount", "-o", "remount,ro", fresh_base)
 
     main_d = daemon("main")
@@ -346,6 +361,72 @@ def main():
         assert refused and refused[-1]["MODGATE_OUTCOME"] == "denied", refused
 
     t.case("5 install and remove commands are refused, never run, also for a dependency", case_install_commands)
+
+    # --- 5b-d: a request by path for a file that the index does not list ----------------------------
+
+    def unindexed_start():
+        # The fresh tree has these files, and its manifest vouches for them, but depmod did not see them.
+        indexed = h.parse_modules_dep(fresh_root)
+        for name, f in unindexed_files.items():
+            assert name not in indexed and os.path.exists(f), (name, f)
+        forget_modules()
+        return len(main_d.shim_records()), len(fresh_d.shim_records())
+
+    def case_unindexed_install():
+        n_main, n_fresh = unindexed_start()
+        by_name_p = h.error_of(main_d.load(unindexed_install), "InstallCommandRefused")
+        p = h.error_of(fresh_d.call(LOAD, {"path": unindexed_files[unindexed_install]}), "InstallCommandRefused")
+        want = "/usr/bin/touch %s-unindexed" % pwned
+        assert by_name_p["command"] == p["command"] == want and p["module"] == unindexed_install, (by_name_p, p)
+        assert [(m["name"], m["outcome"], m["path"]) for m in p["modules"]] == [
+            (unindexed_install, "denied", unindexed_files[unindexed_install])], p
+        assert main_d.shim_records()[n_main:] == fresh_d.shim_records()[n_fresh:] == []
+        time.sleep(0.2)
+        assert not [f for f in os.listdir(work) if f.startswith("PWNED")], os.listdir(work)
+
+    def case_unindexed_blacklist():
+        # For the boot list's request by path as for its request by name, "not found"; for an
+        # administrator's, as for a name, not.
+        n_main, n_fresh = unindexed_start()
+        boot = h.in_unit(BOOT_UNIT)
+        ctx = {"context": {"source": "boot"}}
+        by_name_p = h.error_of(h.call_as(boot, main_d.address, LOAD, dict(ctx, name=unindexed_black)),
+                               "ModuleNotFound")
+        p = h.error_of(h.call_as(boot, fresh_d.address, LOAD, dict(ctx, path=unindexed_files[unindexed_black])),
+                       "ModuleNotFound")
+        assert p == by_name_p == {"name": unindexed_black, "blacklisted": [unindexed_black]}, (by_name_p, p)
+        assert main_d.shim_records()[n_main:] == fresh_d.shim_records()[n_fresh:] == []
+        rec = journal.records(MODGATE_OUTCOME="not_found", MODGATE_REQUEST_PATH=unindexed_files[unindexed_black])
+        assert len(rec) == 1 and rec[0]["MODGATE_BLACKLISTED"] == unindexed_black, rec
+        mods = h.modules_of(fresh_d.call(LOAD, {"path": unindexed_files[unindexed_black]}))
+        assert [(m["name"], m["outcome"]) for m in mods] == [(unindexed_black, "loaded")], mods
+
+    def case_unindexed_options():
+        # modprobe.d's, the kernel command line's, then the request's, as for the name.
+        n_main, n_fresh = unindexed_start()
+        h.ok(main_d.call(LOAD, {"name": unindexed_opts, "parameters": "upreq=3"}))
+        forget_modules()
+        p = h.ok(fresh_d.call(LOAD, {"path": unindexed_files[unindexed_opts], "parameters": "upreq=3"}))
+        by_name_rec, = h.finit_records(main_d.shim_records()[n_main:])
+        rec, = h.finit_records(fresh_d.shim_records()[n_fresh:])
+        assert rec["params"] == by_name_rec["params"] == "upconf=1 upcmd=2 upreq=3", (by_name_rec, rec)
+        assert rec["path"] == unindexed_files[unindexed_opts] and p["modules"][0]["parameters"] == rec["params"], p
+        print("# %s by path: finit_module params %r" % (unindexed_opts, rec["params"]))
+
+        # A request's parameter over the administrator's option is refused for the path as for the name.
+        forget_modules()
+        by_name_p = h.error_of(main_d.call(LOAD, {"name": unindexed_opts, "parameters": "upconf=9"}),
+                               "ParameterDenied")
+        p = h.error_of(fresh_d.call(LOAD, {"path": unindexed_files[unindexed_opts], "parameters": "upconf=9"}),
+                       "ParameterDenied")
+        assert p == by_name_p, (by_name_p, p)
+        assert len(fresh_d.shim_records()) == n_fresh + 1
+
+    t.case("5b a request by path for a file the index does not list: its module's install command is refused, "
+           "as for the name", case_unindexed_install)
+    t.case("5c ... its module's blacklist holds for the boot list, as for the name", case_unindexed_blacklist)
+    t.case("5d ... its module's options reach finit_module, and guard them from the request's, as for the name",
+           case_unindexed_options)
 
     # --- 6: builtin and coming modules -----------------------------------------------------------
 
@@ -530,6 +611,7 @@ def main():
 
     def case_index_freshness():
         forget_modules()
+        n = len(fresh_d.shim_records())
         h.error_of(fresh_d.load(FRESH_MODULE), "ModuleNotFound")
         h.run("mount", "-o", "remount,rw", fresh_base)
         new = fresh_module
@@ -545,7 +627,7 @@ def main():
         h.run("mount", "-o", "remount,ro", fresh_base)
         mods = h.modules_of(fresh_d.load(FRESH_MODULE))
         assert [(m["name"], m["outcome"], m["path"]) for m in mods] == [(FRESH_MODULE, "loaded", new)], mods
-        assert [r["name"] for r in fresh_d.shim_records()] == [FRESH_MODULE]
+        assert [r["name"] for r in fresh_d.shim_records()[n:]] == [FRESH_MODULE]
         # Seen by the inotify watch, not by the stats it falls back to (the tier logs at debug).
         assert "checked by stat" not in fresh_d.stderr_text(), fresh_d.stderr_text()
         print("# depmod -b %s %s took %.1f s; %s resolved after it" % (fresh_base, kver, took, FRESH_MODULE))
