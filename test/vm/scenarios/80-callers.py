@@ -284,6 +284,7 @@ def test_boot_list(vm):
 MEMBER_UID, READERS_GID = 4242, 4343
 READERS_DROPIN = "/etc/modgate/modgate.conf.d/80-modgate-vm-readers.conf"
 SU_SCRIPT = "/run/modgate-vm-su.py"
+SAVED_ETC = "/run/modgate-vm-callers-etc"     # passwd, shadow and group as they were
 # Run as the member: connects, asks Explain (a reader's call: the daemon has accepted the connection),
 # forks a keeper that holds the socket, and execs su on a pty of its own. Once su prints its prompt
 # the keeper asks for a Load. Prints one JSON a line: what su printed, the Explain reply, the
@@ -352,6 +353,7 @@ def test_su_at_prompt(vm):
     # The member, the group the socket is opened to, and a root password su must ask for (an empty
     # one would let pam_unix's nullok in without a prompt).
     vm.sh("""
+        mkdir -p %(saved)s && cp -n /etc/passwd /etc/shadow /etc/group %(saved)s/
         grep -q '^modgate-member:' /etc/passwd || {
             echo 'modgate-member:x:%(uid)d:%(gid)d::/nonexistent:/bin/sh' >>/etc/passwd
             echo 'modgate-member:!:20000::::::' >>/etc/shadow
@@ -360,7 +362,8 @@ def test_su_at_prompt(vm):
         mkdir -p /etc/modgate/modgate.conf.d
         printf '[Manager]\nReadGroup=%(gid)d\n' >%(dropin)s
         chgrp %(gid)d %(socket)s && chmod 0660 %(socket)s
-        """ % {"uid": MEMBER_UID, "gid": READERS_GID, "dropin": READERS_DROPIN, "socket": guest.SOCKET})
+        """ % {"uid": MEMBER_UID, "gid": READERS_GID, "dropin": READERS_DROPIN, "socket": guest.SOCKET,
+               "saved": SAVED_ETC})
     reply, error = guest.varlinkctl(vm, "io.modgate.Manager.Reload")
     assert error is None, (error, reply)
     vm.sh("cat >%s" % SU_SCRIPT, stdin=SU_DRIVER)
@@ -369,12 +372,12 @@ def test_su_at_prompt(vm):
     lines = [json.loads(x) for x in out.splitlines()]
     prompt, explained, before, loaded, after = lines
     assert "Password" in prompt, lines
-    assert "error" not in json.loads(explained), explained
+    assert "error" not in explained, explained
     # su at its prompt: the member's real uid, root's effective one, and every capability.
     for st in (before, after):
         assert st["Name"] == "su" and st["Uid"].split()[:2] == [str(MEMBER_UID), "0"], lines
         assert int(st["CapEff"], 16) & (1 << 16), lines
-    reply = json.loads(loaded)
+    reply = loaded
     assert reply.get("error") == DENIED, reply
     why = reply["parameters"]["reason"]
     assert "lacked CAP_SYS_MODULE when it connected" in why, reply
@@ -418,9 +421,10 @@ def cleanup(vm):
     vm.sh("""
         rm -f %(dropin)s %(script)s
         chgrp root %(socket)s; chmod 0600 %(socket)s
-        sed -i '/^modgate-member:/d' /etc/passwd /etc/shadow; sed -i '/^modgate-readers:/d' /etc/group
+        [ -d %(saved)s ] && for f in passwd shadow group; do cat %(saved)s/$f >/etc/$f; done; rm -rf %(saved)s
         varlinkctl call %(socket)s io.modgate.Manager.Reload '{}' >/dev/null
-        """ % {"dropin": READERS_DROPIN, "script": SU_SCRIPT, "socket": guest.SOCKET}, check=False)
+        """ % {"dropin": READERS_DROPIN, "script": SU_SCRIPT, "socket": guest.SOCKET, "saved": SAVED_ETC},
+          check=False)
     vm.sh("umount /tmp/modgate-minix 2>/dev/null; rm -f %s.out %s.err; rmdir %s 2>/dev/null" % (OUT, OUT, FORGED_CGROUP),
           check=False)
     try:
