@@ -33,14 +33,16 @@ static bool in_initial_userns(const PeerIdentity *p) {
 }
 
 bool peer_has_cap_sys_module(const PeerIdentity *p) {
-        return p->known && !p->exited && p->cap_sys_module && in_initial_userns(p) && p->connect.cap_sys_module &&
-                !p->connect.cap_dropped;
+        return p->known && !p->exited && p->cap_sys_module && in_initial_userns(p) &&
+                p->connect.cap_sys_module && !p->connect.cap_dropped;
 }
 
 static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
+        bool helper = peer->kernel_helper && peer->connect.known && peer->connect.kernel_helper;
+
         if (!req->source_given || req->source == SOURCE_ADMIN)
                 return NULL;
-        if (req->source == SOURCE_KERNEL && !(peer->kernel_helper && peer->connect.known && peer->connect.kernel_helper))
+        if (req->source == SOURCE_KERNEL && !helper)
                 snprintf(buf, size, "source \"kernel\" is claimed by pid %d (%s), which is not a kernel usermode "
                          "helper", (int) peer->pid, unit_of(peer));
         else if (req->source == SOURCE_BOOT && !is_unit(peer, BOOT_UNIT))
@@ -135,8 +137,9 @@ static const char *lacks_capability(const PeerIdentity *peer, char *buf, size_t 
         if (!c->known)
                 snprintf(buf, size, "pid %d (%s) %s: what it holds now grants nothing on this connection",
                          (int) peer->pid, unit_of(peer),
-                         c->ids_changed ? "ran a set-user-ID or set-group-ID program between connecting and the "
-                                          "daemon's accept" : "could not be read when its connection was accepted");
+                         c->ids_changed ? "ran a set-user-ID or set-group-ID program between connecting and "
+                                          "the daemon's accept" :
+                                          "could not be read when its connection was accepted");
         else if (!peer->cap_sys_module || !in_initial_userns(peer))
                 snprintf(buf, size, "pid %d (%s) lacks CAP_SYS_MODULE%s", (int) peer->pid, unit_of(peer),
                          in_initial_userns(peer) ? "" : " in the initial user namespace");
@@ -144,8 +147,9 @@ static const char *lacks_capability(const PeerIdentity *peer, char *buf, size_t 
                 snprintf(buf, size, "pid %d (%s) lacked CAP_SYS_MODULE when it connected: a capability gained "
                          "after connecting grants nothing on that connection", (int) peer->pid, unit_of(peer));
         else
-                snprintf(buf, size, "pid %d (%s) was without CAP_SYS_MODULE at an earlier call on this connection: "
-                         "a capability taken back grants nothing on it", (int) peer->pid, unit_of(peer));
+                snprintf(buf, size, "pid %d (%s) was without CAP_SYS_MODULE at an earlier call on this "
+                         "connection: a capability taken back grants nothing on it", (int) peer->pid,
+                         unit_of(peer));
         return buf;
 }
 
@@ -159,8 +163,8 @@ const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *bu
         /* Its status still reads, with the credentials it exited with; the connection is someone
          * else's now (a child it forked, or whoever it passed the socket to). */
         if (peer->exited) {
-                snprintf(buf, size, "pid %d (%s), which connected, has exited (a zombie): its connection is held by "
-                         "another process", (int) peer->pid, unit_of(peer));
+                snprintf(buf, size, "pid %d (%s), which connected, has exited (a zombie): its connection is "
+                         "held by another process", (int) peer->pid, unit_of(peer));
                 return buf;
         }
         if (req->method == AUTH_READ)

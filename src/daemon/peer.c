@@ -140,7 +140,8 @@ int proc_status_parse(const char *text, ProcStatus *ret) {
  * bound to that process (its struct pid), not to its number: once the process is gone it reads
  * nothing (ESRCH, ENOENT), even when the number is reused. So nothing read through these needs the
  * pidfd looked at again, and a read shows the process as it is at that read: capabilities, groups,
- * cgroup and user namespace are read again at every call, never kept. */
+ * cgroup and user namespace are read again at every call. What they were when the connection was
+ * accepted is kept beside them, for what must hold at connect as well (authorize()). */
 typedef struct PeerProc {
         pid_t pid;
         int dir_fd;

@@ -303,7 +303,8 @@ TEST(connect_and_now) {
                         bool cap_then = bits & 1, cap_now = bits & 2, ns_then = bits & 4, ns_now = bits & 8,
                              dropped = bits & 16, zombie = bits & 32;
                         PeerIdentity p = {
-                                .known = true, .pid = 600, .exited = zombie, .unit = (char *) "session-2.scope",
+                                .known = true, .pid = 600, .exited = zombie,
+                                .unit = (char *) "session-2.scope",
                                 .cap_sys_module = cap_now && !ns_now, .other_userns = ns_now,
                                 .connect = { .known = true, .cap_sys_module = cap_then && !ns_then,
                                              .other_userns = ns_then, .cap_dropped = dropped,
@@ -417,7 +418,8 @@ TEST(proc_status) {
         ProcStatus st;
 
         check(proc_status_parse("Name:\tsu\nState:\tZ (zombie)\nPPid:\t77\nUid:\t4242\t0\t0\t0\n"
-                                "Gid:\t4343\t4343\t4343\t4343\nGroups:\t4343 27\nCapEff:\t000001ffffffffff\n", &st) == 0);
+                                "Gid:\t4343\t4343\t4343\t4343\nGroups:\t4343 27\n"
+                                "CapEff:\t000001ffffffffff\n", &st) == 0);
         check(st.state == 'Z');
         check(st.euid == 0 && st.egid == 4343 && st.ppid == 77 && st.n_groups == 2 && st.groups[1] == 27);
         check(st.cap_eff == 0x1ffffffffffULL);
