@@ -21,15 +21,28 @@ static const char *unit_of(const PeerIdentity *p) {
         return p->unit ?: "no unit";
 }
 
-/* The system service of that name: a cgroup that is only called so, elsewhere, is not it. */
+/* The system service of that name, when it connected and now: a cgroup that is only called so,
+ * elsewhere, is not it. */
 static bool is_unit(const PeerIdentity *p, const char *unit) {
-        return p->system_unit && streq_ptr(p->unit, unit);
+        return p->system_unit && streq_ptr(p->unit, unit) && p->connect.known && p->connect.system_unit &&
+                streq_ptr(p->connect.unit, unit);
+}
+
+static bool in_initial_userns(const PeerIdentity *p) {
+        return !p->other_userns && p->connect.known && !p->connect.other_userns;
+}
+
+bool peer_has_cap_sys_module(const PeerIdentity *p) {
+        return p->known && !p->exited && p->cap_sys_module && in_initial_userns(p) &&
+                p->connect.cap_sys_module && !p->connect.cap_dropped;
 }
 
 static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
+        bool helper = peer->kernel_helper && peer->connect.known && peer->connect.kernel_helper;
+
         if (!req->source_given || req->source == SOURCE_ADMIN)
                 return NULL;
-        if (req->source == SOURCE_KERNEL && !peer->kernel_helper)
+        if (req->source == SOURCE_KERNEL && !helper)
                 snprintf(buf, size, "source \"kernel\" is claimed by pid %d (%s), which is not a kernel usermode "
                          "helper", (int) peer->pid, unit_of(peer));
         else if (req->source == SOURCE_BOOT && !is_unit(peer, BOOT_UNIT))
@@ -91,13 +104,18 @@ static const char *udev_device_request(const PeerIdentity *peer, const AuthReque
         return buf;
 }
 
-static bool in_group(const PeerIdentity *peer, gid_t g) {
-        if (peer->gid == g)
-                return true;
-        for (size_t i = 0; i < peer->n_groups; i++)
-                if (peer->groups[i] == g)
+static bool in_groups(const gid_t *groups, size_t n, gid_t g) {
+        for (size_t i = 0; i < n; i++)
+                if (groups[i] == g)
                         return true;
         return false;
+}
+
+/* The primary gid is the one the kernel kept at connect(); supplementary groups count when the
+ * process had them then and has them now. */
+static bool in_group(const PeerIdentity *peer, gid_t g) {
+        return peer->gid == g || (in_groups(peer->groups, peer->n_groups, g) && peer->connect.known &&
+                                  in_groups(peer->connect.groups, peer->connect.n_groups, g));
 }
 
 /* Reporting needs no capability: root, or the group the administrator opened the socket to. */
@@ -112,6 +130,29 @@ static const char *read_request(const PeerIdentity *peer, const AuthRequest *req
         return buf;
 }
 
+/* Why a peer without the capability, now or at connect, is refused. */
+static const char *lacks_capability(const PeerIdentity *peer, char *buf, size_t size) {
+        const PeerAtConnect *c = &peer->connect;
+
+        if (!c->known)
+                snprintf(buf, size, "pid %d (%s) %s: what it holds now grants nothing on this connection",
+                         (int) peer->pid, unit_of(peer),
+                         c->ids_changed ? "ran a set-user-ID or set-group-ID program between connecting and "
+                                          "the daemon's accept" :
+                                          "could not be read when its connection was accepted");
+        else if (!peer->cap_sys_module || !in_initial_userns(peer))
+                snprintf(buf, size, "pid %d (%s) lacks CAP_SYS_MODULE%s", (int) peer->pid, unit_of(peer),
+                         in_initial_userns(peer) ? "" : " in the initial user namespace");
+        else if (!c->cap_sys_module)
+                snprintf(buf, size, "pid %d (%s) lacked CAP_SYS_MODULE when it connected: a capability gained "
+                         "after connecting grants nothing on that connection", (int) peer->pid, unit_of(peer));
+        else
+                snprintf(buf, size, "pid %d (%s) was without CAP_SYS_MODULE at an earlier call on this "
+                         "connection: a capability taken back grants nothing on it", (int) peer->pid,
+                         unit_of(peer));
+        return buf;
+}
+
 const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
         const char *why;
 
@@ -119,18 +160,23 @@ const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *bu
                 snprintf(buf, size, "the caller's identity cannot be read (it has exited, or is not a process)");
                 return buf;
         }
+        /* Its status still reads, with the credentials it exited with; the connection is someone
+         * else's now (a child it forked, or whoever it passed the socket to). */
+        if (peer->exited) {
+                snprintf(buf, size, "pid %d (%s), which connected, has exited (a zombie): its connection is "
+                         "held by another process", (int) peer->pid, unit_of(peer));
+                return buf;
+        }
         if (req->method == AUTH_READ)
                 return read_request(peer, req, buf, size);
         why = source_claim(peer, req, buf, size);
         if (why)
                 return why;
-        if (peer->cap_sys_module)
+        if (peer_has_cap_sys_module(peer))
                 return NULL;
-        if (is_unit(peer, UDEV_UNIT) && !peer->other_userns)
+        if (is_unit(peer, UDEV_UNIT) && in_initial_userns(peer))
                 return udev_device_request(peer, req, buf, size);
-        snprintf(buf, size, "pid %d (%s) lacks CAP_SYS_MODULE%s", (int) peer->pid, unit_of(peer),
-                 peer->other_userns ? " in the initial user namespace" : "");
-        return buf;
+        return lacks_capability(peer, buf, size);
 }
 
 int cgroup_path(const char *text, char **ret) {

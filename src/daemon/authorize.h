@@ -10,10 +10,32 @@
 
 #define PEER_GROUPS_MAX 64
 
+/* What held of a connection's peer when the daemon accepted the connection, read once then
+ * (peer_cache_connect()). Whatever grants more than reading must hold then and at each call: a
+ * process that gains a capability or a unit after connecting gains nothing on that connection. */
+typedef struct PeerAtConnect {
+        bool known;             /* read then, from the process that connected, alive and no zombie */
+        bool ids_changed;       /* its effective uid or gid then was not the one the kernel kept at
+                                 * connect() (SO_PEERCRED): it ran a set-user-ID or set-group-ID program
+                                 * between connect() and accept(); nothing read then counts */
+        bool cap_sys_module;    /* CAP_SYS_MODULE in its effective set, in the initial user namespace */
+        bool cap_dropped;       /* and a call on this connection since found it without: taken back,
+                                 * it counts for nothing */
+        bool other_userns;
+        bool kernel_helper;
+        const char *unit;       /* borrowed from the connection's record (peer.c) */
+        bool system_unit;
+        gid_t groups[PEER_GROUPS_MAX];
+        size_t n_groups;
+} PeerAtConnect;
+
 /* Who is on the other end of a connection, as the kernel says (the peer's pidfd), never as the
- * client says. Read by peer_identify() (peer.c); judged by authorize(), which does no I/O. */
+ * client says: as it is at the call, and as it was when it connected. Read by peer_identify()
+ * (peer.c); judged by authorize(), which does no I/O. */
 typedef struct PeerIdentity {
         bool known;             /* read, and the pidfd still named the same process afterwards */
+        bool exited;            /* it has exited and is a zombie (State: Z or X; or its main thread
+                                 * has exited): whoever holds the connection now is another process */
         pid_t pid;
         uid_t uid;
         gid_t gid;
@@ -28,9 +50,14 @@ typedef struct PeerIdentity {
         char *cgroup;           /* its cgroup path */
         char comm[17];          /* its command name (/proc/PID/comm), for records: not authoritative */
         bool system_unit;       /* that unit is directly in system.slice, where only PID 1 makes units */
+        PeerAtConnect connect;  /* what held when it connected */
 } PeerIdentity;
 
 void peer_identity_done(PeerIdentity *p);
+
+/* Pure: whether the peer holds CAP_SYS_MODULE in the initial user namespace now, held it when it
+ * connected, and no call on the connection found it without in between. */
+bool peer_has_cap_sys_module(const PeerIdentity *p);
 
 /* The units whose peers may claim a request source: udev's rules run modgate-udev inside udevd's
  * service, the boot list runs as its own service. */
@@ -64,13 +91,14 @@ typedef struct AuthRequest {
         gid_t read_group;
 } AuthRequest;
 
-/* Pure: NULL when the peer may make the request; else the reason, in buf. What only reports
- * (AUTH_READ) is for root and members of the read group. A peer with CAP_SYS_MODULE may ask for
- * anything, a source it claims must be its own (kernel: a usermode
- * helper; boot: the boot-list unit; udev: udevd's unit); a udev peer without CAP_SYS_MODULE (udevd
- * under the takeover) may load only what the device announces: the modalias its sysfs directory
- * has, or a name udev's rules pass for a device of its subsystem and kernel name; no parameters,
- * paths or unloads. */
+/* Pure: NULL when the peer may make the request; else the reason, in buf. A zombie peer may do
+ * nothing. What only reports (AUTH_READ) is for root (the uid the kernel kept at connect()) and
+ * members of the read group (at connect and now). A peer with CAP_SYS_MODULE (at connect and now:
+ * peer_has_cap_sys_module()) may ask for anything, a source it claims must be its own, at connect and
+ * now (kernel: a usermode helper; boot: the boot-list unit; udev: udevd's unit); a udev peer without
+ * CAP_SYS_MODULE (udevd under the takeover) may load only what the device announces: the modalias its
+ * sysfs directory has, or a name udev's rules pass for a device of its subsystem and kernel name; no
+ * parameters, paths or unloads. */
 const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size);
 
 /* Pure: the unit of a /proc/PID/cgroup text, by systemd's rule: the first component of the path

@@ -231,6 +231,17 @@ static int connection_watch_input(Connections *cs, Connection *c) {
         return sd_event_source_set_priority(c->input, SD_EVENT_PRIORITY_IMPORTANT);
 }
 
+/* Who connected, read once as the connection is accepted (peer.c): what grants more than reading
+ * must hold then as well as at each call. */
+static int connection_identify(Manager *m, sd_varlink *link) {
+        int r;
+
+        r = peer_cache_connect(m->peers, link);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to read a new connection's peer, closing it: %m");
+        return 0;
+}
+
 static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdata) {
         Connections *cs = ((Manager *) userdata)->connections;
         Connection *c;
@@ -242,6 +253,9 @@ static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdat
         r = count_connection(cs, link);
         if (r < 0)
                 return r; /* sd-varlink hangs up */
+        r = connection_identify(userdata, link);
+        if (r < 0)
+                return r;
         fd = sd_varlink_get_fd(link);
         if (fd < 0)
                 return fd;

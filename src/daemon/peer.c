@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,10 +86,12 @@ bool uid_map_is_initial(const char *map) {
                 count == 4294967295UL && strchr(map, '\n') == map + strlen(map) - 1;
 }
 
-/* Signal 0 through the pidfd: the process is there unless the kernel says ESRCH. EPERM is an answer
- * too (the daemon has no CAP_KILL over another uid's process), and means it exists. */
-static bool pidfd_alive(int pidfd) {
-        return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) >= 0 || errno == EPERM;
+/* Whether the pidfd's process has exited: a pidfd polls readable once it has, a zombie included,
+ * whose /proc/PID/status still reads. */
+static bool pidfd_exited(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+        return poll(&p, 1, 0) != 0;
 }
 
 /* The "Groups:" of /proc/PID/status: decimal gids separated by blanks. */
@@ -110,13 +113,20 @@ static size_t parse_groups(const char *s, gid_t *a, size_t max) {
 }
 
 int proc_status_parse(const char *text, ProcStatus *ret) {
-        ProcStatus s = {};
+        ProcStatus s = { .euid = (uid_t) -1, .egid = (gid_t) -1 };
         char field[1024];
+        unsigned id;
 
         if (status_field(text, "CapEff", field, sizeof(field)) < 0 || sscanf(field, "%llx", &s.cap_eff) != 1 ||
             status_field(text, "PPid", field, sizeof(field)) < 0)
                 return -EBADMSG;
         s.ppid = (pid_t) strtol(field, NULL, 10);
+        if (status_field(text, "State", field, sizeof(field)) >= 0)
+                s.state = field[0];
+        if (status_field(text, "Uid", field, sizeof(field)) >= 0 && sscanf(field, "%*u %u", &id) == 1)
+                s.euid = (uid_t) id;
+        if (status_field(text, "Gid", field, sizeof(field)) >= 0 && sscanf(field, "%*u %u", &id) == 1)
+                s.egid = (gid_t) id;
         if (status_field(text, "Groups", field, sizeof(field)) >= 0)
                 s.n_groups = parse_groups(field, s.groups, ELEMENTSOF(s.groups));
         if (status_field(text, "Name", field, sizeof(field)) >= 0)
@@ -130,12 +140,15 @@ int proc_status_parse(const char *text, ProcStatus *ret) {
  * bound to that process (its struct pid), not to its number: once the process is gone it reads
  * nothing (ESRCH, ENOENT), even when the number is reused. So nothing read through these needs the
  * pidfd looked at again, and a read shows the process as it is at that read: capabilities, groups,
- * cgroup and user namespace are read again at every call, never kept. */
+ * cgroup and user namespace are read again at every call. What they were when the connection was
+ * accepted is kept beside them, for what must hold at connect as well (authorize()). */
 typedef struct PeerProc {
         pid_t pid;
         int dir_fd;
         int status_fd;
         int cgroup_fd;
+        PeerAtConnect connect;          /* read once, when the connection was accepted */
+        char *connect_unit;             /* connect.unit's own */
 } PeerProc;
 
 struct PeerCache {
@@ -153,6 +166,7 @@ static void peer_proc_free(void *p) {
         safe_close(pp->dir_fd);
         safe_close(pp->status_fd);
         safe_close(pp->cgroup_fd);
+        free(pp->connect_unit);
         free(pp);
 }
 
@@ -212,9 +226,10 @@ static int peer_proc_open(int pidfd, PeerProc **ret) {
                 return 0;
         snprintf(path, sizeof(path), "/proc/%d", (int) p->pid);
         p->dir_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        /* Opened by number: it must still be the process the pidfd names, alive (a zombie's number
-         * is not reused either), or a new process with a reused number was opened. */
-        if (p->dir_fd < 0 || pidfd_pid(pidfd, &again) < 0 || again != p->pid || !pidfd_alive(pidfd)) {
+        /* Opened by number: it must still be the process the pidfd names, and it must not have exited
+         * (a zombie's number is not reused, but a zombie is no caller), or a new process with a reused
+         * number was opened. */
+        if (p->dir_fd < 0 || pidfd_pid(pidfd, &again) < 0 || again != p->pid || pidfd_exited(pidfd)) {
                 peer_proc_free(TAKE_PTR(p));
                 return 0;
         }
@@ -257,35 +272,73 @@ static bool in_other_userns(const PeerCache *c, const PeerProc *p) {
         return read_small_file_at(p->dir_fd, "uid_map", map, sizeof(map)) < 0 || !uid_map_is_initial(map);
 }
 
-static int peer_proc_get(PeerCache *c, sd_varlink *link, PeerProc **ret) {
+static bool status_exited(const ProcStatus *st) {
+        return st->state == 'Z' || st->state == 'X';
+}
+
+/* What held of the peer when its connection was accepted, into p->connect. Read from the process
+ * that connected: peer_proc_open() found the pidfd naming the pid it opened, alive, before; the
+ * pidfd is looked at again after, so that a process that exited in between (a zombie reads on) is
+ * not taken for one that holds what it held. The kernel kept the effective uid and gid it had at
+ * connect() (SO_PEERCRED): different ones now mean an exec of a set-user-ID or set-group-ID program
+ * since, which may have given it every capability, and nothing read now is what it was then. */
+static int peer_proc_read_connect(PeerCache *c, PeerProc *p, sd_varlink *link, int pidfd) {
+        char status[8192], cgroup[4096];
+        PeerAtConnect a = {};
+        bool root_cgroup = false;
+        ProcStatus st;
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        if (pread_text(p->status_fd, status, sizeof(status)) < 0 || proc_status_parse(status, &st) < 0 ||
+            status_exited(&st) || pread_text(p->cgroup_fd, cgroup, sizeof(cgroup)) < 0 ||
+            sd_varlink_get_peer_uid(link, &uid) < 0 || sd_varlink_get_peer_gid(link, &gid) < 0)
+                return 0;
+        if (st.euid != uid || st.egid != gid) {
+                p->connect.ids_changed = true;
+                return 0;
+        }
+        r = cgroup_unit(cgroup, &p->connect_unit, &a.system_unit, &root_cgroup);
+        if (r == -ENOMEM)
+                return r;
+        a.unit = p->connect_unit;
+        a.other_userns = in_other_userns(c, p);
+        a.cap_sys_module = (st.cap_eff & (1ULL << CAP_SYS_MODULE)) && !a.other_userns;
+        /* Only a kernel usermode helper's claim asks this, and those run in the root cgroup. */
+        a.kernel_helper = root_cgroup && parent_is_kthread(st.ppid);
+        memcpy(a.groups, st.groups, sizeof(a.groups));
+        a.n_groups = st.n_groups;
+        a.known = !pidfd_exited(pidfd);
+        p->connect = a;
+        return 0;
+}
+
+int peer_cache_connect(PeerCache *c, sd_varlink *link) {
         PeerProc *p;
         char key[32];
         int pidfd, r;
 
-        link_key(link, key);
-        p = hashmap_get(c->by_link, key);
-        if (p) {
-                *ret = p;
+        if (!c)
                 return 0;
-        }
-        *ret = NULL;
+        /* Without a record, the connection's calls find its peer unknown, and are refused. */
         pidfd = sd_varlink_get_peer_pidfd(link);
         if (pidfd < 0)
                 return 0;
         r = peer_proc_open(pidfd, &p);
         if (r < 0 || !p)
                 return r;
-        r = hashmap_put(c->by_link, key, p);
-        if (r < 0) {
+        r = peer_proc_read_connect(c, p, link, pidfd);
+        link_key(link, key);
+        if (r >= 0)
+                r = hashmap_put(c->by_link, key, p);
+        if (r < 0)
                 peer_proc_free(p);
-                return r;
-        }
-        *ret = p;
-        return 0;
+        return r;
 }
 
 int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity *ret) {
-        char status[8192], cgroup[4096];
+        char status[8192], cgroup[4096], key[32];
         PeerIdentity p = {};
         PeerProc *pp;
         ProcStatus st;
@@ -293,9 +346,12 @@ int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity 
         int r;
 
         *ret = (PeerIdentity) {};
-        r = peer_proc_get(c, link, &pp);
-        if (r < 0 || !pp)
-                return r == -ENOMEM ? r : 0;
+        /* Opened when the connection was accepted, never later: what is read at a call is "now",
+         * and cannot stand for what held when it connected. */
+        link_key(link, key);
+        pp = hashmap_get(c->by_link, key);
+        if (!pp)
+                return 0;
         p.pid = pp->pid;
         if (sd_varlink_get_peer_uid(link, &p.uid) < 0)
                 return 0;
@@ -305,9 +361,19 @@ int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity 
         memcpy(p.groups, st.groups, sizeof(p.groups));
         p.n_groups = st.n_groups;
         memcpy(p.comm, st.comm, sizeof(p.comm));
-
-        if (pread_text(pp->cgroup_fd, cgroup, sizeof(cgroup)) < 0)
+        p.connect = pp->connect;
+        p.known = true;
+        /* The rest of a zombie is not read: it is refused whatever it held. */
+        p.exited = status_exited(&st);
+        if (p.exited) {
+                *ret = p;
                 return 0;
+        }
+
+        if (pread_text(pp->cgroup_fd, cgroup, sizeof(cgroup)) < 0) {
+                *ret = (PeerIdentity) {};
+                return 0;
+        }
         r = cgroup_unit(cgroup, &p.unit, &p.system_unit, &root_cgroup);
         if (r >= 0)
                 r = cgroup_path(cgroup, &p.cgroup);
@@ -317,9 +383,11 @@ int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity 
         }
         p.other_userns = in_other_userns(c, pp);
         p.cap_sys_module = (st.cap_eff & (1ULL << CAP_SYS_MODULE)) && !p.other_userns;
+        /* Found without it once, the connection has it no more: taken back, it grants nothing. */
+        if (!p.cap_sys_module)
+                pp->connect.cap_dropped = true;
         /* Only a claim of source "kernel" asks; its parent is read by number, as before any pidfd. */
         p.kernel_helper = (flags & PEER_KERNEL_HELPER) && root_cgroup && parent_is_kthread(st.ppid);
-        p.known = true;
         *ret = p;
         return 0;
 }

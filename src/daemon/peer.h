@@ -5,13 +5,17 @@
 
 #include "authorize.h"
 
-/* Per connection, what its peer is read through: /proc/PID of its pidfd's process, opened at its
- * first call and closed when it disconnects (peer_cache_forget()). Its identity is read again at
- * every call. */
+/* Per connection, what its peer is read through: /proc/PID of its pidfd's process, opened when the
+ * connection is accepted (peer_cache_connect()) and closed when it disconnects (peer_cache_forget()),
+ * and what held of it then. Its identity is read again at every call. */
 typedef struct PeerCache PeerCache;
 
 int peer_cache_new(PeerCache **ret);
 PeerCache *peer_cache_free(PeerCache *c);
+/* Reads the peer of a connection just accepted, once: its identity then is what every call on it
+ * needs as well (PeerIdentity.connect). A peer that cannot be read then is refused at every call but
+ * root's reading. Returns 0 or -ENOMEM. */
+int peer_cache_connect(PeerCache *c, sd_varlink *link);
 void peer_cache_forget(PeerCache *c, sd_varlink *link);
 
 typedef enum PeerFlags {
@@ -25,6 +29,9 @@ int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity 
 
 /* What authorization takes of /proc/PID/status. */
 typedef struct ProcStatus {
+        char state;                     /* State:, its letter; 'Z' and 'X' for a process that has exited */
+        uid_t euid;                     /* Uid:, the second (effective); (uid_t) -1 when missing */
+        gid_t egid;                     /* Gid:, the second (effective); (gid_t) -1 when missing */
         unsigned long long cap_eff;     /* CapEff: */
         pid_t ppid;                     /* PPid: */
         gid_t groups[PEER_GROUPS_MAX];  /* Groups:, the first PEER_GROUPS_MAX */
@@ -33,7 +40,8 @@ typedef struct ProcStatus {
 } ProcStatus;
 
 /* Pure parsers of what the kernel says of a process, for peer_identify(). A /proc/PID/status text:
- * 0, or -EBADMSG when it has no CapEff: or PPid: (Groups: and Name: may be missing). */
+ * 0, or -EBADMSG when it has no CapEff: or PPid: (State:, Uid:, Gid:, Groups: and Name: may be
+ * missing). */
 int proc_status_parse(const char *text, ProcStatus *ret);
 /* A /proc/PID/stat text: whether its flags have PF_KTHREAD. */
 bool proc_stat_is_kthread(const char *stat);

@@ -121,7 +121,8 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 manager_check_udevd(m, true);
 
         /* udevd without CAP_SYS_MODULE asks for a device: what that device is, sysfs says. */
-        if (peer.known && !peer.cap_sys_module && streq_ptr(peer.unit, UDEV_UNIT) && p.context.devpath) {
+        if (peer.known && !peer_has_cap_sys_module(&peer) && streq_ptr(peer.unit, UDEV_UNIT) &&
+            p.context.devpath) {
                 r = peer_read_device(p.context.devpath, &device_exists, &device_modalias, &device_subsystem);
                 if (r < 0)
                         return r;

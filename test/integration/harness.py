@@ -1125,3 +1125,39 @@ class Container:
                 self.proc.kill()
                 self.proc.wait()
         self.console.close()
+
+
+# Helpers for the caller-identity cases (test-callers.py): a configuration in /etc/modgate without
+# touching the build root's /etc, and programs that gain capabilities when executed.
+
+def mount_etc_overlay(workdir):
+    """An overlay over /etc in this mount namespace, its writes kept in workdir: /etc/modgate can be
+    made and written without changing the root the tests run in. Mount it before anything else is
+    mounted below /etc (the overlay hides what is)."""
+    upper, work = os.path.join(workdir, "etc-upper"), os.path.join(workdir, "etc-work")
+    os.makedirs(upper, exist_ok=True)
+    os.makedirs(work, exist_ok=True)
+    run("mount", "-t", "overlay", "overlay", "-o", "lowerdir=/etc,upperdir=%s,workdir=%s" % (upper, work), "/etc")
+
+
+CAP_SYS_MODULE = 16
+
+
+def copy_with_file_caps(program, dst, caps=(CAP_SYS_MODULE,)):
+    """A copy of program at dst (a file system that keeps security.* xattrs and is not nosuid) that
+    gains caps, permitted and effective, when run: what `setcap cap_sys_module+ep` writes, a
+    VFS_CAP_REVISION_2 security.capability. Returns dst."""
+    import shutil
+    import struct
+    shutil.copy(program, dst)
+    os.chmod(dst, 0o755)
+    low = sum(1 << c for c in caps if c < 32)
+    high = sum(1 << (c - 32) for c in caps if c >= 32)
+    os.setxattr(dst, "security.capability", struct.pack("<IIIII", 0x02000001, low, 0, high, 0))
+    return dst
+
+
+def proc_has_cap(pid, cap):
+    """Whether /proc/PID/status has cap in CapEff (False when the process is gone)."""
+    eff = read_proc_status(pid, "CapEff")
+    return eff is not None and bool(int(eff, 16) & (1 << cap))

@@ -17,6 +17,8 @@ import harness as h  # noqa: E402
 MODULE = "eql"          # no dependencies
 UNLOAD = "nlmon"
 REFUSED_ID = "f68712d0c1414e768ead0ce5ff450860"
+READERS = 4343         # ReadGroup=
+MEMBER = ["setpriv", "--reuid=4242", "--regid=%d" % READERS, "--clear-groups"]
 NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
 ONLY_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-all,+sys_module"]
 
@@ -25,7 +27,8 @@ def call_as(prefix, address, method, parameters):
 
 
 # One connection, several calls, the caller changing between them: the daemon reads its identity at
-# every call, never from the connection's first. Prints each reply, one JSON a line.
+# every call, and what was missing once on a connection stays missing. Prints each reply, one JSON a
+# line.
 SAME_CONNECTION = r"""
 import ctypes, json, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -64,6 +67,67 @@ call()
 """
 
 
+# A ReadGroup= member's connection, kept by a child while the process that connected gains
+# CAP_SYS_MODULE by executing a program that has it as a file capability and runs on ("exec"), or runs
+# it to its end and stays a zombie that its parent has not reaped yet ("zombie"). The connector makes
+# one call first (Explain, a reader's), so that the daemon has accepted the connection before
+# anything changes. Prints one JSON a line: that reply, what the keeper saw of the connector before
+# its calls, each call's reply, and what it saw after.
+KEPT_CONNECTION = r"""
+import json, os, socket, sys, time
+address, mode, program, calls = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+rfd, wfd = os.pipe()            # close-on-exec: the connector's exec leaves only the keeper's
+
+def status(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return {k: v.strip() for k, v in (x.split(":", 1) for x in f.read().splitlines() if ":" in x)}
+    except FileNotFoundError:
+        return {}
+
+connector = os.fork()
+if connector == 0:
+    s = socket.socket(socket.AF_UNIX)           # close-on-exec too: the keeper holds it alone
+    s.connect(address)
+    buf = b""
+    def call(method, params):
+        global buf
+        s.sendall(json.dumps({"method": method, "parameters": params}).encode() + b"\0")
+        while b"\0" not in buf:
+            chunk = s.recv(65536)
+            assert chunk, "connection closed"
+            buf += chunk
+        msg, buf = buf.split(b"\0", 1)
+        return msg.decode()
+    out = os.fdopen(wfd, "w")
+    out.write(call("io.modgate.Manager.Explain", {"name": "eql"}) + "\n")
+    out.flush()
+    me = os.getpid()
+    if os.fork() == 0:
+        deadline = time.monotonic() + 30
+        while True:
+            st = status(me)
+            if int(st.get("CapEff", "0"), 16) & (1 << 16) and (mode == "exec" or st["State"].startswith("Z")):
+                break
+            assert time.monotonic() < deadline, st
+            time.sleep(0.01)
+        out.write(json.dumps({"before": {"state": st["State"], "capeff": st["CapEff"]}}) + "\n")
+        for method, params in calls:
+            out.write(call(method, params) + "\n")
+        st = status(me)
+        out.write(json.dumps({"after": {"state": st.get("State"), "capeff": st.get("CapEff")}}) + "\n")
+        out.close()
+        os._exit(0)
+    os.execv(program, [program] + (["30"] if mode == "exec" else []))
+os.close(wfd)
+with os.fdopen(rfd) as f:
+    sys.stdout.write(f.read())
+if mode == "exec":
+    os.kill(connector, 9)
+os.waitpid(connector, 0)
+"""
+
+
 def device_with_modalias(resolvable):
     """A device of this machine whose uevent's MODALIAS the index resolves."""
     for dirpath, _, filenames in sorted(os.walk("/sys/devices")):
@@ -88,6 +152,11 @@ def main():
     work = tempfile.mkdtemp(prefix="modgate-callers-")
     h.run("mount", "-t", "tmpfs", "tmpfs", work)
     h.mount_sys_module()
+    sysctl = h.fake_modules_disabled(work)      # what a Seal that should not happen would write
+    h.mount_etc_overlay(work)
+    os.makedirs("/etc/modgate/modgate.conf.d")
+    with open("/etc/modgate/modgate.conf.d/50-readers.conf", "w") as f:
+        f.write("[Manager]\nReadGroup=%d\n" % READERS)
     journal = h.Journal()
     t = h.Tap()
     root = h.mount_trusted_tree(tree, work)
@@ -218,11 +287,83 @@ def main():
         first, dropped, again = [json.loads(x) for x in p.stdout.splitlines()]
         assert [(m["name"], m["outcome"]) for m in h.ok(first)["modules"]] == [(MODULE, "loaded")], first
         denied(dropped, "lacks CAP_SYS_MODULE")
-        assert [(m["name"], m["outcome"]) for m in h.ok(again)["modules"]] == [(MODULE, "already_loaded")], again
+        why = denied(again, "was without CAP_SYS_MODULE at an earlier call on this connection: a capability taken "
+                     "back grants nothing on it")
         assert len(h.finit_records(d.shim_records())) == n + 1
+        rec = refused_records(MODGATE_REASON=why)
+        assert len(rec) == 1 and rec[0]["MODGATE_METHOD"] == "Load", rec
 
     t.case("on one connection the identity is read at every call: CAP_SYS_MODULE dropped after connecting is "
-           "refused, taken back loads", case_same_connection)
+           "refused, and taken back it is still refused", case_same_connection)
+
+    # What the member's kept connection asks once its connector holds CAP_SYS_MODULE.
+    kept_calls = [("io.modgate.Manager.Load", {"name": MODULE}),
+                  ("io.modgate.Manager.Load", {"name": "dummy", "parameters": "numdummies=2"}),
+                  ("io.modgate.Manager.Unload", {"name": UNLOAD}),
+                  ("io.modgate.Manager.Reload", {}),
+                  ("io.modgate.Manager.Seal", {})]
+    caps = os.path.join(work, "caps")
+    os.makedirs(caps, mode=0o755)
+    sleep_cap = h.copy_with_file_caps("/usr/bin/sleep", os.path.join(caps, "sleep"))
+    true_cap = h.copy_with_file_caps("/usr/bin/true", os.path.join(caps, "true"))
+
+    def kept_connection(mode, program, reason):
+        h.reset_sys_module()
+        h.ok(d.load(UNLOAD))
+        n = len(h.finit_records(d.shim_records()))
+        since = len(refused_records(MODGATE_PEER_UID="4242"))
+        os.chmod(d.address, 0o666)
+        try:
+            p = subprocess.run([*MEMBER, sys.executable, "-c", KEPT_CONNECTION, d.address, mode, program,
+                                json.dumps(kept_calls)], capture_output=True, text=True, timeout=90)
+        finally:
+            os.chmod(d.address, 0o600)
+        assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+        lines = [json.loads(x) for x in p.stdout.splitlines()]
+        explained, before, replies, after = lines[0], lines[1]["before"], lines[2:-1], lines[-1]["after"]
+        # The member reads; its connector held CAP_SYS_MODULE, alive or a zombie, while the keeper asked.
+        assert h.ok(explained)["verdict"], explained
+        for seen in (before, after):
+            assert int(seen["capeff"], 16) & (1 << h.CAP_SYS_MODULE), lines
+            assert seen["state"].startswith("Z" if mode == "zombie" else "S"), lines
+        assert len(replies) == len(kept_calls), lines
+        for reply in replies:
+            denied(reply, reason)
+        assert h.finit_records(d.shim_records())[n:] == [], d.shim_records()
+        assert h.module_state(UNLOAD) == "live"
+        with open(sysctl) as f:
+            assert f.read().strip() == "0", "sealed"
+        rec = refused_records(MODGATE_PEER_UID="4242")[since:]
+        assert [r["MODGATE_METHOD"] for r in rec] == ["Load", "Load", "Unload", "Reload", "Seal"], rec
+        assert all(reason in r["MODGATE_REASON"] for r in rec), rec
+        print("# %s" % rec[0]["MODGATE_REASON"], flush=True)
+
+    t.case("a ReadGroup= member's connection kept by a child while its connector runs a program with "
+           "cap_sys_module as a file capability: Load, parameters, Unload, Reload and Seal refused and recorded",
+           lambda: kept_connection("exec", sleep_cap, "lacked CAP_SYS_MODULE when it connected: a capability "
+                                   "gained after connecting grants nothing on that connection"))
+    t.case("the same with the connector exited, a zombie whose status still shows the capability: refused as "
+           "a zombie", lambda: kept_connection("zombie", true_cap, "which connected, has exited (a zombie): its "
+                                               "connection is held by another process"))
+
+    def case_fresh_connection():
+        # The member's own process that holds CAP_SYS_MODULE from a file capability when it connects.
+        h.reset_sys_module()
+        python_cap = h.copy_with_file_caps(sys.executable, os.path.join(caps, "python3"))
+        os.chmod(d.address, 0o666)
+        try:
+            proc = subprocess.run([*MEMBER, python_cap, "-c", h.CLIENT, d.address, "io.modgate.Manager.Load",
+                                   json.dumps({"name": MODULE})], capture_output=True, text=True, timeout=60)
+        finally:
+            os.chmod(d.address, 0o600)
+        assert proc.returncode == 0, proc
+        r = json.loads(proc.stdout)
+        assert [(m["name"], m["outcome"]) for m in h.ok(r)["modules"]] == [(MODULE, "loaded")], r
+        rec = journal.records(MODGATE_OUTCOME="loaded", MODGATE_PEER_UID="4242", _PID=str(d.pid))
+        assert rec, "no record of the member's load"
+
+    t.case("a fresh connection by a process that holds CAP_SYS_MODULE when it connects (the member running a "
+           "program with the file capability) is served", case_fresh_connection)
     t.case("a source claimed by a process that is not it (kernel, boot, udev) is refused and journaled as a "
            "refused claim, never as provenance", case_claimed_source)
     t.case("udevd without CAP_SYS_MODULE: its device's modalias loads; another modalias, a missing device or an "

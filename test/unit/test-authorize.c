@@ -6,6 +6,7 @@
 
 #include "authorize.h"
 #include "macro.h"
+#include "peer.h"
 #include "tests.h"
 
 static const char *decide(const PeerIdentity *p, const AuthRequest *r) {
@@ -22,6 +23,21 @@ static void check_allowed(const PeerIdentity *p, const AuthRequest *r) {
         check(!why);
 }
 
+/* A peer that was, when it connected, what it is now. */
+static PeerIdentity steady(PeerIdentity p) {
+        p.connect = (PeerAtConnect) {
+                .known = p.known,
+                .cap_sys_module = p.cap_sys_module,
+                .other_userns = p.other_userns,
+                .kernel_helper = p.kernel_helper,
+                .unit = p.unit,
+                .system_unit = p.system_unit,
+                .n_groups = p.n_groups,
+        };
+        memcpy(p.connect.groups, p.groups, sizeof(p.groups));
+        return p;
+}
+
 static void check_refused(const PeerIdentity *p, const AuthRequest *r, const char *want) {
         const char *why = decide(p, r);
 
@@ -30,10 +46,13 @@ static void check_refused(const PeerIdentity *p, const AuthRequest *r, const cha
 }
 
 TEST(capability) {
-        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true, .unit = (char *) "session-1.scope" };
-        PeerIdentity sandboxed = { .known = true, .pid = 101, .unit = (char *) "foo.service" };
-        PeerIdentity nested = { .known = true, .pid = 102, .other_userns = true, .unit = (char *) "box.service" };
-        PeerIdentity gone = { .pid = 103 };
+        PeerIdentity admin = steady((PeerIdentity) { .known = true, .pid = 100, .cap_sys_module = true,
+                                                     .unit = (char *) "session-1.scope" });
+        PeerIdentity sandboxed = steady((PeerIdentity) { .known = true, .pid = 101,
+                                                         .unit = (char *) "foo.service" });
+        PeerIdentity nested = steady((PeerIdentity) { .known = true, .pid = 102, .other_userns = true,
+                                                      .unit = (char *) "box.service" });
+        PeerIdentity gone = steady((PeerIdentity) { .pid = 103 });
         AuthRequest load = { .method = AUTH_LOAD, .name = "vxlan" };
         AuthRequest unload = { .method = AUTH_UNLOAD, .name = "vxlan" };
         AuthRequest params = { .method = AUTH_LOAD, .name = "dummy", .parameters = "numdummies=2" };
@@ -50,10 +69,14 @@ TEST(capability) {
 }
 
 TEST(source_claims) {
-        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true, .unit = (char *) "session-1.scope" };
-        PeerIdentity helper = { .known = true, .pid = 200, .cap_sys_module = true, .kernel_helper = true };
-        PeerIdentity boot = { .known = true, .pid = 300, .cap_sys_module = true, .unit = (char *) BOOT_UNIT, .system_unit = true };
-        PeerIdentity udevd = { .known = true, .pid = 400, .cap_sys_module = true, .unit = (char *) UDEV_UNIT, .system_unit = true };
+        PeerIdentity admin = steady((PeerIdentity) { .known = true, .pid = 100, .cap_sys_module = true,
+                                                     .unit = (char *) "session-1.scope" });
+        PeerIdentity helper = steady((PeerIdentity) { .known = true, .pid = 200, .cap_sys_module = true,
+                                                      .kernel_helper = true });
+        PeerIdentity boot = steady((PeerIdentity) { .known = true, .pid = 300, .cap_sys_module = true,
+                                                    .unit = (char *) BOOT_UNIT, .system_unit = true });
+        PeerIdentity udevd = steady((PeerIdentity) { .known = true, .pid = 400, .cap_sys_module = true,
+                                                     .unit = (char *) UDEV_UNIT, .system_unit = true });
         AuthRequest r = { .method = AUTH_LOAD, .name = "vxlan", .source_given = true };
 
         /* Even with CAP_SYS_MODULE a peer may not claim to be someone else. */
@@ -83,7 +106,8 @@ TEST(udevd_without_capability) {
                 { .name = (char *) "sm_ftl", .kernel = (char *) "mtd*ro" },
                 { .name = (char *) "ppdev", .subsystem = (char *) "module", .kernel = (char *) "parport_pc" },
         };
-        PeerIdentity udevd = { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT, .system_unit = true };
+        PeerIdentity udevd = steady((PeerIdentity) { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT,
+                                                     .system_unit = true });
         AuthRequest r = {
                 .method = AUTH_LOAD,
                 .modalias = "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
@@ -158,8 +182,9 @@ TEST(udevd_without_capability) {
 
 /* Reload changes the policy: the capability, as for Load. */
 TEST(reload) {
-        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true };
-        PeerIdentity root = { .known = true, .pid = 101, .unit = (char *) "foo.service" };
+        PeerIdentity admin = steady((PeerIdentity) { .known = true, .pid = 100, .cap_sys_module = true });
+        PeerIdentity root = steady((PeerIdentity) { .known = true, .pid = 101,
+                                                    .unit = (char *) "foo.service" });
         AuthRequest r = { .method = AUTH_RELOAD };
 
         check_allowed(&admin, &r);
@@ -168,11 +193,15 @@ TEST(reload) {
 
 /* Seal stops every load until reboot: the capability, and never udevd without it, whatever it asks. */
 TEST(seal) {
-        PeerIdentity admin = { .known = true, .pid = 100, .cap_sys_module = true, .unit = (char *) "session-1.scope" };
-        PeerIdentity root = { .known = true, .pid = 101, .unit = (char *) "foo.service" };
-        PeerIdentity nested = { .known = true, .pid = 102, .other_userns = true, .unit = (char *) "box.service" };
-        PeerIdentity udevd = { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT, .system_unit = true };
-        PeerIdentity gone = { .pid = 103, .cap_sys_module = true };
+        PeerIdentity admin = steady((PeerIdentity) { .known = true, .pid = 100, .cap_sys_module = true,
+                                                     .unit = (char *) "session-1.scope" });
+        PeerIdentity root = steady((PeerIdentity) { .known = true, .pid = 101,
+                                                    .unit = (char *) "foo.service" });
+        PeerIdentity nested = steady((PeerIdentity) { .known = true, .pid = 102, .other_userns = true,
+                                                      .unit = (char *) "box.service" });
+        PeerIdentity udevd = steady((PeerIdentity) { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT,
+                                                     .system_unit = true });
+        PeerIdentity gone = steady((PeerIdentity) { .pid = 103, .cap_sys_module = true });
         AuthRequest r = { .method = AUTH_SEAL };
 
         check_allowed(&admin, &r);
@@ -187,10 +216,11 @@ TEST(seal) {
 
 /* Reporting needs no capability: root, or a member of ReadGroup=, by primary or supplementary group. */
 TEST(read) {
-        PeerIdentity root = { .known = true, .pid = 100, .uid = 0 };
-        PeerIdentity user = { .known = true, .pid = 101, .uid = 1000, .gid = 1000, .groups = { 24, 27 }, .n_groups = 2 };
-        PeerIdentity member = { .known = true, .pid = 102, .uid = 1001, .gid = 990 };
-        PeerIdentity gone = { .pid = 103, .uid = 0 };
+        PeerIdentity root = steady((PeerIdentity) { .known = true, .pid = 100, .uid = 0 });
+        PeerIdentity user = steady((PeerIdentity) { .known = true, .pid = 101, .uid = 1000, .gid = 1000,
+                                                    .groups = { 24, 27 }, .n_groups = 2 });
+        PeerIdentity member = steady((PeerIdentity) { .known = true, .pid = 102, .uid = 1001, .gid = 990 });
+        PeerIdentity gone = steady((PeerIdentity) { .pid = 103, .uid = 0 });
         AuthRequest r = { .method = AUTH_READ };
 
         check_allowed(&root, &r);
@@ -252,7 +282,8 @@ TEST(cgroup) {
 
 TEST(unit_names_are_not_credentials) {
         /* A process in a cgroup merely named like udevd's, not system.slice's service, is not udevd. */
-        PeerIdentity fake = { .known = true, .pid = 500, .unit = (char *) UDEV_UNIT, .system_unit = false };
+        PeerIdentity fake = steady((PeerIdentity) { .known = true, .pid = 500, .unit = (char *) UDEV_UNIT,
+                                                    .system_unit = false });
         AuthRequest r = { .method = AUTH_LOAD, .name = "x", .source_given = true, .source = SOURCE_UDEV,
                           .devpath = "/devices/x", .device_exists = true };
 
@@ -260,6 +291,142 @@ TEST(unit_names_are_not_credentials) {
                       "systemd-udevd.service");
         r.source = SOURCE_ADMIN;
         check_refused(&fake, &r, "pid 500 (systemd-udevd.service) lacks CAP_SYS_MODULE");
+}
+
+/* The capability must hold when the peer connected and at the call, in the initial user namespace at
+ * both, and never have been found missing on the connection in between; a zombie may do nothing. */
+TEST(connect_and_now) {
+        static const AuthMethod methods[] = { AUTH_LOAD, AUTH_UNLOAD, AUTH_RELOAD, AUTH_SEAL };
+
+        for (size_t m = 0; m < ELEMENTSOF(methods); m++)
+                for (unsigned bits = 0; bits < 64; bits++) {
+                        bool cap_then = bits & 1, cap_now = bits & 2, ns_then = bits & 4, ns_now = bits & 8,
+                             dropped = bits & 16, zombie = bits & 32;
+                        PeerIdentity p = {
+                                .known = true, .pid = 600, .exited = zombie,
+                                .unit = (char *) "session-2.scope",
+                                .cap_sys_module = cap_now && !ns_now, .other_userns = ns_now,
+                                .connect = { .known = true, .cap_sys_module = cap_then && !ns_then,
+                                             .other_userns = ns_then, .cap_dropped = dropped,
+                                             .unit = "session-2.scope" },
+                        };
+                        AuthRequest r = { .method = methods[m], .name = "vxlan",
+                                          .parameters = methods[m] == AUTH_LOAD ? "x=1" : NULL };
+                        const char *why = decide(&p, &r);
+                        bool want = cap_then && cap_now && !ns_then && !ns_now && !dropped && !zombie;
+
+                        check(!why == want);
+                        check(peer_has_cap_sys_module(&p) == (want));
+                        if (zombie)
+                                check_streq(why, "pid 600 (session-2.scope), which connected, has exited (a zombie): "
+                                            "its connection is held by another process");
+                        else if (ns_then || ns_now)
+                                check_streq(why, "pid 600 (session-2.scope) lacks CAP_SYS_MODULE in the initial "
+                                            "user namespace");
+                        else if (!cap_now)
+                                check_streq(why, "pid 600 (session-2.scope) lacks CAP_SYS_MODULE");
+                        else if (!cap_then)
+                                check_streq(why, "pid 600 (session-2.scope) lacked CAP_SYS_MODULE when it "
+                                            "connected: a capability gained after connecting grants nothing on that "
+                                            "connection");
+                        else if (dropped)
+                                check_streq(why, "pid 600 (session-2.scope) was without CAP_SYS_MODULE at an earlier "
+                                            "call on this connection: a capability taken back grants nothing on it");
+                }
+}
+
+/* What was not read at connect, or was read from a process whose ids had changed since connect(),
+ * grants nothing but root's reading; a zombie may not even read. */
+TEST(connect_unknown) {
+        PeerIdentity p = { .known = true, .pid = 601, .cap_sys_module = true, .unit = (char *) "x.service" };
+        AuthRequest load = { .method = AUTH_LOAD, .name = "vxlan" }, read = { .method = AUTH_READ };
+
+        check_refused(&p, &load, "pid 601 (x.service) could not be read when its connection was accepted: what it "
+                      "holds now grants nothing on this connection");
+        p.connect.ids_changed = true;
+        check_refused(&p, &load, "pid 601 (x.service) ran a set-user-ID or set-group-ID program between connecting "
+                      "and the daemon's accept: what it holds now grants nothing on this connection");
+        check_allowed(&p, &read);
+        p.exited = true;
+        check_refused(&p, &read, "pid 601 (x.service), which connected, has exited (a zombie): its connection is "
+                      "held by another process");
+        p = (PeerIdentity) { .known = true, .exited = true, .pid = 602 };
+        check_refused(&p, &load, "pid 602 (no unit), which connected, has exited (a zombie): its connection is held "
+                      "by another process");
+}
+
+/* Units and the kernel helper's parent: at connect and now. */
+TEST(claims_connect_and_now) {
+        PeerIdentity udevd = steady((PeerIdentity) { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT,
+                                                     .system_unit = true });
+        PeerIdentity boot = steady((PeerIdentity) { .known = true, .pid = 300, .cap_sys_module = true,
+                                                    .unit = (char *) BOOT_UNIT, .system_unit = true });
+        PeerIdentity helper = steady((PeerIdentity) { .known = true, .pid = 200, .cap_sys_module = true,
+                                                      .kernel_helper = true });
+        AuthRequest r = { .method = AUTH_LOAD, .modalias = "pci:v1", .source_given = true, .source = SOURCE_UDEV,
+                          .devpath = "/devices/x", .device_exists = true, .device_modalias = "pci:v1" };
+
+        check_allowed(&udevd, &r);
+        /* Moved into udevd's cgroup after connecting: not udevd. */
+        udevd.connect.unit = "session-1.scope";
+        udevd.connect.system_unit = false;
+        check_refused(&udevd, &r, "source \"udev\" is claimed by pid 400 (systemd-udevd.service), not by "
+                      "systemd-udevd.service");
+        r.source = SOURCE_ADMIN;
+        check_refused(&udevd, &r, "pid 400 (systemd-udevd.service) lacks CAP_SYS_MODULE");
+        /* udevd in a user namespace when it connected. */
+        udevd = steady(udevd);
+        udevd.connect.unit = UDEV_UNIT;
+        udevd.connect.system_unit = true;
+        udevd.connect.other_userns = true;
+        r.source = SOURCE_UDEV;
+        check_refused(&udevd, &r, "pid 400 (systemd-udevd.service) lacks CAP_SYS_MODULE in the initial user "
+                      "namespace");
+
+        r = (AuthRequest) { .method = AUTH_LOAD, .name = "vxlan", .source_given = true, .source = SOURCE_BOOT };
+        check_allowed(&boot, &r);
+        boot.connect.unit = "foo.service";
+        check_refused(&boot, &r, "source \"boot\" is claimed by pid 300 (modgate-modules-load.service), not by "
+                      "modgate-modules-load.service");
+
+        r.source = SOURCE_KERNEL;
+        check_allowed(&helper, &r);
+        helper.connect.kernel_helper = false;
+        check_refused(&helper, &r, "source \"kernel\" is claimed by pid 200 (no unit), which is not a kernel "
+                      "usermode helper");
+}
+
+/* A supplementary group counts when held at connect and now; the primary gid is the kernel's, kept at
+ * connect(). */
+TEST(read_group_connect_and_now) {
+        PeerIdentity member = steady((PeerIdentity) { .known = true, .pid = 700, .uid = 4242, .gid = 4242,
+                                                      .groups = { 4343 }, .n_groups = 1 });
+        AuthRequest r = { .method = AUTH_READ, .have_read_group = true, .read_group = 4343 };
+
+        check_allowed(&member, &r);
+        member.connect.n_groups = 0;
+        check_refused(&member, &r, "uid 4242 is neither root nor in group 4343 (ReadGroup=)");
+        member = steady(member);
+        member.connect.groups[0] = 4343;
+        member.connect.n_groups = 1;
+        member.n_groups = 0;
+        check_refused(&member, &r, "uid 4242 is neither root nor in group 4343 (ReadGroup=)");
+}
+
+/* What the daemon takes of /proc/PID/status: a zombie's still reads, with the credentials it had. */
+TEST(proc_status) {
+        ProcStatus st;
+
+        check(proc_status_parse("Name:\tsu\nState:\tZ (zombie)\nPPid:\t77\nUid:\t4242\t0\t0\t0\n"
+                                "Gid:\t4343\t4343\t4343\t4343\nGroups:\t4343 27\n"
+                                "CapEff:\t000001ffffffffff\n", &st) == 0);
+        check(st.state == 'Z');
+        check(st.euid == 0 && st.egid == 4343 && st.ppid == 77 && st.n_groups == 2 && st.groups[1] == 27);
+        check(st.cap_eff == 0x1ffffffffffULL);
+        check_streq(st.comm, "su");
+        check(proc_status_parse("State:\tS (sleeping)\nPPid:\t1\nCapEff:\t0000000000000000\n", &st) == 0);
+        check(st.state == 'S' && st.euid == (uid_t) -1 && st.egid == (gid_t) -1);
+        check(proc_status_parse("State:\tR (running)\nUid:\t0\t0\t0\t0\n", &st) == -EBADMSG);
 }
 
 int main(void) {
@@ -271,5 +438,10 @@ int main(void) {
         RUN(read);
         RUN(cgroup);
         RUN(unit_names_are_not_credentials);
+        RUN(connect_and_now);
+        RUN(connect_unknown);
+        RUN(claims_connect_and_now);
+        RUN(read_group_connect_and_now);
+        RUN(proc_status);
         return tests_done();
 }

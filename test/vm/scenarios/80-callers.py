@@ -2,7 +2,8 @@
 """Who may ask the system's modgated for what (docs/authorization.md), on the real guest: root
 processes that were denied module loading (ProtectKernelModules=, a bounding set without
 CAP_SYS_MODULE, a user namespace of their own) are refused, and so is a root shell that claims a
-source it is not; the kernel's request_module(), udevd and the boot-list unit are what they say.
+source it is not; a ReadGroup= member's connection gains nothing when the process that made it runs
+su, which holds root's capabilities while it waits at its password prompt; the kernel's request_module(), udevd and the boot-list unit are what they say.
 Its own boot: the boot list is the kernel command line's modules_load=, which only a boot reads."""
 
 import json
@@ -16,6 +17,7 @@ BOOT_LIST_MODULE = "tcp_highspeed"
 HOTPLUG_DEVICE = "virtio-balloon-pci"
 HOTPLUG_MODULE = "virtio_balloon"
 FORGED_MODULE = "tcp_dctcp"     # asked for from udevd's cgroup without CAP_SYS_MODULE: never loaded
+KEPT_MODULE = "tcp_bbr"         # asked for on a member's connection while su holds root: never loaded
 
 APPEND = "modules_load=" + BOOT_LIST_MODULE
 TIMEOUT = 240
@@ -279,6 +281,126 @@ def test_boot_list(vm):
     assert not refused, describe(refused)
 
 
+MEMBER_UID, READERS_GID = 4242, 4343
+READERS_DROPIN = "/etc/modgate/modgate.conf.d/80-modgate-vm-readers.conf"
+SU_SCRIPT = "/run/modgate-vm-su.py"
+SAVED_ETC = "/run/modgate-vm-callers-etc"     # passwd, shadow and group as they were
+# Run as the member: connects, asks Explain (a reader's call: the daemon has accepted the connection),
+# forks a keeper that holds the socket, and execs su on a pty of its own. Once su prints its prompt
+# the keeper asks for a Load. Prints one JSON a line: what su printed, the Explain reply, the
+# connector as the keeper saw it before its call, the Load reply, and the connector after.
+SU_DRIVER = r"""
+import json, os, pty, select, socket, sys, time
+address, module = sys.argv[1], sys.argv[2]
+rfd, wfd = os.pipe()            # the keeper's lines; close-on-exec, so su holds neither pipe
+gor, gow = os.pipe()            # "su is at its prompt"
+
+def status(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return {k: v.strip() for k, v in (x.split(":", 1) for x in f.read().splitlines() if ":" in x)}
+
+def seen(st):
+    return {k: st.get(k) for k in ("Name", "State", "Uid", "CapEff")}
+
+pid, master = pty.fork()
+if pid == 0:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(address)
+    buf = b""
+    def call(method, params):
+        global buf
+        s.sendall(json.dumps({"method": method, "parameters": params}).encode() + b"\0")
+        while b"\0" not in buf:
+            chunk = s.recv(65536)
+            assert chunk, "connection closed"
+            buf += chunk
+        msg, buf = buf.split(b"\0", 1)
+        return msg.decode()
+    out = os.fdopen(wfd, "w")
+    out.write(call("io.modgate.Manager.Explain", {"name": module}) + "\n")
+    out.flush()
+    me = os.getpid()
+    if os.fork() == 0:
+        os.read(gor, 1)
+        out.write(json.dumps(seen(status(me))) + "\n")
+        out.write(call("io.modgate.Manager.Load", {"name": module}) + "\n")
+        out.write(json.dumps(seen(status(me))) + "\n")
+        out.close()
+        os._exit(0)
+    os.execv("/usr/bin/su", ["su", "-"])
+os.close(wfd)
+os.close(gor)
+prompt = b""
+deadline = time.monotonic() + 60
+while b"assword" not in prompt and time.monotonic() < deadline:
+    if select.select([master], [], [], 1)[0]:
+        try:
+            prompt += os.read(master, 1024)
+        except OSError:
+            break
+print(json.dumps(prompt.decode(errors="replace")), flush=True)
+os.write(gow, b"x")
+with os.fdopen(rfd) as f:
+    sys.stdout.write(f.read())
+os.kill(pid, 9)
+os.waitpid(pid, 0)
+"""
+
+
+def test_su_at_prompt(vm):
+    """a ReadGroup= member's kept connection cannot Load while the process that made it waits in su at its password prompt"""
+    assert guest.live_modules(vm)[KEPT_MODULE] == 0, "%s is loaded already" % KEPT_MODULE
+    # The member, the group the socket is opened to, and a root password su must ask for (an empty
+    # one would let pam_unix's nullok in without a prompt).
+    vm.sh("""
+        mkdir -p %(saved)s && cp -n /etc/passwd /etc/shadow /etc/group %(saved)s/
+        grep -q '^modgate-member:' /etc/passwd || {
+            echo 'modgate-member:x:%(uid)d:%(gid)d::/nonexistent:/bin/sh' >>/etc/passwd
+            echo 'modgate-member:!:20000::::::' >>/etc/shadow
+            echo 'modgate-readers:x:%(gid)d:' >>/etc/group; }
+        sed -i 's/^root::/root:!:/' /etc/shadow
+        mkdir -p /etc/modgate/modgate.conf.d
+        printf '[Manager]\nReadGroup=%(gid)d\n' >%(dropin)s
+        chgrp %(gid)d %(socket)s && chmod 0660 %(socket)s
+        """ % {"uid": MEMBER_UID, "gid": READERS_GID, "dropin": READERS_DROPIN, "socket": guest.SOCKET,
+               "saved": SAVED_ETC})
+    reply, error = guest.varlinkctl(vm, "io.modgate.Manager.Reload")
+    assert error is None, (error, reply)
+    vm.sh("cat >%s" % SU_SCRIPT, stdin=SU_DRIVER)
+    out = vm.sh("setpriv --reuid=%d --regid=%d --clear-groups python3 %s %s %s"
+                % (MEMBER_UID, READERS_GID, SU_SCRIPT, guest.SOCKET, KEPT_MODULE), timeout=120).out
+    lines = [json.loads(x) for x in out.splitlines()]
+    prompt, explained, before, loaded, after = lines
+    assert "Password" in prompt, lines
+    assert "error" not in explained, explained
+    # su at its prompt: the member's real uid, root's effective one, and every capability.
+    for st in (before, after):
+        assert st["Name"] == "su" and st["Uid"].split()[:2] == [str(MEMBER_UID), "0"], lines
+        assert int(st["CapEff"], 16) & (1 << 16), lines
+    reply = loaded
+    assert reply.get("error") == DENIED, reply
+    why = reply["parameters"]["reason"]
+    assert "lacked CAP_SYS_MODULE when it connected" in why, reply
+    assert guest.live_modules(vm)[KEPT_MODULE] == 0
+    assert not guest.records(vm, KEPT_MODULE, "loaded")
+    recs = refusals(vm, MODGATE_PEER_UID=str(MEMBER_UID))
+    assert len(recs) == 1 and recs[0]["MODGATE_REASON"] == why and recs[0]["MODGATE_METHOD"] == "Load", recs
+    assert recs[0]["MODGATE_REQUEST_NAME"] == KEPT_MODULE, recs
+    print("# %s; su: %s" % (why, before))
+
+
+def test_own_user_namespace(vm):
+    """root in a user namespace of its own (unshare -Ur: every capability there) is refused"""
+    r = vm.sh("unshare -Ur varlinkctl call %s io.modgate.Manager.Load %s"
+              % (guest.SOCKET, guest.quote(json.dumps({"name": KEPT_MODULE}))), check=False)
+    assert r.rc != 0 and DENIED in r.err, (r.rc, r.out, r.err)
+    reason = json.loads(r.out)["reason"]
+    assert "lacks CAP_SYS_MODULE in the initial user namespace" in reason, reason
+    recs = refusals(vm, MODGATE_REASON=reason)
+    assert len(recs) == 1 and recs[0]["MODGATE_PEER_UNIT"] == "modgate-vm-agent.service", recs
+    assert guest.live_modules(vm)[KEPT_MODULE] == 0
+
+
 def test_no_other_refusals(vm):
     """every refusal of this boot is one this scenario asked for"""
     ours = {"%s-%s.service" % (UNIT, n) for n in ("pkm", "bnd", "userns", "pkm-unload")}
@@ -287,12 +409,22 @@ def test_no_other_refusals(vm):
               if r.get("MODGATE_PEER_UNIT") not in ours
               and not (r.get("MODGATE_PEER_UNIT") == "modgate-vm-agent.service"
                        and r.get("MODGATE_REQUEST_NAME") == CLAIM_MODULE)
-              and not (r.get("MODGATE_PEER_UNIT") == "systemd-udevd.service" and r["MODGATE_PEER_PID"] in forged)]
+              and not (r.get("MODGATE_PEER_UNIT") == "systemd-udevd.service" and r["MODGATE_PEER_PID"] in forged)
+              and r.get("MODGATE_REQUEST_NAME") != KEPT_MODULE]
     assert not others, "refused:\n" + "\n".join("%s: %s" % (r.get("MODGATE_PEER_UNIT"), r["MESSAGE"]) for r in others)
-    assert len(refusals(vm)) == len(ours) + 3 + len(forged), len(refusals(vm))
+    kept = refusals(vm, MODGATE_REQUEST_NAME=KEPT_MODULE)
+    assert len(kept) == 2, kept     # su's and the user namespace's
+    assert len(refusals(vm)) == len(ours) + 3 + len(forged) + len(kept), len(refusals(vm))
 
 
 def cleanup(vm):
+    vm.sh("""
+        rm -f %(dropin)s %(script)s
+        chgrp root %(socket)s; chmod 0600 %(socket)s
+        [ -d %(saved)s ] && for f in passwd shadow group; do cat %(saved)s/$f >/etc/$f; done; rm -rf %(saved)s
+        varlinkctl call %(socket)s io.modgate.Manager.Reload '{}' >/dev/null
+        """ % {"dropin": READERS_DROPIN, "script": SU_SCRIPT, "socket": guest.SOCKET, "saved": SAVED_ETC},
+          check=False)
     vm.sh("umount /tmp/modgate-minix 2>/dev/null; rm -f %s.out %s.err; rmdir %s 2>/dev/null" % (OUT, OUT, FORGED_CGROUP),
           check=False)
     try:
