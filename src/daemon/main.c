@@ -429,12 +429,10 @@ static bool warn_writable(const char *what, const char *path) {
         return warned;
 }
 
-/* For -n: every configuration file and directory modgated reads, and the manifests, checked for
- * writers other than root. */
-static void check_inputs(const Config *c) {
+/* For -n, before the configuration is parsed (a file it refuses is named here too): every
+ * configuration file and directory modgated reads, checked for writers other than root. */
+static void check_inputs(void) {
         _cleanup_strv_free_ char **config = NULL, **modprobe_d = NULL;
-        RootConfig *roots = NULL;
-        int n;
 
         for (const char *const *d = config_dirs; *d; d++) {
                 _cleanup_free_ char *dropins = NULL;
@@ -464,6 +462,12 @@ static void check_inputs(const Config *c) {
         if (modprobe_d_ignored_files(NULL, &modprobe_d) >= 0)
                 for (char **f = modprobe_d; f && *f; f++)
                         log_warning("Warning: %s is not read: modprobe.d comes from /etc and /usr only.", *f);
+}
+
+/* For -n: the manifests, which vouch for module files, checked the same way. */
+static void check_manifests(const Config *c) {
+        RootConfig *roots = NULL;
+        int n;
 
         n = config_trusted_roots(c, &roots);
         for (int i = 0; i < n; i++)
@@ -499,6 +503,9 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate manager: %m");
 
+        if (arg_test_config)
+                check_inputs();
+
         /* A configuration that does not parse stops the start: a typo must not leave a trust setting
          * weaker than the administrator meant. */
         r = config_load(&m->config, NULL, &error);
@@ -521,7 +528,7 @@ static int run(int argc, char *argv[]) {
                 return log_oom();
 
         if (arg_test_config) {
-                check_inputs(&m->config);
+                check_manifests(&m->config);
                 print_config(&m->config);
                 print_roots(&m->config);
                 print_enforcement();
