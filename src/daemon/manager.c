@@ -590,7 +590,9 @@ int manager_read_udev_rules(Manager *m) {
         size_t size = 0;
         FILE *f;
 
-        r = conf_files_list(udev_rules_dirs, NULL, ".rules", 0, SIZE_MAX, &files);
+        /* Not /run/udev/rules.d: a copy there that modgate-udev-rules wrote is read from its source, and
+         * anything else there was written by what may not widen udevd's loads (udevd itself among them). */
+        r = conf_files_list(udev_rules_trusted_dirs, NULL, ".rules", 0, SIZE_MAX, &files);
         if (r < 0)
                 return log_warning_errno(r, "Failed to list udev's rules files, keeping what they said before: %m");
 
