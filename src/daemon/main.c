@@ -394,11 +394,10 @@ static const char *writable_by_others(const struct stat *st, char *buf, size_t s
 /* Warns, for -n, when someone other than root could change path: the file itself, or a directory on
  * the way to it (as written, and as its symbolic links resolve). Whoever can write what modgated
  * reads can steer it; modgated itself refuses configuration files owned by others or writable by group
- * or others, but a directory on the way lets them swap the file. Returns whether it warned. */
-static bool warn_writable(const char *what, const char *path) {
+ * or others, but a directory on the way lets them swap the file. */
+static void warn_writable(const char *what, const char *path) {
         _cleanup_free_ char *resolved = realpath(path, NULL);
         const char *paths[] = { path, resolved };
-        bool warned = false;
 
         for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
                 _cleanup_free_ char *prefix = paths[i] ? strdup(paths[i]) : NULL;
@@ -419,48 +418,43 @@ static bool warn_writable(const char *what, const char *path) {
                                 else
                                         log_warning("Warning: %s %s: directory %s on its way is %s: someone "
                                                     "other than root can change it.", what, path, at, why);
-                                warned = true;
                         }
                         slash = strrchr(prefix, '/');
                         if (!slash || !prefix[0])
                                 break;
                 }
         }
-        return warned;
 }
 
 /* For -n, before the configuration is parsed (a file it refuses is named here too): every
  * configuration file and directory modgated reads, checked for writers other than root. */
 static void check_inputs(void) {
         _cleanup_strv_free_ char **config = NULL, **modprobe_d = NULL;
+        _cleanup_strv_free_ char **ignored = NULL, **ignored_modprobe_d = NULL;
 
         for (const char *const *d = config_dirs; *d; d++) {
                 _cleanup_free_ char *dropins = NULL;
 
                 if (access(*d, F_OK) == 0)
-                        (void) warn_writable("configuration directory", *d);
+                        warn_writable("configuration directory", *d);
                 if (asprintf(&dropins, "%s/modgate.conf.d", *d) >= 0 && access(dropins, F_OK) == 0)
-                        (void) warn_writable("configuration directory", dropins);
+                        warn_writable("configuration directory", dropins);
         }
         if (conf_files_list_main(config_dirs, NULL, "modgate.conf", &config) >= 0)
                 for (char **f = config; f && *f; f++)
-                        (void) warn_writable("configuration file", *f);
+                        warn_writable("configuration file", *f);
         for (const char *const *d = modprobe_d_dirs; *d; d++)
                 if (access(*d, F_OK) == 0)
-                        (void) warn_writable("modprobe.d directory", *d);
+                        warn_writable("modprobe.d directory", *d);
         if (conf_files_list(modprobe_d_dirs, NULL, ".conf", 0, SIZE_MAX, &modprobe_d) >= 0)
                 for (char **f = modprobe_d; f && *f; f++)
-                        (void) warn_writable("modprobe.d file", *f);
+                        warn_writable("modprobe.d file", *f);
 
-        strv_free(config);
-        config = NULL;
-        if (config_ignored_files(NULL, &config) >= 0)
-                for (char **f = config; f && *f; f++)
+        if (config_ignored_files(NULL, &ignored) >= 0)
+                for (char **f = ignored; f && *f; f++)
                         log_warning("Warning: %s is not read: configuration comes from /etc and /usr only.", *f);
-        strv_free(modprobe_d);
-        modprobe_d = NULL;
-        if (modprobe_d_ignored_files(NULL, &modprobe_d) >= 0)
-                for (char **f = modprobe_d; f && *f; f++)
+        if (modprobe_d_ignored_files(NULL, &ignored_modprobe_d) >= 0)
+                for (char **f = ignored_modprobe_d; f && *f; f++)
                         log_warning("Warning: %s is not read: modprobe.d comes from /etc and /usr only.", *f);
 }
 
@@ -472,7 +466,7 @@ static void check_manifests(const Config *c) {
         n = config_trusted_roots(c, &roots);
         for (int i = 0; i < n; i++)
                 if (roots[i].manifest && access(roots[i].manifest, F_OK) == 0)
-                        (void) warn_writable("manifest", roots[i].manifest);
+                        warn_writable("manifest", roots[i].manifest);
         root_config_array_free(roots, n < 0 ? 0 : n);
 }
 
