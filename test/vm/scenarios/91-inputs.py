@@ -168,12 +168,15 @@ def test_udevd_sandbox(vm):
                         echo "writable $p"; rm -f "$p"
                 fi
         done
-        nsenter -t %(pid)s -m ls /run/modgated >/dev/null 2>&1 && echo "visible /run/modgated"
+        # Made inaccessible: an empty directory of mode 0000 over it (which root could list: empty).
+        [ -n "$(ls -A /run/modgated)" ] || echo "empty /run/modgated outside"
+        [ -z "$(nsenter -t %(pid)s -m ls -A /run/modgated 2>/dev/null)" ] || echo "visible /run/modgated"
+        nsenter -t %(pid)s -m sh -c ': >/run/modgated/x' 2>/dev/null && echo "writable /run/modgated/x"
         nsenter -t %(pid)s -m python3 -c '
 import socket; s = socket.socket(socket.AF_UNIX); s.connect("/run/modgate/io.modgate"); print("connected")'
         """ % {"pid": pid}, check=False)
     print("# " + r.out.replace("\n", "; "))
-    assert "writable" not in r.out and "visible" not in r.out, r.out
+    assert "writable" not in r.out and "visible" not in r.out and "empty" not in r.out, r.out
     assert "connected" in r.out, (r.out, r.err)
     # Coldplug's loads, asked for by udevd from inside that sandbox.
     udev = vm.journal("_BOOT_ID=" + vm.boot_id, "MESSAGE_ID=" + LOADED_ID, "MODGATE_SOURCE=udev")
