@@ -79,28 +79,29 @@ def wait_stopped(vm):
 
 
 def assert_attack_failed(vm, start, sender_unit):
-    """After the attack: the daemon ignored the SIGHUP (a record with the sender's unit), its restart
-    read /etc only (the bind fails, algif_aead is not loaded, a denial record), and said once that
-    it does not read the two files in /run."""
+    """After the attack: the restart read /etc only (the bind fails, algif_aead is not loaded, a
+    denial record), the SIGHUP before it was ignored (a record with the sender's unit, no reload),
+    and the new instance said once that it does not read the two files in /run."""
+    wait_stopped(vm)
+    r = unprivileged_bind(vm)
+    assert guest.live_modules(vm)[AEAD_MODULE] == 0, "algif_aead was loaded"
+    assert r["socket"] is None and r["bind"] is not None, r
+    denied = since(vm, start, "MESSAGE_ID=" + DENIED_ID, "MODGATE_MODULE=" + AEAD_MODULE)
+    assert denied and denied[-1]["MODGATE_RULE"] == DROPIN + ":2 (Deny=algif_aead)", denied
+    assert not since(vm, start, "MESSAGE_ID=" + LOADED_ID, "MODGATE_MODULE=" + AEAD_MODULE)
+    assert not since(vm, start, "_SYSTEMD_UNIT=modgated.service", "MESSAGE=Reloaded the module index and modprobe.d.")
     sig = since(vm, start, "MESSAGE_ID=" + SIGNAL_ID)
     assert len(sig) == 1, sig
     assert sig[0]["MODGATE_SIGNAL"] == "SIGHUP" and sig[0]["MODGATE_SENDER_UID"] == "0", sig
     assert sig[0].get("MODGATE_SENDER_UNIT") == sender_unit, sig
     print("# %s" % sig[0]["MESSAGE"])
-    assert not since(vm, start, "_SYSTEMD_UNIT=modgated.service", "MESSAGE=Reloaded the module index and modprobe.d.")
-    wait_stopped(vm)
-    r = unprivileged_bind(vm)
-    assert r["socket"] is None and r["bind"] is not None, r
-    assert guest.live_modules(vm)[AEAD_MODULE] == 0, "algif_aead was loaded"
-    denied = since(vm, start, "MESSAGE_ID=" + DENIED_ID, "MODGATE_MODULE=" + AEAD_MODULE)
-    assert denied and denied[-1]["MODGATE_RULE"] == DROPIN + ":2 (Deny=algif_aead)", denied
-    assert not since(vm, start, "MESSAGE_ID=" + LOADED_ID, "MODGATE_MODULE=" + AEAD_MODULE)
     ignored = {e["MODGATE_INPUT"]: e["MODGATE_IGNORED_FILES"] for e in since(vm, start, "MESSAGE_ID=" + IGNORED_ID)}
     assert ignored == {"configuration": RUN_CONF, "modprobe.d": RUN_MODPROBE}, ignored
 
 
 def clean_run(vm):
-    vm.sh("rm -f %s %s" % (RUN_CONF, RUN_MODPROBE))
+    """Removes the attacker's files, and has modgated running again for the next case."""
+    vm.sh("rm -f %s %s; systemctl start modgated.service" % (RUN_CONF, RUN_MODPROBE))
 
 
 def test_setup(vm):
