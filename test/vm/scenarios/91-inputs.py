@@ -100,8 +100,9 @@ def assert_attack_failed(vm, start, sender_unit):
 
 
 def clean_run(vm):
-    """Removes the attacker's files, and has modgated running again for the next case."""
-    vm.sh("rm -f %s %s; systemctl start modgated.service" % (RUN_CONF, RUN_MODPROBE))
+    """Removes the attacker's files, and has modgated running again for the next case (and the module
+    unloaded, where an attack got it loaded: each case stands on its own)."""
+    vm.sh("rm -f %s %s; rmmod %s 2>/dev/null; systemctl start modgated.service" % (RUN_CONF, RUN_MODPROBE, AEAD_MODULE))
 
 
 def test_setup(vm):
