@@ -22,11 +22,18 @@
 
 _Static_assert(CONFIG_FILE_MAX % (1024 * 1024) == 0, "the size message counts in MiB");
 
+/* Not /run/modgate: a process denied module loading (ProtectKernelModules=yes, udevd under the
+ * takeover, a container sharing /run) can usually still write /run, and nothing it writes may steer
+ * the gate. /etc and /usr can be written only by what could give itself CAP_SYS_MODULE anyway. */
 const char *const config_dirs[] = {
         "/etc/modgate",
-        "/run/modgate",
         "/usr/local/lib/modgate",
         "/usr/lib/modgate",
+        NULL,
+};
+
+const char *const config_ignored_dirs[] = {
+        "/run/modgate",
         NULL,
 };
 
@@ -805,4 +812,8 @@ int config_load(Config *c, const char *root, char **reterr_message) {
         *c = t;
         t = (Config) {};
         return 0;
+}
+
+int config_ignored_files(const char *root, char ***ret) {
+        return conf_files_list_main(config_ignored_dirs, root, "modgate.conf", ret);
 }

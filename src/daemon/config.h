@@ -117,8 +117,17 @@ int config_normalize_module_glob(char *s);
 #define CONFIG_PARAMETERS_MAX 256       /* [Parameters] sections. A [Source] section adds no storage
                                          * of its own: its lists have CONFIG_LIST_MAX. */
 
-/* Where modgate.conf and modgate.conf.d/ are looked for, highest priority first (NULL-terminated). */
+/* Where modgate.conf and modgate.conf.d/ are looked for, highest priority first (NULL-terminated):
+ * /etc and /usr only, never /run. */
 extern const char *const config_dirs[];
+
+/* Where a configuration was looked for once and is not any more, because what can write there need
+ * not be able to load modules: /run/modgate (NULL-terminated). */
+extern const char *const config_ignored_dirs[];
+
+/* modgate.conf and the drop-ins in modgate.conf.d/ that config_ignored_dirs hold below root, which
+ * config_load() does not read: for the record that says so. Returns 0, or a negative errno. */
+int config_ignored_files(const char *root, char ***ret);
 
 /* Fills c with the defaults; c must not hold allocations yet. */
 void config_init_defaults(Config *c);

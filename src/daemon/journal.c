@@ -12,6 +12,7 @@
 #include "journal.h"
 #include "kernel.h"
 #include "log.h"
+#include "strv.h"
 
 #define FIELDS_MAX 96
 #define BLACKLISTED_FIELDS_MAX 16
@@ -605,5 +606,39 @@ void journal_record_outside(const char *module, const char *taint, const char *h
         record_add(&rec, "MODGATE_REASON=%s", how);
         if (taint && *taint)
                 record_add(&rec, "MODGATE_TAINT=%s", taint);
+        record_send(&rec);
+}
+
+void journal_record_input_ignored(const char *input, char *const *files) {
+        size_t n = strv_length(files);
+        Record rec = {};
+
+        if (n == 0)
+                return;
+        record_add(&rec, "MESSAGE=Ignoring %zu %s file%s in /run (%s%s): only /etc and /usr may steer modgate, "
+                   "and a process denied module loading can usually still write /run.", n, input,
+                   n > 1 ? "s" : "", files[0], n > 1 ? ", ..." : "");
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_INPUT_IGNORED);
+        record_add(&rec, "PRIORITY=%d", LOG_WARNING);
+        record_add(&rec, "MODGATE_INPUT=%s", input);
+        record_names(&rec, "MODGATE_IGNORED_FILES", files);
+        record_send(&rec);
+}
+
+void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm, const char *unit) {
+        Record rec = {};
+
+        record_add(&rec, "MESSAGE=Ignoring %s from pid %d (uid %u, %s, %s): only PID 1 reloads modgated "
+                   "(systemctl reload modgated), or a Reload call by a caller with CAP_SYS_MODULE.", signal,
+                   (int) pid, (unsigned) uid, comm ?: "command unknown", unit ?: "no unit");
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_SIGNAL_IGNORED);
+        record_add(&rec, "PRIORITY=%d", LOG_WARNING);
+        record_add(&rec, "MODGATE_SIGNAL=%s", signal);
+        record_add(&rec, "MODGATE_SENDER_PID=%d", (int) pid);
+        record_add(&rec, "MODGATE_SENDER_UID=%u", (unsigned) uid);
+        if (comm)
+                record_add(&rec, "MODGATE_SENDER_COMM=%s", comm);
+        if (unit)
+                record_add(&rec, "MODGATE_SENDER_UNIT=%s", unit);
         record_send(&rec);
 }

@@ -26,6 +26,8 @@
 #define MODGATE_MESSAGE_GONE "50f3e70422fa4192b532eb77cc65998a"
 #define MODGATE_MESSAGE_SEALED "2599f1fbbcb64d94a435dc58f3b46dd0"
 #define MODGATE_MESSAGE_SEALED_REFUSED "25972186cde14878944b0edb085df09a"
+#define MODGATE_MESSAGE_INPUT_IGNORED "9e22e8cd04ac4b1b96efdff8468ffa49"
+#define MODGATE_MESSAGE_SIGNAL_IGNORED "5f6d944c146d4f51b242f50c3989ef5f"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -115,3 +117,11 @@ void journal_record_sealed_refusal(const Requester *who, const char *method, boo
 /* A trusted root pinned: its identity now, and what was recorded at its first pin this boot (NULL
  * when this is the first); changed when the two differ. */
 void journal_record_root(const char *path, const char *identity, const char *recorded, bool changed);
+
+/* Files that once were read and no longer are (modgate.conf in /run/modgate, /run/modprobe.d): what
+ * they are (input, "configuration" or "modprobe.d"), and the files, which are left as they are. */
+void journal_record_input_ignored(const char *input, char *const *files);
+
+/* A signal that only PID 1 may send (SIGHUP: reload), sent by another process: its pid, uid, and its
+ * command name and unit when they could be read. */
+void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm, const char *unit);

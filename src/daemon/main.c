@@ -9,14 +9,18 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include "capability.h"
+#include "conf-files.h"
 #include "config.h"
 #include "enforcement.h"
 #include "log.h"
 #include "manager.h"
 #include "manifest.h"
+#include "modprobe-options.h"
 #include "module-name.h"
 #include "origin.h"
 #include "policy.h"
@@ -58,8 +62,8 @@ static void help(void) {
                "                           (default: IdleExitSec= when socket-activated, 0 with\n"
                "                           --listen=)\n"
                "  -n --test-config         Check the configuration, print it, and exit\n\n"
-               "Settings come from modgate.conf and modgate.conf.d/*.conf in /etc/modgate, /run/modgate,\n"
-               "/usr/local/lib/modgate and /usr/lib/modgate; options given here override them.\n",
+               "Settings come from modgate.conf and modgate.conf.d/*.conf in /etc/modgate,\n"
+               "/usr/local/lib/modgate and /usr/lib/modgate (never /run); options given here override them.\n",
                program_invocation_short_name);
 }
 
@@ -370,6 +374,102 @@ static void print_roots(const Config *c) {
         root_config_array_free(roots, n < 0 ? 0 : n);
 }
 
+/* Why someone other than root could change what is at path (st its metadata): NULL when no one can. A
+ * directory with the sticky bit lets others add names, not replace root's. */
+static const char *writable_by_others(const struct stat *st, char *buf, size_t size) {
+        if (st->st_uid != 0)
+                snprintf(buf, size, "owned by uid %u", (unsigned) st->st_uid);
+        else if (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))
+                return NULL;
+        else if (st->st_mode & S_IWOTH)
+                snprintf(buf, size, "writable by others (mode %04o)", (unsigned) (st->st_mode & 07777));
+        else if (st->st_mode & S_IWGRP)
+                snprintf(buf, size, "writable by group %u (mode %04o)", (unsigned) st->st_gid,
+                         (unsigned) (st->st_mode & 07777));
+        else
+                return NULL;
+        return buf;
+}
+
+/* Warns, for -n, when someone other than root could change path: the file itself, or a directory on
+ * the way to it (as written, and as its symbolic links resolve). Whoever can write what modgated
+ * reads can steer it; modgated itself refuses configuration files owned by others or writable by group
+ * or others, but a directory on the way lets them swap the file. */
+static void warn_writable(const char *what, const char *path) {
+        _cleanup_free_ char *resolved = realpath(path, NULL);
+        const char *paths[] = { path, resolved };
+
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                _cleanup_free_ char *prefix = paths[i] ? strdup(paths[i]) : NULL;
+
+                if (!prefix || (i > 0 && streq_ptr(paths[0], paths[1])))
+                        continue;
+                /* The path, then each directory above it up to "/". */
+                for (char *slash = NULL;; *slash = '\0') {
+                        const char *at = prefix[0] ? prefix : "/";
+                        struct stat st;
+                        char why[128];
+
+                        if (lstat(at, &st) == 0 && !S_ISLNK(st.st_mode) &&
+                            writable_by_others(&st, why, sizeof(why))) {
+                                if (strcmp(at, path) == 0)
+                                        log_warning("Warning: %s %s is %s: someone other than root can change it.",
+                                                    what, path, why);
+                                else
+                                        log_warning("Warning: %s %s: directory %s on its way is %s: someone "
+                                                    "other than root can change it.", what, path, at, why);
+                        }
+                        slash = strrchr(prefix, '/');
+                        if (!slash || !prefix[0])
+                                break;
+                }
+        }
+}
+
+/* For -n, before the configuration is parsed (a file it refuses is named here too): every
+ * configuration file and directory modgated reads, checked for writers other than root. */
+static void check_inputs(void) {
+        _cleanup_strv_free_ char **config = NULL, **modprobe_d = NULL;
+        _cleanup_strv_free_ char **ignored = NULL, **ignored_modprobe_d = NULL;
+
+        for (const char *const *d = config_dirs; *d; d++) {
+                _cleanup_free_ char *dropins = NULL;
+
+                if (access(*d, F_OK) == 0)
+                        warn_writable("configuration directory", *d);
+                if (asprintf(&dropins, "%s/modgate.conf.d", *d) >= 0 && access(dropins, F_OK) == 0)
+                        warn_writable("configuration directory", dropins);
+        }
+        if (conf_files_list_main(config_dirs, NULL, "modgate.conf", &config) >= 0)
+                for (char **f = config; f && *f; f++)
+                        warn_writable("configuration file", *f);
+        for (const char *const *d = modprobe_d_dirs; *d; d++)
+                if (access(*d, F_OK) == 0)
+                        warn_writable("modprobe.d directory", *d);
+        if (conf_files_list(modprobe_d_dirs, NULL, ".conf", 0, SIZE_MAX, &modprobe_d) >= 0)
+                for (char **f = modprobe_d; f && *f; f++)
+                        warn_writable("modprobe.d file", *f);
+
+        if (config_ignored_files(NULL, &ignored) >= 0)
+                for (char **f = ignored; f && *f; f++)
+                        log_warning("Warning: %s is not read: configuration comes from /etc and /usr only.", *f);
+        if (modprobe_d_ignored_files(NULL, &ignored_modprobe_d) >= 0)
+                for (char **f = ignored_modprobe_d; f && *f; f++)
+                        log_warning("Warning: %s is not read: modprobe.d comes from /etc and /usr only.", *f);
+}
+
+/* For -n: the manifests, which vouch for module files, checked the same way. */
+static void check_manifests(const Config *c) {
+        RootConfig *roots = NULL;
+        int n;
+
+        n = config_trusted_roots(c, &roots);
+        for (int i = 0; i < n; i++)
+                if (roots[i].manifest && access(roots[i].manifest, F_OK) == 0)
+                        warn_writable("manifest", roots[i].manifest);
+        root_config_array_free(roots, n < 0 ? 0 : n);
+}
+
 /* The soft limit of 1024 is for select(); sd-event uses epoll. Connections are capped below it. */
 static void rlimit_nofile_bump(void) {
         struct rlimit rl;
@@ -397,6 +497,9 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate manager: %m");
 
+        if (arg_test_config)
+                check_inputs();
+
         /* A configuration that does not parse stops the start: a typo must not leave a trust setting
          * weaker than the administrator meant. */
         r = config_load(&m->config, NULL, &error);
@@ -419,6 +522,7 @@ static int run(int argc, char *argv[]) {
                 return log_oom();
 
         if (arg_test_config) {
+                check_manifests(&m->config);
                 print_config(&m->config);
                 print_roots(&m->config);
                 print_enforcement();

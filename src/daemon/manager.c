@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include "authorize.h"
 #include "conf-files.h"
 #include "enforcement.h"
 #include "history.h"
@@ -24,6 +25,7 @@
 #include "loader.h"
 #include "log.h"
 #include "manager.h"
+#include "modprobe-options.h"
 #include "peer.h"
 #include "probe-client.h"
 #include "root-identity.h"
@@ -127,6 +129,8 @@ Manager *manager_free(Manager *m) {
         free(m->udev_rules_stamp);
         free(m->probe_address);
         free(m->runtime_dir);
+        strv_free(m->ignored_config);
+        strv_free(m->ignored_modprobe_d);
         safe_close(m->running_fd);
         sd_event_source_disable_unref(m->prober_hold);
         sd_event_unref(m->event);
@@ -412,6 +416,38 @@ static void manager_lock_running(Manager *m) {
         m->running_fd = TAKE_FD(fd);
 }
 
+/* What modgate does not read from /run (it did once, and libkmod does by default), said once per start,
+ * and at a reload only when it changed: an administrator who put a file there learns why it has no
+ * effect, and an auditor sees what someone tried to slip in. */
+static void manager_record_ignored_inputs(Manager *m) {
+        const struct {
+                const char *input;
+                int (*list)(const char *root, char ***ret);
+                char ***recorded;
+        } table[] = {
+                { "configuration", config_ignored_files, &m->ignored_config },
+                { "modprobe.d", modprobe_d_ignored_files, &m->ignored_modprobe_d },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                _cleanup_strv_free_ char **files = NULL;
+                int r;
+
+                r = table[i].list(NULL, &files);
+                if (r < 0) {
+                        log_debug_errno(r, "Failed to list the %s files in /run that are not read: %m",
+                                        table[i].input);
+                        continue;
+                }
+                if (strv_equal(files, *table[i].recorded) ||
+                    (strv_length(files) == 0 && strv_length(*table[i].recorded) == 0))
+                        continue;
+                journal_record_input_ignored(table[i].input, files);
+                strv_free(*table[i].recorded);
+                *table[i].recorded = TAKE_PTR(files);
+        }
+}
+
 int manager_startup(Manager *m) {
         unsigned skipped = 0;
         char index_dir[64];
@@ -436,6 +472,8 @@ int manager_startup(Manager *m) {
         r = manager_read_cmdline(m);
         if (r < 0)
                 return r;
+
+        manager_record_ignored_inputs(m);
 
         r = policy_complete(&m->config.policy, m->policy_digest);
         if (r < 0)
@@ -557,7 +595,9 @@ int manager_read_udev_rules(Manager *m) {
         size_t size = 0;
         FILE *f;
 
-        r = conf_files_list(udev_rules_dirs, NULL, ".rules", 0, SIZE_MAX, &files);
+        /* Not /run/udev/rules.d: a copy there that modgate-udev-rules wrote is read from its source, and
+         * anything else there was written by what may not widen udevd's loads (udevd itself among them). */
+        r = conf_files_list(udev_rules_trusted_dirs, NULL, ".rules", 0, SIZE_MAX, &files);
         if (r < 0)
                 return log_warning_errno(r, "Failed to list udev's rules files, keeping what they said before: %m");
 
@@ -644,6 +684,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         log_warning_errno(r, "Failed to arm the idle timer: %m");
         }
 
+        manager_record_ignored_inputs(m);
         r = resolver_reload(m->resolver);
         if (r < 0)
                 log_warning_errno(r, "Failed to reload the module index, keeping the old one: %m");
@@ -655,8 +696,44 @@ int manager_reload(Manager *m, char **ret_error) {
         return 0;
 }
 
+/* The sender of a signal, for its record: what could be read of it (it may have exited already). */
+static void sender_describe(pid_t pid, char *comm, size_t comm_size, char **ret_unit) {
+        _cleanup_free_ char *cgroup = NULL;
+        _cleanup_(fclosep) FILE *f = NULL;
+        bool system, root_cgroup;
+        char path[64];
+        size_t size;
+
+        comm[0] = '\0';
+        *ret_unit = NULL;
+        if (pid <= 0)
+                return;
+        (void) snprintf(path, sizeof(path), "/proc/%d/comm", (int) pid);
+        if (read_line_at(AT_FDCWD, path, comm, comm_size) < 0)
+                comm[0] = '\0';
+        (void) snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return;
+        if (read_full_stream(f, 64 * 1024, &cgroup, &size) >= 0)
+                (void) cgroup_unit(cgroup, ret_unit, &system, &root_cgroup);
+}
+
+/* A reload changes the policy: only PID 1 may ask for one by signal (Type=notify-reload: `systemctl
+ * reload` has it send SIGHUP), as only what may ask PID 1 could load modules anyway. Anyone else who
+ * may signal this daemon (root without CAP_SYS_MODULE, a process in its own uid's reach) gets a
+ * record, not a reload; the varlink Reload checks its caller itself. */
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        (void) manager_reload(userdata, NULL);
+        _cleanup_free_ char *unit = NULL;
+        char comm[32];
+
+        if (si->ssi_pid == 1) {
+                (void) manager_reload(userdata, NULL);
+                return 0;
+        }
+        sender_describe((pid_t) si->ssi_pid, comm, sizeof(comm), &unit);
+        journal_record_signal_ignored("SIGHUP", (pid_t) si->ssi_pid, (uid_t) si->ssi_uid, comm[0] ? comm : NULL,
+                                      unit);
         return 0;
 }
 

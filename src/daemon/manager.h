@@ -54,6 +54,8 @@ typedef struct Manager {
         char *udev_rules_stamp;         /* the rules files they were read from, as they were then */
         bool udevd_checked;             /* whether udevd's CAP_SYS_MODULE was looked at (it ran) */
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
+        char **ignored_config;          /* the files in /run that are not read, as last recorded */
+        char **ignored_modprobe_d;
         Chatter *chatter;               /* repeated answers and refusals, counted */
         History *history;               /* this boot's decisions, module by module */
         ModuleWatch *module_watch;      /* the kernel's module uevents: loads and unloads by others */

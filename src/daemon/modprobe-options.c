@@ -13,12 +13,19 @@
 #include "module-name.h"
 #include "strv.h"
 
+/* libkmod's defaults without /run/modprobe.d, which a process denied module loading can usually
+ * still write, and without /lib/modprobe.d: on a merged /usr (Debian since 12, and what systemd
+ * requires) it is /usr/lib/modprobe.d, and on a split /usr it sits on the root file system beside
+ * /etc but outside what ProtectSystem= makes read-only. */
 const char *const modprobe_d_dirs[] = {
         "/etc/modprobe.d",
-        "/run/modprobe.d",
         "/usr/local/lib/modprobe.d",
         "/usr/lib/modprobe.d",
-        "/lib/modprobe.d",
+        NULL,
+};
+
+const char *const modprobe_d_ignored_dirs[] = {
+        "/run/modprobe.d",
         NULL,
 };
 
@@ -192,4 +199,8 @@ int modprobe_options_sources(const char *root, const char *cmdline, const char *
                 return -ENOMEM;
         *ret = TAKE_PTR(list);
         return 0;
+}
+
+int modprobe_d_ignored_files(const char *root, char ***ret) {
+        return conf_files_list(modprobe_d_ignored_dirs, root, ".conf", 0, MODPROBE_D_FILES_MAX, ret);
 }

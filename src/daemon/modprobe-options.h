@@ -11,5 +11,13 @@
  * to look in instead; cmdline is the kernel command line (NULL: none). Returns 0 or -ENOMEM. */
 int modprobe_options_sources(const char *root, const char *cmdline, const char *name, char **ret);
 
-/* The directories libkmod reads modprobe.d files from, highest priority first. */
+/* The directories modprobe.d files are read from, highest priority first (NULL-terminated): /etc and
+ * /usr only. libkmod is given this list (kmod_new()) instead of its defaults. */
 extern const char *const modprobe_d_dirs[];
+
+/* libkmod's default directories that are not read: /run/modprobe.d (NULL-terminated). */
+extern const char *const modprobe_d_ignored_dirs[];
+
+/* The *.conf files in modprobe_d_ignored_dirs below root, for the record that says they are not
+ * read. Returns 0, or a negative errno. */
+int modprobe_d_ignored_files(const char *root, char ***ret);

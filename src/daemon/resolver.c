@@ -117,7 +117,8 @@ static int context_new(const char *dirname, struct kmod_ctx **ret) {
         if (r < 0)
                 return r;
 
-        ctx = kmod_new(dirname, NULL);
+        /* An explicit list: with NULL, libkmod reads /run/modprobe.d too. */
+        ctx = kmod_new(dirname, modprobe_d_dirs);
         if (!ctx)
                 return -ENOMEM;
         kmod_set_log_fn(ctx, kmod_log, NULL);
@@ -137,9 +138,6 @@ static int context_new(const char *dirname, struct kmod_ctx **ret) {
 static const char *const index_files[] = {
         "modules.dep.bin", "modules.alias.bin", "modules.symbols.bin", "modules.builtin.alias.bin",
         "modules.builtin.bin",
-};
-static const char *const config_dirs[] = {
-        "/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d",
 };
 #define WATCH_GONE (IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 #define WATCH_ENTRIES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
@@ -174,11 +172,11 @@ static void resolver_watch(Resolver *r) {
         if (r->index_wd < 0)
                 return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat at every "
                                               "request: %m", r->dirname);
-        for (size_t i = 0; i < ELEMENTSOF(config_dirs); i++)
+        for (const char *const *d = modprobe_d_dirs; *d; d++)
                 /* One that does not exist libkmod does not look at either. */
-                if (inotify_add_watch(fd, config_dirs[i], WATCH_CONFIG) < 0 && errno != ENOENT && errno != ENOTDIR)
+                if (inotify_add_watch(fd, *d, WATCH_CONFIG) < 0 && errno != ENOENT && errno != ENOTDIR)
                         return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat "
-                                                      "at every request: %m", config_dirs[i]);
+                                                      "at every request: %m", *d);
         r->watch_fd = TAKE_FD(fd);
 }
 

@@ -23,6 +23,13 @@ const char *const udev_rules_dirs[] = {
         NULL,
 };
 
+const char *const udev_rules_trusted_dirs[] = {
+        "/etc/udev/rules.d",
+        "/usr/local/lib/udev/rules.d",
+        UDEV_RULES_DIR,
+        NULL,
+};
+
 void udev_rule_names_free(UdevRuleName *a, size_t n) {
         for (size_t i = 0; a && i < n; i++) {
                 free(a[i].name);
@@ -119,15 +126,21 @@ int udev_rule_names_read(const char *const *files, UdevRuleName **ret, size_t *r
 
         for (const char *const *f = files; f && *f; f++) {
                 _cleanup_(fclosep) FILE *file = NULL;
-                _cleanup_free_ char *text = NULL;
+                _cleanup_free_ char *raw = NULL, *text = NULL;
                 char *lines = NULL;
                 size_t size;
 
                 file = fopen(*f, "re");
                 if (!file)
                         continue;
-                if (read_full_stream(file, 1024 * 1024, &text, &size) < 0)
+                if (read_full_stream(file, 1024 * 1024, &raw, &size) < 0)
                         continue;
+                /* The builtin's calls as modgate-udev-rules' copy has them: the names the source
+                 * passes, read from the source rather than from a copy in /run. */
+                if (udev_rules_rewrite_kmod(raw, "/modgate-udev", &text, NULL, NULL, NULL) < 0) {
+                        udev_rule_names_free(names, n);
+                        return -ENOMEM;
+                }
                 udev_rules_join_lines(text);
                 for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines))
                         if (line_names(line, &names, &n) < 0) {

@@ -32,11 +32,37 @@ def run(*args, check=True, **kwargs):
 
 def unshare_mounts():
     """Moves this process into a private mount namespace, so that nothing mounted here is seen
-    outside and everything goes away with the process."""
+    outside and everything goes away with the process. /etc/modgate is then a tmpfs of its own."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
     run("mount", "--make-rprivate", "/")
+    private_etc_modgate()
+
+
+ETC_OVERLAY = "/tmp/modgate-etc-overlay"
+
+
+def private_etc_modgate():
+    """An empty /etc/modgate, a tmpfs of this mount namespace: modgated reads its configuration from
+    /etc and /usr only, never /run. Where the build root has no /etc/modgate to mount on, /etc first
+    gets an overlay whose writes stay in this namespace (the build root is shared)."""
+    if not os.path.isdir("/etc/modgate"):
+        os.makedirs(ETC_OVERLAY, exist_ok=True)
+        run("mount", "-t", "tmpfs", "-o", "mode=700", "tmpfs", ETC_OVERLAY)
+        for d in ("upper", "work"):
+            os.mkdir(os.path.join(ETC_OVERLAY, d))
+        os.chmod(os.path.join(ETC_OVERLAY, "upper"), os.stat("/etc").st_mode & 0o7777)
+        run("mount", "-t", "overlay", "overlay", "-o", "lowerdir=/etc,upperdir=%s/upper,workdir=%s/work"
+            % (ETC_OVERLAY, ETC_OVERLAY), "/etc")
+        os.mkdir("/etc/modgate", 0o755)
+    run("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/etc/modgate")
+
+
+def reload(d):
+    """A reload as an administrator asks for it here: the varlink Reload, as root with CAP_SYS_MODULE
+    (a SIGHUP reloads only when PID 1 sends it, and PID 1 is not the service manager in this tier)."""
+    return ok(d.call("io.modgate.Manager.Reload"))
 
 
 def kernel_tree():

@@ -37,7 +37,7 @@ STARTED_ID = "0b62bd3196754f93821022336e8ce9fa"
 REFUSED_CALLER_ID = "f68712d0c1414e768ead0ce5ff450860"
 NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-CONF = "/run/modgate/modgate.conf"
+CONF = "/etc/modgate/modgate.conf"
 
 
 class Client:

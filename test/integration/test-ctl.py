@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
 M = "io.modgate.Manager."
-DROPINS = "/run/modgate/modgate.conf.d"
+DROPINS = "/etc/modgate/modgate.conf.d"
 POLICY = """\
 [Policy]
 Deny=udp_tunnel

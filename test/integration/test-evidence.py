@@ -9,7 +9,6 @@ import atexit
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
-CONF = "/run/modgate/modgate.conf"
+CONF = "/etc/modgate/modgate.conf"
 LATE = "fjes"           # alone in its directory, the [Root] mounted late; no dependencies
 PLAIN = "eql"           # beneath the first root; no dependencies
 SIGNED = "ifb"          # carries a security.ima signature
@@ -263,7 +262,7 @@ def main():
         p = h.error_of(d.load(PLAIN), "UntrustedOrigin")
         assert p["reason"] == "RequireIMASignature=yes: the file has no IMA signature (security.ima: none)", p
         os.setxattr(plain, "security.ima", IMA_DIGEST)
-        os.kill(d.pid, signal.SIGHUP)     # forgets the remembered denial
+        h.reload(d)     # forgets the remembered denial
         assert d.wait_notify("RELOADING=1") and d.wait_ready()
         p = h.error_of(d.load(PLAIN), "UntrustedOrigin")
         assert p["reason"] == "RequireIMASignature=yes: the file has no IMA signature (security.ima: digest)", p

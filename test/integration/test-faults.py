@@ -36,7 +36,7 @@ M = "io.modgate.Manager."
 LOAD = M + "Load"
 GETINFO = "org.varlink.service.GetInfo"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-CONF = "/run/modgate/modgate.conf"
+CONF = "/etc/modgate/modgate.conf"
 VIRTIO_NET_MODALIAS = "virtio:d00000001v00001AF4"
 OUTSIDE_ID = "768173c3df9f4d60887b5916985cefb3"
 

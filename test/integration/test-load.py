@@ -7,7 +7,6 @@ the journal. Only finit_module/delete_module are faked (test/shim)."""
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -349,7 +348,7 @@ def main():
         assert res.returncode != 0 and "absolute path" in res.stderr, res
 
     def case_reload():
-        os.kill(main_d.pid, signal.SIGHUP)
+        h.reload(main_d)
         msg = main_d.wait_notify("RELOADING=1", timeout=10)
         assert msg and "MONOTONIC_USEC=" in msg, msg
         assert main_d.wait_ready(), "no READY=1 after the reload"
@@ -361,7 +360,7 @@ def main():
         # answers. (The harness reads notify messages as they come, as the service manager does;
         # before it did, a daemon blocked in sd_notify() once the socket's queue of about 10 was full.)
         for _ in range(30):
-            os.kill(main_d.pid, signal.SIGHUP)
+            h.reload(main_d)
             reply = main_d.call("org.varlink.service.GetInfo")
             assert "error" not in reply, reply
         h.wait_for("the reloads' notify messages",
@@ -406,7 +405,7 @@ def main():
     t.case("init_module is never called", case_no_init_module)
     t.case("without a passed socket or --listen the daemon says why and exits", case_no_socket)
     t.case("a bad trusted root is a clear start-up error", case_bad_root)
-    t.case("SIGHUP reloads with RELOADING=1, MONOTONIC_USEC= and READY=1", case_reload)
+    t.case("Reload reloads with RELOADING=1, MONOTONIC_USEC= and READY=1", case_reload)
     t.case("30 reloads in a row, nobody waiting for each: each announced, the daemon still answers",
            case_reloads_unread)
     t.case("an idle daemon exits by itself, never while a client is connected", case_idle_exit)
@@ -419,10 +418,10 @@ def main():
                                                                         d.stderr_text()[-3000:])
 
     def case_config():
-        conf_dir = "/run/modgate/modgate.conf.d"
+        conf_dir = "/etc/modgate/modgate.conf.d"
         os.makedirs(conf_dir, exist_ok=True)
         try:
-            with open("/run/modgate/modgate.conf", "w") as f:
+            with open("/etc/modgate/modgate.conf", "w") as f:
                 f.write("[Load]\nWorkers=2\nLoadAlone=foo-bar\n\n[Manager]\nIdleExitSec=5min\n")
             with open(conf_dir + "/50-local.conf", "w") as f:
                 f.write("[Load]\nWorkers=3\n")
@@ -440,10 +439,10 @@ def main():
             for args in (["-n"], ["--listen=/run/modgate/bad.sock", "--trusted-root=" + trusted]):
                 res = h.run(os.environ["MODGATED"], *args, capture_output=True, text=True, check=False)
                 assert res.returncode == 1, res
-                assert "Invalid configuration: /run/modgate/modgate.conf.d/60-typo.conf:2:" in res.stderr, res.stderr
+                assert "Invalid configuration: /etc/modgate/modgate.conf.d/60-typo.conf:2:" in res.stderr, res.stderr
             assert not os.path.exists("/run/modgate/bad.sock")
         finally:
-            for p in ("/run/modgate/modgate.conf", conf_dir + "/50-local.conf", conf_dir + "/60-typo.conf"):
+            for p in ("/etc/modgate/modgate.conf", conf_dir + "/50-local.conf", conf_dir + "/60-typo.conf"):
                 if os.path.exists(p):
                     os.unlink(p)
 

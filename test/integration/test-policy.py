@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
 M = "io.modgate.Manager."
-DROPINS = "/run/modgate/modgate.conf.d"
+DROPINS = "/etc/modgate/modgate.conf.d"
 DENIED_ID = "3c67f0aec4794a73a35a7cb128a9d622"
 WOULD_DENY_ID = "ac5ab2e33ad24e5fb0c5cc6c3c2f8e4b"
 NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
@@ -63,7 +63,7 @@ def main():
     h.mount_sys_module()
     h.mount_modprobe_d("options dummy numdummies=1\noptions tun dummyoption=1\n")
     h.mount_file_over("/proc/cmdline", CMDLINE + "\n", work)
-    journal = h.Journal()       # a tmpfs over /run: the drop-ins go there after it
+    journal = h.Journal()       # a tmpfs over /run
     write_dropin("50-test.conf", POLICY)
     t = h.Tap()
     root = h.mount_trusted_tree(tree, work)

@@ -82,8 +82,7 @@ def options_lines(module):
     """FILE:LINE of each "options MODULE" line of modprobe.d, read here as kmod documents it: *.conf of
     each directory, a name in a higher directory hiding it in a lower one, in the order of the names."""
     files = {}
-    for d in ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
-              "/lib/modprobe.d"):
+    for d in ("/etc/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d"):
         if os.path.isdir(d):
             for name in os.listdir(d):
                 if name.endswith(".conf") and name not in files:

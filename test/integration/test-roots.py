@@ -7,7 +7,7 @@ daemon chrooted into an erofs image, so that / itself is a trusted filesystem);
 RequireReadOnlySuperblock=no; owner and mode of the module file; every way out of a root (a relative
 symlink with '..', a symlinked directory, a symlink through /proc, a magic link, a symlink loop, a
 filesystem mounted inside the root, '..' in a request) and every file that is not a module file (a
-FIFO, a socket, a device node); remembered denials and what makes them forgotten; SIGHUP re-reading
+FIFO, a socket, a device node); remembered denials and what makes them forgotten; a reload re-reading
 modprobe.d and LoadAlone=; softdep loops.
 
 Real socket activation, real libkmod over the real Debian module tree on real erofs loop mounts and
@@ -18,7 +18,6 @@ import collections
 import functools
 import os
 import shutil
-import signal
 import socket
 import stat
 import subprocess
@@ -31,7 +30,7 @@ import harness as h  # noqa: E402
 
 M = "io.modgate.Manager."
 LOAD = M + "Load"
-CONF = "/run/modgate/modgate.conf"
+CONF = "/etc/modgate/modgate.conf"
 
 # What the daemon says, as a user reads it (trust.c).
 EXDEV_REASON = "path leaves the trusted root (absolute or escaping symlink, '..', or a mount crossing)"
@@ -51,8 +50,8 @@ ALONE_DELAY_MS = 1500   # a module's init in the LoadAlone= case: loads that may
 
 
 def write_conf(text):
-    """/run/modgate/modgate.conf with this text, or none. Daemons read it when they start (at their
-    first connection) and on SIGHUP."""
+    """/etc/modgate/modgate.conf with this text, or none. Daemons read it when they start (at their
+    first connection) and at a reload."""
     if text is None:
         if os.path.exists(CONF):
             os.unlink(CONF)
@@ -660,10 +659,10 @@ def main():
         p = h.ok(load_path(rw_lax, copy))
         assert p == {"modules": [{"name": "mgcopy", "path": copy, "outcome": "already_loaded",
                                   "role": "requested"}]}, p
-        # SIGHUP forgets: the file is looked at again, and now it loads.
-        os.kill(rw_lax.pid, signal.SIGHUP)
+        # A reload forgets: the file is looked at again, and now it loads.
+        h.reload(rw_lax)
         assert rw_lax.wait_notify("RELOADING=1"), "no RELOADING=1"
-        assert rw_lax.wait_ready(), "no READY=1 after SIGHUP"
+        assert rw_lax.wait_ready(), "no READY=1 after the reload"
         # RequireReadOnlySuperblock=no is gone from the files now; it counts only at the next start.
         assert "the trust settings ([Trust], [Root]) take effect at the next start." in rw_lax.stderr_text()
         p = h.ok(load_path(rw_lax, path))
@@ -690,7 +689,7 @@ def main():
             ("denied", None), ("denied", "1"), ("loaded", None)]
 
     t.case("6a a denial is remembered per file: fixed, the file is still refused without being opened, until "
-           "SIGHUP; a live module answers already_loaded first", case_remembered)
+           "a reload; a live module answers already_loaded first", case_remembered)
     t.case("6b a remembered denial is forgotten when the module index changes on disk", case_index_change_forgets)
 
     # --- 8: softdep loops (before 7, which rewrites modprobe.d) -----------------------------------
@@ -739,7 +738,7 @@ def main():
     t.case("8 softdep loops (self, two, three, pre/post, post/post, over a hard dependency) are each answered "
            "at once, every module loaded once, in order", case_softdep_loops)
 
-    # --- 7: SIGHUP re-reads modprobe.d and LoadAlone= --------------------------------------------
+    # --- 7: a reload re-reads modprobe.d and LoadAlone= --------------------------------------------
 
     def params_handed(d):
         """Loads OPT afresh; the parameters of the reply, which must be those handed to the kernel."""
@@ -758,11 +757,11 @@ def main():
         with open(modprobe_conf, "w") as f:
             f.write("options %s mgopt=5\n" % OPT + softdeps)
         got.append(params_handed(d))
-        os.kill(d.pid, signal.SIGHUP)
+        h.reload(d)
         assert d.wait_notify("RELOADING=1"), "no RELOADING=1"
-        assert d.wait_ready(), "no READY=1 after SIGHUP"
+        assert d.wait_ready(), "no READY=1 after the reload"
         got.append(params_handed(d))
-        # A file added to modprobe.d changes the directory: noticed at the next request, without SIGHUP.
+        # A file added to modprobe.d changes the directory: noticed at the next request, without a reload.
         before = d.stderr_text().count("Module index changed on disk, reloaded.")
         with open(os.path.join(os.path.dirname(modprobe_conf), "zz-more.conf"), "w") as f:
             f.write("options %s mgmore=1\n" % OPT)
@@ -772,7 +771,7 @@ def main():
         recs = records(d, OPT, MODGATE_OUTCOME="loaded")
         assert [r["MODGATE_PARAMETERS"] for r in recs] == got, recs
 
-    t.case("7a SIGHUP re-reads modprobe.d: the next load hands the kernel the new options (an edit in place "
+    t.case("7a a reload re-reads modprobe.d: the next load hands the kernel the new options (an edit in place "
            "is not noticed before; a file added is noticed at the next request)", case_reload_modprobe)
 
     def alone_round(d, later):
@@ -805,9 +804,9 @@ def main():
 
         write_conf("[Load]\nLoadAlone=%s\n" % ALONE)
         try:
-            os.kill(d.pid, signal.SIGHUP)
+            h.reload(d)
             assert d.wait_notify("RELOADING=1"), "no RELOADING=1"
-            assert d.wait_ready(), "no READY=1 after SIGHUP"
+            assert d.wait_ready(), "no READY=1 after the reload"
         finally:
             write_conf(None)
         later = ALONE_OTHERS[3:]
@@ -821,7 +820,7 @@ def main():
         print("# %s alone for %.0f ms after the reload; before it, it overlapped %s"
               % (ALONE, (a["end"] - a["start"]) / 1e6, overlapped))
 
-    t.case("7b SIGHUP applies LoadAlone= from modgate.conf at once: that module no longer overlaps others",
+    t.case("7b a reload applies LoadAlone= from modgate.conf at once: that module no longer overlaps others",
            case_reload_load_alone)
 
     # --- teardown --------------------------------------------------------------------------------

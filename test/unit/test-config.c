@@ -604,12 +604,33 @@ TEST(load_precedence) {
         tmp_write(root, "run/modgate/modgate.conf.d/60-c.conf", "[Manager]\nIdleExitSec=2min\n");
         tmp_write(root, "etc/modgate/modgate.conf.d/70-d.conf", "[Load]\nLoadAlone=\nLoadAlone=d\n");
 
-        /* Only the /etc main file, then the drop-ins by name: 50-b, 60-c from /run, 70-d. */
+        /* Only the /etc main file, then the drop-ins by name: 50-b, 60-c from /usr (never /run), 70-d. */
         check(load(&c, root, NULL) == 0);
         check(c.workers == 5);
         check_strv(c.load_alone, (const char *const[]) { "d" }, 1);
-        check(c.idle_exit_usec == 2 * USEC_PER_MINUTE);
+        check(c.idle_exit_usec == USEC_PER_MINUTE);
         check(c.require_superblock_ro);
+}
+
+TEST(load_ignores_run) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_(config_done) Config c = {};
+        _cleanup_strv_free_ char **ignored = NULL;
+        _cleanup_free_ char *main_file = NULL, *dropin = NULL;
+
+        /* What a root without CAP_SYS_MODULE could write: none of it is read, all of it is named. */
+        tmp_write(root, "etc/modgate/modgate.conf.d/50-deny.conf", "[Policy]\nDeny=ifb\n");
+        tmp_write(root, "run/modgate/modgate.conf", "[Load]\nWorkers=7\n");
+        tmp_write(root, "run/modgate/modgate.conf.d/zz.conf", "[Policy]\nMode=permissive\nDeny=\n");
+        check(load(&c, root, NULL) == 0);
+        check(c.workers == CONFIG_WORKERS_DEFAULT);
+        check(c.policy.mode == POLICY_ENFORCE);
+        check(c.policy.global.n_rules == 1);
+
+        check(config_ignored_files(root, &ignored) == 0);
+        check(asprintf(&main_file, "%s/run/modgate/modgate.conf", root) > 0);
+        check(asprintf(&dropin, "%s/run/modgate/modgate.conf.d/zz.conf", root) > 0);
+        check_strv(ignored, (const char *const[]) { main_file, dropin }, 2);
 }
 
 TEST(load_nothing_gives_defaults) {
@@ -654,11 +675,11 @@ TEST(load_error_keeps_config) {
 
 TEST(load_refuses_unsafe_files) {
         _cleanup_tmp_root_ char *root = tmp_root_new();
-        _cleanup_free_ char *path = tmp_path(root, "run/modgate/modgate.conf.d/10-a.conf");
+        _cleanup_free_ char *path = tmp_path(root, "etc/modgate/modgate.conf.d/10-a.conf");
         _cleanup_free_ char *message = NULL, *want = NULL;
         _cleanup_(config_done) Config c = {};
 
-        tmp_write(root, "run/modgate/modgate.conf.d/10-a.conf", "[Trust]\nRequireReadOnlySuperblock=no\n");
+        tmp_write(root, "etc/modgate/modgate.conf.d/10-a.conf", "[Trust]\nRequireReadOnlySuperblock=no\n");
         check(chmod(path, 0664) == 0);
         check(load(&c, root, &message) == -EPERM);
         check(asprintf(&want, "%s: refusing a file writable by group or others (mode 0664)", path) > 0);
@@ -1082,6 +1103,7 @@ int main(void) {
         RUN(file_size_cap);
         RUN(list_cap);
         RUN(load_precedence);
+        RUN(load_ignores_run);
         RUN(load_nothing_gives_defaults);
         RUN(load_masked_main_file);
         RUN(load_error_keeps_config);

@@ -110,12 +110,16 @@ TEST(names) {
         check(fclose(f) == 0);
         f = fopen(b, "we");
         check(f);
-        fputs("RUN+=\"" H "\"\nSUBSYSTEM==\"pci\", RUN+=\"" H " late\"\n", f);
+        fputs("RUN+=\"" H "\"\nSUBSYSTEM==\"pci\", RUN+=\"" H " late\"\n"
+              /* udev's own builtin, as a package's rule calls it: modgate-udev-rules' copy passes the
+               * same names to modgate-udev. */
+              "SUBSYSTEM==\"tifm\", RUN{builtin}+=\"kmod load tifm_sd\"\n"
+              "ENV{MODALIAS}==\"?*\", RUN{builtin}+=\"kmod load\"\n", f);
         check(fclose(f) == 0);
 
         /* Every file is read, not only the first. */
         check(udev_rule_names_read((const char *const[]) { missing, a, b, NULL }, &names, &n) == 0);
-        check(n == 4);
+        check(n == 5);
         check_streq(names[0].name, "sg");
         check_streq(names[0].subsystem, "scsi");
         check(!names[0].kernel);
@@ -125,6 +129,8 @@ TEST(names) {
         check_streq(names[2].name, "x");
         check_streq(names[3].name, "late");
         check_streq(names[3].subsystem, "pci");
+        check_streq(names[4].name, "tifm_sd");
+        check_streq(names[4].subsystem, "tifm");
         udev_rule_names_free(names, n);
 }
 
