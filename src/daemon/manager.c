@@ -41,6 +41,8 @@ int manager_refresh_index(Manager *m) {
         if (r > 0) {
                 log_info("Module index changed on disk, reloaded.");
                 scheduler_flush_denials(m->scheduler);
+                /* Decisions made afresh: each one's first answer is a record again. */
+                manager_write_summaries(m);
         }
         return r;
 }
@@ -673,9 +675,6 @@ int manager_reload(Manager *m, char **ret_error) {
                 strv_free(m->config.load_alone);
                 m->config.load_alone = TAKE_PTR(c.load_alone);
                 scheduler_set_load_alone(m->scheduler, m->config.load_alone);
-        r = reader_pool_new(m->event, &m->readers);
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the threads of Explain and Status: %m");
         }
         if (!m->keep_idle_exit) {
                 m->config.idle_exit_usec = c.idle_exit_usec;
@@ -691,6 +690,9 @@ int manager_reload(Manager *m, char **ret_error) {
         else
                 log_info("Reloaded the module index and modprobe.d.");
         scheduler_flush_denials(m->scheduler);
+        /* Under the new configuration a refusal may have another reason: the first of each is a record
+         * again, and what was counted under the old one is summarized now. */
+        manager_write_summaries(m);
 
         (void) sd_notify(false, "READY=1\nSTATUS=Processing requests...");
         return 0;

@@ -1049,6 +1049,15 @@ class Container:
                 f.write("[Service]\nEnvironment=%s\n" % " ".join(san))
         if prepare:
             prepare(self.merged)
+        # /var/lib/modgate as prepared, bound in from the test's tmpfs: on a real machine /var is a
+        # local file system, and manifest evidence is not taken from the container's overlay
+        # (docs/trust.md).
+        self.var_lib = os.path.join(work, "var-lib-modgate")
+        prepared = os.path.join(self.merged, "var/lib/modgate")
+        if os.path.isdir(prepared):
+            shutil.copytree(prepared, self.var_lib)
+        else:
+            os.makedirs(self.var_lib)
 
         self.console_path = os.path.join(work, "console.log")
         self.console = open(self.console_path, "w")
@@ -1060,6 +1069,7 @@ class Container:
                # PrivateTmp= would hide.
                "--bind-ro=%s:%s" % (os.environ["MODGATE_SHIM"], CONTAINER_SHIM),
                "--bind=%s:/run/modgate" % self.run_modgate,
+               "--bind=%s:/var/lib/modgate" % self.var_lib,
                "--bind=%s:/run/modgate-test" % self.test_dir,
                "--bind=%s:/sys/module" % self.sys_module,
                "--boot", "--", "systemd.unit=basic.target", *cmdline]

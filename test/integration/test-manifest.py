@@ -465,7 +465,8 @@ def main():
             assert c.show("modgated.socket", "ActiveState") == "active"
             assert 0 < done <= listening, (done, listening)
 
-            path = c.merged + os.path.join(MANIFEST_DIR, release + ".sha256")
+            # /var/lib/modgate is bound in from the test's tmpfs (harness.Container).
+            path = os.path.join(c.var_lib, os.path.relpath(MANIFEST_DIR, "/var/lib/modgate"), release + ".sha256")
             check_written(path, expected_text(expected_entries(trusted), release, "first-use"))
             assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o755
             assert expected_entries(trusted) == real
