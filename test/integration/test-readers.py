@@ -10,6 +10,7 @@ from readers under the same load, every answer whole and the roots read as pinne
 import json
 import os
 import resource
+import select
 import socket
 import subprocess
 import sys
@@ -23,7 +24,7 @@ M = "io.modgate.Manager."
 READ_GID = 4343
 READER = ["setpriv", "--reuid=4242", "--regid=%d" % READ_GID, "--clear-groups"]
 OTHER_READER = ["setpriv", "--reuid=4243", "--regid=%d" % READ_GID, "--clear-groups"]
-CONF = "/run/modgate/modgate.conf"
+CONF = "/etc/modgate/modgate.conf"
 # The largest modules of the tree, by the size of their files: each Explain hashes and decompresses
 # every one of them, and each module of its plan.
 BIG = 4
@@ -180,6 +181,12 @@ def largest_modules(tree, n):
     return [name for _, name in sizes[:n]]
 
 
+def first_line(p, timeout=60):
+    """The first line p prints, or a failure when none comes (a reader refused never starts)."""
+    assert select.select([p.stdout], [], [], timeout)[0], "nothing from the reader in %d s" % timeout
+    return p.stdout.readline()
+
+
 def rss(pid):
     return int(h.read_proc_status(pid, "VmRSS").split()[0]) * 1024
 
@@ -219,7 +226,7 @@ def main():
         reader = subprocess.Popen([*READER, sys.executable, "-c", EXPLAIN_LOOP, d.address, ",".join(big),
                                    str(EXPLAINERS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
-            assert reader.stdout.readline().strip() == "started", "the reader's Explain was not answered"
+            assert first_line(reader).strip() == "started", "the reader's Explain was not answered"
             took = timed_loads(small[:LOADS])
         finally:
             reader.stdin.close()
@@ -242,7 +249,7 @@ def main():
         explainer = subprocess.Popen([*READER, sys.executable, "-c", EXPLAIN_LOOP, d.address, ",".join(big), "2"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
-            assert explainer.stdout.readline().strip() == "started"
+            assert first_line(explainer).strip() == "started"
             took = timed_loads(small[LOADS:2 * LOADS])
         finally:
             for p in (reader, explainer):
