@@ -79,6 +79,8 @@ static const char *udev_device_request(const PeerIdentity *peer, const AuthReque
         else if (!req->source_given || req->source != SOURCE_UDEV || !req->devpath)
                 snprintf(buf, size, "udevd's requests must name their device (context.source \"udev\" and "
                          "devpath)");
+        else if (!req->device_exists && req->device_unknown)
+                snprintf(buf, size, "%s", req->device_unknown);
         else if (!req->device_exists)
                 snprintf(buf, size, "device %s does not exist", req->devpath);
         else if (req->modalias && !streq_ptr(req->modalias, req->device_modalias))

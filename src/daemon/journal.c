@@ -525,3 +525,15 @@ void journal_record_outside(const char *module, const char *taint, const char *h
                 record_add(&rec, "MODGATE_TAINT=%s", taint);
         record_send(&rec);
 }
+
+void journal_record_uevents_lost(uint64_t seqnum, int rcvbuf) {
+        Record rec = {};
+
+        record_add(&rec, "MESSAGE=The kernel's uevents overflowed modgated's receive buffer (%d bytes): udevd's "
+                   "requests for events up to %llu are checked against sysfs, and one for a device gone by then "
+                   "is refused.", rcvbuf, (unsigned long long) seqnum);
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_UEVENTS_LOST);
+        record_add(&rec, "PRIORITY=%d", LOG_WARNING);
+        record_add(&rec, "MODGATE_SEQNUM=%llu", (unsigned long long) seqnum);
+        record_send(&rec);
+}

@@ -25,6 +25,7 @@
 #define MODGATE_MESSAGE_GONE "50f3e70422fa4192b532eb77cc65998a"
 #define MODGATE_MESSAGE_SEALED "2599f1fbbcb64d94a435dc58f3b46dd0"
 #define MODGATE_MESSAGE_SEALED_REFUSED "25972186cde14878944b0edb085df09a"
+#define MODGATE_MESSAGE_UEVENTS_LOST "d0a09ce1568c4f8e960a853349dea73f"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -102,3 +103,7 @@ void journal_record_sealed_refusal(const Requester *who, const char *method, boo
 /* A trusted root pinned: its identity now, and what was recorded at its first pin this boot (NULL
  * when this is the first); changed when the two differ. */
 void journal_record_root(const char *path, const char *identity, const char *recorded, bool changed);
+
+/* The kernel's uevent socket overflowed: events up to seqnum may be missing from the daemon's log, and
+ * udevd's requests for them are checked against sysfs (the device must still be there). */
+void journal_record_uevents_lost(uint64_t seqnum, int rcvbuf);

@@ -18,6 +18,7 @@
 
 #include "conf-files.h"
 #include "enforcement.h"
+#include "fdstore.h"
 #include "history.h"
 #include "fileio.h"
 #include "kernel.h"
@@ -132,7 +133,7 @@ Manager *manager_free(Manager *m) {
         /* What was counted and not yet summarized is summarized, on the way out too. */
         manager_write_summaries(m);
         chatter_free(m->chatter);
-        module_watch_free(m->module_watch);
+        uevent_log_free(m->uevents);
         history_free(m->history);
         config_done(&m->config);
         free(m->listen_address);
@@ -204,7 +205,7 @@ static int root_log(const TrustedRoot *t) {
 static int root_verify(TrustedRoot *t, void *userdata) {
         Manager *m = userdata;
 
-        return root_identity_verify(t, m->runtime_dir, m->probe_address ?: PROBE_ADDRESS);
+        return root_identity_verify(t, m->probe_address ?: PROBE_ADDRESS);
 }
 
 /* Each trusted root with what it accepts. The first is pinned now or the start fails: its index is
@@ -411,12 +412,56 @@ static void manager_lock_running(Manager *m) {
         m->running_fd = TAKE_FD(fd);
 }
 
+/* The kernel's uevents, on the socket kept in PID 1's fd store while no daemon ran (what the kernel
+ * sent meanwhile waits there), or on a new one, stored. */
+static int manager_follow_uevents(Manager *m) {
+        int fd, r;
+
+        fd = fdstore_take(FDSTORE_UEVENT);
+        if (fd == -ENOMEM)
+                return log_oom();
+        r = uevent_log_new(m->event, fd, manager_on_module_event, m, &m->uevents);
+        if (r < 0 && fd >= 0) {
+                log_warning_errno(r, "Ignoring the uevent socket of the fd store: %m");
+                fd = -EBADF;
+                r = uevent_log_new(m->event, fd, manager_on_module_event, m, &m->uevents);
+        }
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) {
+                log_warning_errno(r, "Failed to follow the kernel's uevents: udevd's requests are checked against "
+                                  "sysfs, loads by others are found only at start and when asked for: %m");
+                return 0;
+        }
+        if (fd < 0 && fdstore_available()) {
+                r = fdstore_replace(uevent_log_fd(m->uevents), FDSTORE_UEVENT);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to keep the uevent socket in the fd store, events sent while "
+                                          "modgated does not run will be unknown to it: %m");
+        }
+        log_debug("Following the kernel's uevents on %s socket, receive buffer %d bytes.",
+                  fd >= 0 ? "the fd store's" : "a new", uevent_log_rcvbuf(m->uevents));
+        return 0;
+}
+
 int manager_startup(Manager *m) {
         unsigned skipped = 0;
         char index_dir[64];
         int r;
 
         manager_lock_running(m);
+
+        r = fdstore_init();
+        if (r < 0)
+                return log_oom();
+        if (!fdstore_available())
+                log_notice("No file descriptor store (FileDescriptorStoreMax=): this boot's history, the trusted "
+                           "roots' identities and the kernel's uevents are not kept across restarts.");
+        r = root_identity_store_open(fdstore_available());
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded anew: %m");
 
         r = manager_pin_roots(m);
         if (r < 0)
@@ -447,7 +492,6 @@ int manager_startup(Manager *m) {
                 .kernel_compression = m->kernel_compression,
                 .cmdline_root_hashes = m->cmdline_root_hashes,
                 .probe_address = m->probe_address ?: PROBE_ADDRESS,
-                .runtime_dir = m->runtime_dir,
         };
         r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)
@@ -455,20 +499,20 @@ int manager_startup(Manager *m) {
         scheduler_set_load_alone(m->scheduler, m->config.load_alone);
         scheduler_set_record(m->scheduler, manager_record_module, manager_record_started, m);
 
-        r = history_open(m->runtime_dir, &m->history, &skipped);
+        r = history_open(fdstore_available(), &m->history, &skipped);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                log_warning_errno(r, "Failed to read the history of this boot, starting a new one: %m");
-        if (r < 0 && history_open(NULL, &m->history, &skipped) < 0)
+                log_warning_errno(r, "Failed to read the history of this boot, starting a new one in memory: %m");
+        if (r < 0 && history_open(false, &m->history, &skipped) < 0)
                 return log_oom();
         if (skipped > 0)
                 log_warning("Skipped %u entries of the history that do not parse (a write cut short?).", skipped);
         /* Watching first, then looking: a load between the two is seen twice, and recorded once. */
-        r = module_watch_new(m->event, manager_on_module_event, m, &m->module_watch);
+        r = manager_follow_uevents(m);
         if (r < 0)
-                log_warning_errno(r, "Failed to watch the kernel's module uevents, loads by others are found "
-                                  "only at start and when asked for: %m");
+                return r;
+        fdstore_done();
         r = manager_reconcile(m);
         if (r < 0)
                 return r;

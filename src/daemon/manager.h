@@ -8,7 +8,6 @@
 #include "chatter.h"
 #include "connections.h"
 #include "history.h"
-#include "module-watch.h"
 #include "monitor.h"
 #include "compression.h"
 #include "config.h"
@@ -21,6 +20,7 @@
 #include "sha256.h"
 #include "stats.h"
 #include "trust.h"
+#include "uevent-log.h"
 
 typedef struct LoadRequest LoadRequest;
 typedef struct PeerCache PeerCache;
@@ -55,7 +55,8 @@ typedef struct Manager {
         char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
         Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
         History *history;               /* this boot's decisions, module by module */
-        ModuleWatch *module_watch;      /* the kernel's module uevents: loads and unloads by others */
+        UeventLog *uevents;             /* the kernel's uevents: what udevd asks about, and loads and
+                                         * unloads by others */
         sd_event_source *summary_timer; /* writes the counts as summaries, each CHATTER_WINDOW_USEC */
         uint64_t summary_since_usec;    /* when the window began */
         LoadContext load_context;       /* what the workers check files with; Explain checks the same */

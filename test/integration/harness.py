@@ -2,13 +2,16 @@
 """Shared parts of the integration tier.
 
 Everything here is real except the module syscalls: the daemon runs under real socket activation
-(systemd-socket-activate), in a private mount namespace, with real libkmod over a real Debian
+(systemd-socket-activate, or with an FdStore the activator below, which acts as PID 1 does for the
+file descriptor store), in a private mount namespace, with real libkmod over a real Debian
 kernel's module tree on real read-only and writable mounts, and a real systemd-journald. The
 LD_PRELOAD shim (test/shim/module-shim.c) stands in for finit_module/delete_module and keeps a
 private /sys/module.
 """
 
+import array
 import ctypes
+import fcntl
 import glob
 import hashlib
 import json
@@ -175,12 +178,70 @@ def valgrind_prefix(workdir, name):
             "--log-file=%s/%s.%%p.log" % (logdir, name)]
 
 
+class FdStore:
+    """PID 1's file descriptor store of one service (FileDescriptorStoreMax=), kept by the test
+    across the daemons it starts: what they store (sd_notify FDSTORE=1 with FDNAME=, and
+    FDSTOREREMOVE=1) is passed to the next one in $LISTEN_FDS with its name in $LISTEN_FDNAMES, as
+    systemd does with FileDescriptorStorePreserve=yes."""
+
+    MAX = 8
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.entries = []       # (name, fd), in the order stored
+
+    def handle(self, text, fds):
+        """A notify message and the fds it carried; the fds are the store's or closed."""
+        lines = text.split("\n")
+        name = next((l[len("FDNAME="):] for l in lines if l.startswith("FDNAME=")), "stored")
+        with self._lock:
+            if "FDSTOREREMOVE=1" in lines:
+                for n, fd in [e for e in self.entries if e[0] == name]:
+                    os.close(fd)
+                self.entries = [e for e in self.entries if e[0] != name]
+            if "FDSTORE=1" in lines:
+                for fd in fds:
+                    if len(self.entries) < self.MAX:
+                        self.entries.append((name, fd))
+                    else:
+                        os.close(fd)
+                return
+        for fd in fds:
+            os.close(fd)
+
+    def names(self):
+        with self._lock:
+            return [n for n, _ in self.entries]
+
+    def passed(self):
+        with self._lock:
+            return list(self.entries)
+
+    def clear(self):
+        """systemctl clean --what=fdstore."""
+        with self._lock:
+            for _, fd in self.entries:
+                os.close(fd)
+            self.entries = []
+
+
+def _place_fds(fds):
+    """In the child before exec: fds at 3, 4, ... in order, inherited (sd_listen_fds()' layout)."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
+    for i, fd in enumerate(high):
+        os.dup2(fd, 3 + i)
+
+
 class Daemon:
     """modgated started through real socket activation, with the syscall shim preloaded. With
     trusted_root None no --trusted-root= is given (TrustedRoot= in modgate.conf counts); wrapper is
-    a command the daemon runs under, such as chroot."""
+    a command the daemon runs under, such as chroot. With store (an FdStore), the daemon has a file
+    descriptor store: this activator listens, passes the socket and what the store holds, and starts
+    the daemon at once (the first call waits in the listen queue until it is ready, as with a socket
+    unit); without, systemd-socket-activate starts it and there is no store."""
 
-    def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=()):
+    def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=(), store=None):
+        self.store = store
         self.address = "/run/modgate/%s.sock" % name
         self.shim_log = os.path.join(workdir, name + ".shim.log")
         self.stderr_path = os.path.join(workdir, name + ".stderr")
@@ -212,9 +273,12 @@ class Daemon:
         env.update(extra_env or {})
         if os.environ.get("MODGATE_VALGRIND"):
             env["LD_PRELOAD"] += ":" + os.environ["MODGATE_VALGRIND_PRELOAD"]
-        cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
-        for k, v in env.items():
-            cmd += ["-E", "%s=%s" % (k, v)]
+        if store is None:
+            cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
+            for k, v in env.items():
+                cmd += ["-E", "%s=%s" % (k, v)]
+        else:
+            cmd = ["sh", "-c", 'LISTEN_PID=$$; export LISTEN_PID; exec "$@"', "sh"]
         # Tests talk to one instance for their whole run: no idle exit unless a test asks for it.
         if not any(a.startswith("--idle-exit-sec=") for a in args):
             args = ("--idle-exit-sec=0", *args)
@@ -225,7 +289,21 @@ class Daemon:
         cmd += [*wrapper, *valgrind_prefix(workdir, name), os.environ["MODGATED"], *args]
 
         self.stderr = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr)
+        if store is None:
+            self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr)
+        else:
+            if os.path.exists(self.address):
+                os.unlink(self.address)
+            listen = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listen.bind(self.address)
+            listen.listen(128)
+            passed = [("varlink", listen.fileno())] + store.passed()
+            env.update({"FDSTORE": str(FdStore.MAX), "LISTEN_FDS": str(len(passed)),
+                        "LISTEN_FDNAMES": ":".join(n for n, _ in passed)})
+            self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr, env=dict(os.environ, **env),
+                                         pass_fds=range(3, 3 + len(passed)),
+                                         preexec_fn=lambda: _place_fds([fd for _, fd in passed]))
+            listen.close()
         deadline = time.monotonic() + 10
         while not os.path.exists(self.address):
             if time.monotonic() > deadline or self.proc.poll() is not None:
@@ -245,11 +323,21 @@ class Daemon:
     def _read_notify(self):
         while not self._notes_stop:
             try:
-                msg = self.notify.recv(4096).decode()
+                data, anc, _, _ = self.notify.recvmsg(4096, socket.CMSG_SPACE(16 * 4))
             except socket.timeout:
                 continue
             except OSError:
                 return
+            msg = data.decode()
+            fds = array.array("i")
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+            if self.store is not None:
+                self.store.handle(msg, list(fds))
+            else:
+                for fd in fds:
+                    os.close(fd)
             with self._notes_cv:
                 self._notes.append(msg)
                 self._notes_cv.notify_all()

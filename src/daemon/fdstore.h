@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+/* PID 1's file descriptor store (FileDescriptorStoreMax= of the unit): what modgated keeps across idle
+ * exits and restarts lives there, not in a file. /run is writable by processes that hold no
+ * CAP_SYS_MODULE (a ProtectKernelModules=yes service, udevd under the takeover); the store is not:
+ * only the service's main process may add to it (NotifyAccess=main), and only a process that may
+ * ptrace PID 1 or modgated can read its fds, which could then take CAP_SYS_MODULE from either. Without
+ * a store (not started by systemd, FileDescriptorStoreMax=0) nothing is kept. */
+
+/* Names of what is kept. A record replaced whole is first stored under NAME.new (see
+ * fdstore_replace()). */
+#define FDSTORE_UEVENT "uevent"
+#define FDSTORE_HISTORY "history"
+#define FDSTORE_ROOTS "roots"
+
+/* Takes the fds passed at start ($LISTEN_FDS, $LISTEN_FDNAMES) other than the varlink sockets, which
+ * sd_varlink_server_listen_auto() takes. Returns 0, or -ENOMEM. */
+int fdstore_init(void);
+
+/* Whether the service has a store ($FDSTORE, set by systemd when FileDescriptorStoreMax= is above 0,
+ * and $NOTIFY_SOCKET). */
+bool fdstore_available(void);
+
+/* The fd stored as name, now owned by the caller, or -ENOENT. For a record replaced whole, NAME
+ * wins over NAME.new, which is only there alone when a replacement was cut short after its first
+ * step. */
+int fdstore_take(const char *name);
+
+/* Closes what was passed and nobody took, and removes it from the store. */
+void fdstore_done(void);
+
+/* Stores fd (a copy: the caller keeps its own) as name. Returns 0, -EOPNOTSUPP without a store, or
+ * -errno. */
+int fdstore_put(int fd, const char *name);
+
+/* Replaces what is stored as name with fd, so that a start after a crash at any step finds either
+ * the old record or the new one whole: stored as NAME.new, then NAME removed, stored as NAME, and
+ * NAME.new removed. Returns 0, -EOPNOTSUPP or -errno. */
+int fdstore_replace(int fd, const char *name);
