@@ -301,7 +301,7 @@ class Daemon:
             env.update({"FDSTORE": str(FdStore.MAX), "LISTEN_FDS": str(len(passed)),
                         "LISTEN_FDNAMES": ":".join(n for n, _ in passed)})
             self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr, env=dict(os.environ, **env),
-                                         pass_fds=range(3, 3 + len(passed)),
+                                         close_fds=False,     # Python's own fds are not inherited (PEP 446)
                                          preexec_fn=lambda: _place_fds([fd for _, fd in passed]))
             listen.close()
         deadline = time.monotonic() + 10
@@ -773,6 +773,34 @@ def max_in_flight(records):
 
 # --- System integration: the helpers, a stand-in daemon, and a booted systemd ----------------------
 
+
+
+def kernel_uevent(devpath, action="add", timeout=10):
+    """Has the kernel send a synthetic uevent for the device at /sys{devpath} (as udevadm trigger
+    does), and returns what it sent, as a dict with SEQNUM, read from the kernel's own netlink
+    group."""
+    tag = "%08x-0000-4000-8000-%012x" % (os.getpid(), time.monotonic_ns() % (1 << 48))
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, 15)   # KOBJECT_UEVENT
+    try:
+        s.bind((0, 1))
+        s.settimeout(timeout)
+        with open("/sys%s/uevent" % devpath, "w") as f:
+            f.write("%s %s" % (action, tag))
+        while True:
+            data, (port, _) = s.recvfrom(65536)
+            if port != 0:
+                continue
+            env = dict(x.split("=", 1) for x in data.decode(errors="replace").split("\0")[1:] if "=" in x)
+            if env.get("SYNTH_UUID") == tag and env.get("DEVPATH") == devpath:
+                env["SEQNUM"] = int(env["SEQNUM"])
+                return env
+    finally:
+        s.close()
+
+
+def kernel_seqnum():
+    with open("/sys/kernel/uevent_seqnum") as f:
+        return int(f.read())
 
 
 def build_dir():

@@ -61,6 +61,25 @@ def udev(*args, env=None, timeout=60, unit=None):
 
 # udev runs its rules' programs in its own unit's cgroup, where modgated looks for it.
 UDEVD = "systemd-udevd.service"
+M = "io.modgate.Manager."
+# udevd under the takeover: without CAP_SYS_MODULE.
+NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
+
+
+def device_with_modalias(resolvable):
+    """A device of this machine whose uevent's MODALIAS the index resolves."""
+    for dirpath, _, filenames in sorted(os.walk("/sys/devices")):
+        if "uevent" not in filenames:
+            continue
+        try:
+            with open(os.path.join(dirpath, "uevent")) as f:
+                env = dict(x.split("=", 1) for x in f.read().splitlines() if "=" in x)
+        except OSError:
+            continue
+        alias = env.get("MODALIAS")
+        if alias and resolvable(alias):
+            return dirpath[len("/sys"):], alias
+    raise RuntimeError("no device of this machine has a modalias the module index resolves")
 
 
 def daemon_start_log(work, trusted, udevd):
@@ -422,6 +441,118 @@ def main():
         else:
             raise AssertionError("dummy never became live after the helper left")
 
+    # udevd under the takeover asks for what the kernel announced: each request is checked against the
+    # kernel's uevent of its SEQNUM, whether or not the device is still there.
+    store = h.FdStore()
+    udevd = [*h.in_unit(UDEVD + "/udev/worker"), *NO_SYS_MODULE]
+    ue = h.Daemon(work, "uevents", trusted, store=store)
+    assert ue.activate(), ue.stderr_text()
+
+    def resolvable(alias):
+        return "error" not in ue.call(M + "Load", {"modalias": alias, "context": {"source": "admin"}})
+
+    device, alias = device_with_modalias(resolvable)
+    subsystem = os.path.basename(os.readlink("/sys%s/subsystem" % device))
+    hidden = []
+
+    def hide(devpath):
+        """The device gone, as far as sysfs tells the daemon: an empty directory mounted over it."""
+        h.run("mount", "-t", "tmpfs", "-o", "ro", "gone", "/sys" + devpath)
+        hidden.append(devpath)
+
+    def unhide():
+        while hidden:
+            h.run("umount", "/sys" + hidden.pop())
+
+    def udev_load(d, seqnum, devpath=device, modalias=alias):
+        ctx = {"source": "udev", "devpath": devpath, "subsystem": subsystem, "action": "add", "seqnum": seqnum}
+        return h.call_as(udevd, d.address, M + "Load", {"modalias": modalias, "context": ctx})
+
+    def loaded_by(reply):
+        mods = h.modules_of(reply)
+        assert mods and all(m["outcome"] in ("loaded", "already_loaded") for m in mods), reply
+        return mods
+
+    def case_uevent_gone():
+        h.reset_sys_module()
+        ev = h.kernel_uevent(device)
+        assert ev.get("MODALIAS") == alias, ev
+        hide(device)
+        try:
+            # Gone from sysfs: the kernel's event is what counts. modgate-udev passes udev's SEQNUM.
+            n = len(h.finit_records(ue.shim_records()))
+            res = h.run_program([*udevd, UDEV, "--address=" + ue.address],
+                                env=udev_env(MODALIAS=alias, DEVPATH=device, SUBSYSTEM=subsystem,
+                                             SEQNUM=str(ev["SEQNUM"])))
+            assert res.returncode == 0, res
+            assert len(h.finit_records(ue.shim_records())) > n, (res, ue.stderr_text()[-2000:])
+            rec = journal.records(MODGATE_SEQNUM=str(ev["SEQNUM"]), _PID=str(ue.pid), MODGATE_OUTCOME="loaded")
+            assert rec and rec[0]["MODGATE_DEVPATH"] == device, rec
+        finally:
+            unhide()
+        print("# %s (%s): uevent %d, loaded while hidden" % (device, subsystem, ev["SEQNUM"]), flush=True)
+
+    def case_uevent_none():
+        h.reset_sys_module()
+        ev = h.kernel_uevent(device)
+        made_up = h.kernel_seqnum() + 100000
+        n = len(h.finit_records(ue.shim_records()))
+        cases = [
+            (made_up, device, alias, "the kernel sent no uevent %d" % made_up),
+            (ev["SEQNUM"], "/devices/virtual/mem/null", alias,
+             "the kernel's uevent %d is for %s, not /devices/virtual/mem/null" % (ev["SEQNUM"], device)),
+            (ev["SEQNUM"], device, "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
+             "modalias pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00 is not device %s's (%s)"
+             % (device, alias)),
+        ]
+        for seqnum, devpath, modalias, why in cases:
+            r = udev_load(ue, seqnum, devpath, modalias)
+            assert r.get("error") == M + "PermissionDenied", r
+            assert r["parameters"]["reason"] == why, r
+        # No SEQNUM at all: refused too.
+        ctx = {"source": "udev", "devpath": device, "action": "add"}
+        r = h.call_as(udevd, ue.address, M + "Load", {"modalias": alias, "context": ctx})
+        assert r.get("error") == M + "PermissionDenied", r
+        assert r["parameters"]["reason"] == "the request gives no SEQNUM of the kernel's event", r
+        assert len(h.finit_records(ue.shim_records())) == n, ue.shim_records()
+        # The real one, with the device there: loads.
+        loaded_by(udev_load(ue, ev["SEQNUM"]))
+
+    def case_uevent_idle_exit():
+        # An event sent while no daemon runs waits in the socket kept in the fd store.
+        assert store.names().count("uevent") == 1, store.names()
+        # One instance at a time reads the socket, as under PID 1.
+        h.assert_clean_exit(ue)
+        daemons.remove(ue)
+        d = h.Daemon(work, "uevents-idle", trusted, store=store, args=("--idle-exit-sec=1",))
+        assert d.activate(), d.stderr_text()
+        h.wait_for("the idle exit", lambda: d.proc.poll() is not None, timeout=20)
+        assert d.proc.returncode == 0, d.stderr_text()
+        h.reset_sys_module()
+        ev = h.kernel_uevent(device)
+        hide(device)
+        try:
+            again = h.Daemon(work, "uevents-again", trusted, store=store)
+            daemons.append(again)
+            assert again.activate(), again.stderr_text()
+            loaded_by(udev_load(again, ev["SEQNUM"]))
+            # A daemon without the store never saw it: sysfs decides, and the device is gone.
+            h.reset_sys_module()
+            bare = h.Daemon(work, "uevents-bare", trusted)
+            daemons.append(bare)
+            assert bare.activate(), bare.stderr_text()
+            r = udev_load(bare, ev["SEQNUM"])
+            assert r.get("error") == M + "PermissionDenied", r
+            assert r["parameters"]["reason"] == "device %s does not exist" % device, r
+        finally:
+            unhide()
+
+    daemons = [ue]
+    t.case("udevd's request for a device gone since the kernel's uevent loads its driver; SEQNUM is passed",
+           case_uevent_gone)
+    t.case("a request whose SEQNUM names no kernel event, another device's, or a modalias the event does not "
+           "have, or no SEQNUM, is refused", case_uevent_none)
+    t.case("an event sent while no daemon ran is read from the socket kept in the fd store", case_uevent_idle_exit)
     t.case("a device event sends MODALIAS, the udev context and a timeoutUSec below the helper's", case_modalias_request)
     t.case("module names as arguments send one request each", case_names)
     t.case("missing, oversized or non-numeric udev values are left out of the context", case_missing_env)
@@ -451,7 +582,7 @@ def main():
 
     fake.stop()
     t.case("the daemons exit cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
-           lambda: h.assert_clean_exit(daemon, slow))
+           lambda: h.assert_clean_exit(daemon, slow, *daemons))
     journal.stop()
     if t.failed:
         for d in (daemon, slow):
