@@ -93,6 +93,21 @@ TEST(rewrite_subsystems) {
         /* A rule that matches no subsystem: every device's event must be replayed. */
         out = rewrite("SUBSYSTEMS==\"usb\", RUN{builtin}+=\"kmod load y\"\n", &n, &s, &unmatched);
         check(n == 1 && unmatched && strv_length(s) == 0);
+        free(out);
+        strv_free(s);
+        s = NULL;
+
+        /* Each alternative is a subsystem to replay; a glob names none, as no match. */
+        unmatched = false;
+        out = rewrite("SUBSYSTEM==\"usb|pci\", RUN{builtin}+=\"kmod load y\"\n", &n, &s, &unmatched);
+        check(n == 1 && !unmatched && strv_length(s) == 2);
+        check_streq(s[0], "usb");
+        check_streq(s[1], "pci");
+        free(out);
+        strv_free(s);
+        s = NULL;
+        out = rewrite("SUBSYSTEM==\"input*\", RUN{builtin}+=\"kmod load y\"\n", &n, &s, &unmatched);
+        check(n == 1 && unmatched && strv_length(s) == 0);
 }
 
 TEST(names) {
