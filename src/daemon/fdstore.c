@@ -22,29 +22,56 @@ typedef struct Passed {
 static Passed passed[PASSED_MAX];
 static size_t n_passed;
 
+/* PID 1 passes the sockets first and the store after them. What is left described in $LISTEN_FDS
+ * is the varlink sockets alone, for sd_varlink_server_listen_auto(), which sets FD_CLOEXEC on every
+ * fd described there and fails on one that was taken and closed since. */
+static int describe_only(size_t n_varlink, char **names) {
+        _cleanup_free_ char *joined = NULL, *count = NULL;
+        size_t len = 0;
+
+        for (size_t i = 0; i < n_varlink; i++)
+                len += strlen(names[i]) + 1;
+        joined = calloc(len + 1, 1);
+        if (!joined || asprintf(&count, "%zu", n_varlink) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_varlink; i++) {
+                if (i > 0)
+                        strcat(joined, ":");
+                strcat(joined, names[i]);
+        }
+        if (setenv("LISTEN_FDS", count, 1) < 0 || setenv("LISTEN_FDNAMES", joined, 1) < 0)
+                return negative_errno();
+        return 0;
+}
+
 int fdstore_init(void) {
-        char **names = NULL;
-        int n;
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n_varlink = 0;
+        int n, r;
 
         n = sd_listen_fds_with_names(false, &names);
-        for (int i = 0; i < MAX(n, 0); i++) {
+        if (n <= 0)
+                return 0;
+        while (n_varlink < (size_t) n && streq_ptr(names[n_varlink], "varlink"))
+                n_varlink++;
+        for (int i = (int) n_varlink; i < n; i++)
+                if (streq_ptr(names[i], "varlink"))
+                        return -EINVAL;         /* not PID 1's order: nothing is taken */
+        r = describe_only(n_varlink, names);
+        if (r < 0)
+                return r;
+        for (int i = (int) n_varlink; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
 
-                if (streq_ptr(names[i], "varlink"))
-                        continue;
                 if (n_passed >= PASSED_MAX) {
                         (void) safe_close(fd);
                         continue;
                 }
-                passed[n_passed].fd = fd;
                 passed[n_passed].name = strdup(names[i]);
-                if (!passed[n_passed].name) {
-                        strv_free(names);
+                if (!passed[n_passed].name)
                         return -ENOMEM;
-                }
-                n_passed++;
+                passed[n_passed++].fd = fd;
         }
-        strv_free(names);
         return 0;
 }
 
@@ -112,6 +139,10 @@ void fdstore_done(void) {
 
 int fdstore_put(int fd, const char *name) {
         return notify("FDSTORE=1", name, &fd);
+}
+
+int fdstore_remove(const char *name) {
+        return notify("FDSTOREREMOVE=1", name, NULL);
 }
 
 int fdstore_replace(int fd, const char *name) {

@@ -13,11 +13,13 @@
 /* Names of what is kept. A record replaced whole is first stored under NAME.new (see
  * fdstore_replace()). */
 #define FDSTORE_UEVENT "uevent"
+#define FDSTORE_UEVENT_LOG "uevent-log"
 #define FDSTORE_HISTORY "history"
 #define FDSTORE_ROOTS "roots"
 
 /* Takes the fds passed at start ($LISTEN_FDS, $LISTEN_FDNAMES) other than the varlink sockets, which
- * sd_varlink_server_listen_auto() takes. Returns 0, or -ENOMEM. */
+ * sd_varlink_server_listen_auto() takes later: $LISTEN_FDS then describes those alone. Returns 0,
+ * -EINVAL (the varlink sockets are not first, as PID 1 passes them: nothing taken), -ENOMEM. */
 int fdstore_init(void);
 
 /* Whether the service has a store ($FDSTORE, set by systemd when FileDescriptorStoreMax= is above 0,
@@ -35,6 +37,9 @@ void fdstore_done(void);
 /* Stores fd (a copy: the caller keeps its own) as name. Returns 0, -EOPNOTSUPP without a store, or
  * -errno. */
 int fdstore_put(int fd, const char *name);
+
+/* Removes what is stored as name. Returns 0, -EOPNOTSUPP or -errno. */
+int fdstore_remove(const char *name);
 
 /* Replaces what is stored as name with fd, so that a start after a crash at any step finds either
  * the old record or the new one whole: stored as NAME.new, then NAME removed, stored as NAME, and

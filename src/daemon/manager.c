@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -412,6 +413,25 @@ static void manager_lock_running(Manager *m) {
         m->running_fd = TAKE_FD(fd);
 }
 
+/* What the last instance read of the same socket, saved at its exit. Taken out of the store at once:
+ * after a crash there is none, and the log starts at the kernel's SEQNUM now. */
+static void manager_restore_uevents(Manager *m) {
+        _cleanup_close_ int fd = fdstore_take(FDSTORE_UEVENT_LOG);
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        ssize_t k;
+
+        if (fd < 0)
+                return;
+        (void) fdstore_remove(FDSTORE_UEVENT_LOG);
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024 ||
+            !(text = malloc((size_t) st.st_size + 1)))
+                return;
+        k = pread(fd, text, (size_t) st.st_size, 0);
+        if (k < 0 || uevent_log_restore(m->uevents, text, (size_t) k) < 0)
+                log_warning("Ignoring the uevent log of the last instance, which does not parse.");
+}
+
 /* The kernel's uevents, on the socket kept in PID 1's fd store while no daemon ran (what the kernel
  * sent meanwhile waits there), or on a new one, stored. */
 static int manager_follow_uevents(Manager *m) {
@@ -439,9 +459,33 @@ static int manager_follow_uevents(Manager *m) {
                         log_warning_errno(r, "Failed to keep the uevent socket in the fd store, events sent while "
                                           "modgated does not run will be unknown to it: %m");
         }
+        if (fd >= 0)
+                manager_restore_uevents(m);
         log_debug("Following the kernel's uevents on %s socket, receive buffer %d bytes.",
                   fd >= 0 ? "the fd store's" : "a new", uevent_log_rcvbuf(m->uevents));
         return 0;
+}
+
+/* At exit, for the next instance that takes the socket. */
+static void manager_keep_uevents(Manager *m) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!m->uevents || !fdstore_available())
+                return;
+        (void) uevent_log_read(m->uevents);
+        fd = memfd_create("modgate-uevents", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0) {
+                log_warning_errno(errno, "Failed to save the uevent log for the next instance: %m");
+                return;
+        }
+        r = uevent_log_save(m->uevents, fd);
+        if (r >= 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+                r = -errno;
+        if (r >= 0)
+                r = fdstore_put(fd, FDSTORE_UEVENT_LOG);
+        if (r < 0)
+                log_warning_errno(r, "Failed to save the uevent log for the next instance: %m");
 }
 
 int manager_startup(Manager *m) {
@@ -452,8 +496,10 @@ int manager_startup(Manager *m) {
         manager_lock_running(m);
 
         r = fdstore_init();
-        if (r < 0)
+        if (r == -ENOMEM)
                 return log_oom();
+        if (r < 0)
+                log_warning_errno(r, "Ignoring the fds passed at start other than the varlink sockets: %m");
         if (!fdstore_available())
                 log_notice("No file descriptor store (FileDescriptorStoreMax=): this boot's history, the trusted "
                            "roots' identities and the kernel's uevents are not kept across restarts.");
@@ -714,5 +760,6 @@ int manager_run(Manager *m) {
                 return log_error_errno(r, "Event loop failed: %m");
 
         (void) sd_notify(false, "STOPPING=1");
+        manager_keep_uevents(m);
         return 0;
 }

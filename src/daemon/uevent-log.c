@@ -314,6 +314,79 @@ UeventLog *uevent_log_free(UeventLog *l) {
         return NULL;
 }
 
+/* What is saved: "B SEQNUM" then each event as the kernel sends it, each string ending in NUL, and
+ * an event ending in an empty string. */
+int uevent_log_save(UeventLog *l, int fd) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        int copy;
+
+        copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (copy < 0)
+                return negative_errno();
+        f = fdopen(copy, "we");
+        if (!f) {
+                (void) safe_close(copy);
+                return -ENOMEM;
+        }
+        fprintf(f, "B %llu", (unsigned long long) l->blind);
+        fputc('\0', f);
+        fputc('\0', f);
+        for (size_t i = 0; i < l->n; i++) {
+                const Uevent *u = entry(l, i);
+
+                fprintf(f, "%s@%s%cACTION=%s%cDEVPATH=%s%cSEQNUM=%llu%c", u->action, u->devpath, 0, u->action, 0,
+                        u->devpath, 0, (unsigned long long) u->seqnum, 0);
+                if (u->subsystem)
+                        fprintf(f, "SUBSYSTEM=%s%c", u->subsystem, 0);
+                if (u->modalias)
+                        fprintf(f, "MODALIAS=%s%c", u->modalias, 0);
+                fputc('\0', f);
+        }
+        return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+static int restore(UeventLog *l, const char *buf, size_t size) {
+        unsigned long long blind;
+        const char *end = buf + size, *p, *stop;
+
+        stop = memmem(buf, size, "\0\0", 2);
+        if (!stop || sscanf(buf, "B %llu", &blind) != 1)
+                return -EBADMSG;
+        for (p = stop + 2; p < end;) {
+                _cleanup_(uevent_done) Uevent u = {};
+                const char *e = memmem(p, (size_t) (end - p), "\0\0", 2);
+                int r;
+
+                if (!e)
+                        return -EBADMSG;
+                r = uevent_parse(p, (size_t) (e - p) + 1, &u);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 || uevent_log_add(l, &u) < 0)
+                        return -EBADMSG;
+                p = e + 2;
+        }
+        /* Continued: what the socket holds next follows what the last instance read. */
+        l->blind = (uint64_t) blind;
+        return 0;
+}
+
+int uevent_log_restore(UeventLog *l, const char *buf, size_t size) {
+        uint64_t blind = l->blind;
+        int r;
+
+        if (l->n > 0)
+                return -EBUSY;
+        r = restore(l, buf, size);
+        if (r < 0) {
+                for (size_t i = 0; i < l->n; i++)
+                        uevent_done(entry(l, i));
+                l->first = l->n = 0;
+                l->blind = blind;
+        }
+        return r;
+}
+
 int uevent_log_fd(UeventLog *l) {
         return l->fd;
 }

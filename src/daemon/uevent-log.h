@@ -72,5 +72,13 @@ typedef enum UeventMatch {
 UeventMatch uevent_log_match(UeventLog *l, int64_t seqnum, const char *devpath, const char *action,
                              const Uevent **ret_event, char *why, size_t size);
 
+/* The log, for the next instance: written to fd (a memfd kept in the fd store), read back with
+ * uevent_log_restore() into the log of the same socket, whose blind spot it then continues (not
+ * starting anew at the kernel's SEQNUM now), before anything is read. Returns 0, -EIO or -ENOMEM;
+ * restore -EBADMSG when buf is not such a log, which leaves the log as it was, -EBUSY when it has
+ * read events already. */
+int uevent_log_save(UeventLog *l, int fd);
+int uevent_log_restore(UeventLog *l, const char *buf, size_t size);
+
 /* For unit tests: a log with no socket. */
 int uevent_log_new_detached(UeventLog **ret);

@@ -524,10 +524,13 @@ def main():
         # One instance at a time reads the socket, as under PID 1.
         h.assert_clean_exit(ue)
         daemons.remove(ue)
-        d = h.Daemon(work, "uevents-idle", trusted, store=store, args=("--idle-exit-sec=1",))
+        d = h.Daemon(work, "uevents-idle", trusted, store=store, args=("--idle-exit-sec=2",))
         assert d.activate(), d.stderr_text()
+        # Read by this instance before its exit: its log is kept for the next one.
+        read = h.kernel_uevent(device)
         h.wait_for("the idle exit", lambda: d.proc.poll() is not None, timeout=20)
         assert d.proc.returncode == 0, d.stderr_text()
+        assert "uevent-log" in store.names(), store.names()
         h.reset_sys_module()
         ev = h.kernel_uevent(device)
         hide(device)
@@ -535,7 +538,10 @@ def main():
             again = h.Daemon(work, "uevents-again", trusted, store=store)
             daemons.append(again)
             assert again.activate(), again.stderr_text()
+            assert "uevent-log" not in store.names(), store.names()     # taken: a crash leaves none
             loaded_by(udev_load(again, ev["SEQNUM"]))
+            h.reset_sys_module()
+            loaded_by(udev_load(again, read["SEQNUM"]))
             # A daemon without the store never saw it: sysfs decides, and the device is gone.
             h.reset_sys_module()
             bare = h.Daemon(work, "uevents-bare", trusted)
@@ -552,7 +558,8 @@ def main():
            case_uevent_gone)
     t.case("a request whose SEQNUM names no kernel event, another device's, or a modalias the event does not "
            "have, or no SEQNUM, is refused", case_uevent_none)
-    t.case("an event sent while no daemon ran is read from the socket kept in the fd store", case_uevent_idle_exit)
+    t.case("an event sent while no daemon ran is read from the socket kept in the fd store, one the last "
+           "instance read from its saved log", case_uevent_idle_exit)
     t.case("a device event sends MODALIAS, the udev context and a timeoutUSec below the helper's", case_modalias_request)
     t.case("module names as arguments send one request each", case_names)
     t.case("missing, oversized or non-numeric udev values are left out of the context", case_missing_env)
