@@ -13,6 +13,7 @@ DEVICES = ["-vga", "std", "-chardev", "null,id=modgate-parport", "-device", "isa
 TIMEOUT = 480
 
 REFUSED_ID = "f68712d0c1414e768ead0ce5ff450860"
+UEVENTS_LOST_ID = "d0a09ce1568c4f8e960a853349dea73f"
 # What stock udev loads for these devices and modgate did not, before it followed the kernel's events.
 TRANSIENT = ("parport_pc", "ppdev", "vga16fb", "vgastate")
 CGROUP = "/sys/fs/cgroup/system.slice/systemd-udevd.service/udev/modgate-vm-seqnum"
@@ -36,6 +37,12 @@ def test_transient_drivers(vm):
     assert not refused, "\n".join(r.get("MODGATE_REASON", r["MESSAGE"]) for r in refused)
     missing = [m for m in TRANSIENT if m not in live]
     assert not missing, "not loaded: %s (loaded: %s)" % (missing, " ".join(sorted(live)))
+    # The coldplug burst fitted in the uevent socket's buffer (what the kernel grants without
+    # CAP_NET_ADMIN: net.core.rmem_max): no event was lost, none fell back to sysfs.
+    lost = vm.journal("MESSAGE_ID=" + UEVENTS_LOST_ID, "_BOOT_ID=" + vm.boot_id)
+    assert not lost, [r["MESSAGE"] for r in lost]
+    print("# %s uevents this boot; net.core.rmem_max %s" % (
+        vm.sh("cat /sys/kernel/uevent_seqnum").out.strip(), vm.sh("sysctl -n net.core.rmem_max").out.strip()))
     for m in ("parport_pc", "ppdev", "vga16fb"):
         recs = guest.records(vm, m, "loaded")
         assert recs and recs[0].get("MODGATE_SOURCE") == "udev", (m, recs)
