@@ -46,7 +46,10 @@ def test_transient_drivers(vm):
     for m in ("parport_pc", "ppdev", "vga16fb"):
         recs = guest.records(vm, m, "loaded")
         assert recs and recs[0].get("MODGATE_SOURCE") == "udev", (m, recs)
-        print("# %s: loaded for %s (uevent %s)" % (m, recs[0].get("MODGATE_DEVPATH"), recs[0].get("MODGATE_SEQNUM")))
+        devpath = recs[0].get("MODGATE_DEVPATH")
+        there = vm.sh("test -e /sys%s" % guest.quote(devpath), check=False).rc == 0
+        print("# %s: loaded for %s (uevent %s), which is %s" % (m, devpath, recs[0].get("MODGATE_SEQNUM"),
+                                                             "there" if there else "gone now"))
 
 
 def udev_helper(vm, env):
