@@ -759,7 +759,7 @@ int manager_run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
 
-        (void) sd_notify(false, "STOPPING=1");
         manager_keep_uevents(m);
+        (void) sd_notify(false, "STOPPING=1");
         return 0;
 }
