@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,7 @@ def udev(*args, env=None, timeout=60, unit=None):
 # udev runs its rules' programs in its own unit's cgroup, where modgated looks for it.
 UDEVD = "systemd-udevd.service"
 M = "io.modgate.Manager."
+UEVENTS_LOST_ID = "d0a09ce1568c4f8e960a853349dea73f"
 # udevd under the takeover: without CAP_SYS_MODULE.
 NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
 
@@ -553,6 +555,32 @@ def main():
         finally:
             unhide()
 
+    def case_uevent_overflow():
+        # The socket's buffer overflowed while no daemon ran: what may be lost is checked against sysfs,
+        # and the daemon says so. The store's socket is the daemon's: made small here, as a burst
+        # larger than net.core.rmem_max would make it full.
+        last = daemons[-2]      # uevents-again, which has the store
+        h.assert_clean_exit(last)
+        daemons.remove(last)
+        sock = socket.socket(fileno=os.dup(dict(store.passed())["uevent"]))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+        try:
+            events = [h.kernel_uevent(device) for _ in range(20)]
+            hide(device)
+            d = h.Daemon(work, "uevents-overflow", trusted, store=store)
+            daemons.append(d)
+            assert d.activate(), d.stderr_text()
+            r = udev_load(d, events[-1]["SEQNUM"])
+            assert r.get("error") == M + "PermissionDenied", r
+            assert r["parameters"]["reason"] == "device %s does not exist" % device, r
+            lost = journal.records(MESSAGE_ID=UEVENTS_LOST_ID, _PID=str(d.pid))
+            assert len(lost) == 1 and int(lost[0]["MODGATE_SEQNUM"]) >= events[-1]["SEQNUM"], lost
+            print("# %s" % lost[0]["MESSAGE"], flush=True)
+        finally:
+            unhide()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            sock.close()
+
     daemons = [ue]
     t.case("udevd's request for a device gone since the kernel's uevent loads its driver; SEQNUM is passed",
            case_uevent_gone)
@@ -560,6 +588,7 @@ def main():
            "have, or no SEQNUM, is refused", case_uevent_none)
     t.case("an event sent while no daemon ran is read from the socket kept in the fd store, one the last "
            "instance read from its saved log", case_uevent_idle_exit)
+    t.case("events lost to an overflowed buffer are checked against sysfs, and said so", case_uevent_overflow)
     t.case("a device event sends MODALIAS, the udev context and a timeoutUSec below the helper's", case_modalias_request)
     t.case("module names as arguments send one request each", case_names)
     t.case("missing, oversized or non-numeric udev values are left out of the context", case_missing_env)
