@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,20 +83,46 @@ bool fdstore_available(void) {
         return e && parse_unsigned(e, &n) >= 0 && n > 0 && getenv("NOTIFY_SOCKET");
 }
 
-static int take_exact(const char *name) {
-        for (size_t i = 0; i < n_passed; i++)
-                if (passed[i].fd >= 0 && streq_ptr(passed[i].name, name))
-                        return TAKE_FD(passed[i].fd);
-        return -ENOENT;
+/* The generation name is stored as now, -1 for none; names are few. */
+#define NAMES_MAX 8
+
+typedef struct Kept {
+        char name[32];
+        long generation;
+} Kept;
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static Kept kept[NAMES_MAX];
+static size_t n_kept;
+
+static Kept *kept_find(const char *name) {
+        for (size_t i = 0; i < n_kept; i++)
+                if (streq_ptr(kept[i].name, name))
+                        return &kept[i];
+        if (n_kept >= NAMES_MAX || strlen(name) >= sizeof(kept[0].name))
+                return NULL;
+        snprintf(kept[n_kept].name, sizeof(kept[0].name), "%s", name);
+        kept[n_kept].generation = -1;
+        return &kept[n_kept++];
 }
 
-static int notify(const char *what, const char *name, const int *fd) {
+/* The generation of a passed fd's name for name, or -1 when it is not name's. */
+static long generation_of(const char *stored, const char *name) {
+        size_t n = strlen(name);
+        unsigned g;
+
+        if (strncmp(stored, name, n) != 0 || stored[n] != '.' || parse_unsigned(stored + n + 1, &g) < 0)
+                return -1;
+        return (long) g;
+}
+
+static int notify(const char *what, const char *name, long generation, const int *fd) {
         _cleanup_free_ char *msg = NULL;
         int r;
 
         if (!fdstore_available())
                 return -EOPNOTSUPP;
-        if (asprintf(&msg, "%s\nFDNAME=%s", what, name) < 0)
+        if (asprintf(&msg, "%s\nFDNAME=%s.%ld", what, name, generation) < 0)
                 return -ENOMEM;
         r = fd ? sd_pid_notify_with_fds(0, false, msg, fd, 1) : sd_notify(false, msg);
         if (r < 0)
@@ -104,33 +131,41 @@ static int notify(const char *what, const char *name, const int *fd) {
 }
 
 int fdstore_take(const char *name) {
-        _cleanup_free_ char *new = NULL;
-        int fd, other;
+        long best = -1;
+        size_t at = 0;
+        Kept *k;
+        int fd;
 
-        if (asprintf(&new, "%s.new", name) < 0)
-                return -ENOMEM;
-        fd = take_exact(name);
-        other = take_exact(new);
-        if (fd >= 0) {
-                if (other >= 0) {
-                        (void) safe_close(other);
-                        (void) notify("FDSTOREREMOVE=1", new, NULL);
+        for (size_t i = 0; i < n_passed; i++) {
+                long g = passed[i].fd >= 0 ? generation_of(passed[i].name, name) : -1;
+
+                if (g > best) {
+                        best = g;
+                        at = i;
                 }
-                return fd;
         }
-        if (other < 0)
+        if (best < 0)
                 return -ENOENT;
-        /* A replacement cut short after its first step: the new record is whole, finish it. */
-        (void) notify("FDSTORE=1", name, &other);
-        (void) notify("FDSTOREREMOVE=1", new, NULL);
-        return other;
+        fd = TAKE_FD(passed[at].fd);
+        for (size_t i = 0; i < n_passed; i++)
+                if (passed[i].fd >= 0 && generation_of(passed[i].name, name) >= 0) {
+                        (void) safe_close(TAKE_FD(passed[i].fd));
+                        (void) notify("FDSTOREREMOVE=1", name, generation_of(passed[i].name, name), NULL);
+                }
+        pthread_mutex_lock(&kept_lock);
+        k = kept_find(name);
+        if (k)
+                k->generation = best;
+        pthread_mutex_unlock(&kept_lock);
+        return fd;
 }
 
 void fdstore_done(void) {
         for (size_t i = 0; i < n_passed; i++) {
                 if (passed[i].fd >= 0) {
                         (void) safe_close(passed[i].fd);
-                        (void) notify("FDSTOREREMOVE=1", passed[i].name, NULL);
+                        if (fdstore_available())
+                                (void) sd_notifyf(false, "FDSTOREREMOVE=1\nFDNAME=%s", passed[i].name);
                 }
                 free(passed[i].name);
         }
@@ -138,25 +173,32 @@ void fdstore_done(void) {
 }
 
 int fdstore_put(int fd, const char *name) {
-        return notify("FDSTORE=1", name, &fd);
+        Kept *k;
+        int r;
+
+        pthread_mutex_lock(&kept_lock);
+        k = kept_find(name);
+        if (!k)
+                r = -E2BIG;
+        else {
+                r = notify("FDSTORE=1", name, k->generation + 1, &fd);
+                if (r >= 0 && k->generation >= 0)
+                        (void) notify("FDSTOREREMOVE=1", name, k->generation, NULL);
+                if (r >= 0)
+                        k->generation++;
+        }
+        pthread_mutex_unlock(&kept_lock);
+        return r;
 }
 
 int fdstore_remove(const char *name) {
-        return notify("FDSTOREREMOVE=1", name, NULL);
-}
+        Kept *k;
+        int r = 0;
 
-int fdstore_replace(int fd, const char *name) {
-        _cleanup_free_ char *new = NULL;
-        int r;
-
-        if (asprintf(&new, "%s.new", name) < 0)
-                return -ENOMEM;
-        r = notify("FDSTORE=1", new, &fd);
-        if (r >= 0)
-                r = notify("FDSTOREREMOVE=1", name, NULL);
-        if (r >= 0)
-                r = notify("FDSTORE=1", name, &fd);
-        if (r >= 0)
-                r = notify("FDSTOREREMOVE=1", new, NULL);
+        pthread_mutex_lock(&kept_lock);
+        k = kept_find(name);
+        if (k && k->generation >= 0)
+                r = notify("FDSTOREREMOVE=1", name, k->generation, NULL);
+        pthread_mutex_unlock(&kept_lock);
         return r;
 }

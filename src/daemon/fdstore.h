@@ -10,8 +10,9 @@
  * ptrace PID 1 or modgated can read its fds, which could then take CAP_SYS_MODULE from either. Without
  * a store (not started by systemd, FileDescriptorStoreMax=0) nothing is kept. */
 
-/* Names of what is kept. A record replaced whole is first stored under NAME.new (see
- * fdstore_replace()). */
+/* Names of what is kept. Each is stored as NAME.GENERATION: a record replaced is stored anew under
+ * the next generation before the old one is removed (PID 1 ignores an fd stored twice, so one name
+ * cannot be reused for the same fd), and a start after a crash between the two takes the newest. */
 #define FDSTORE_UEVENT "uevent"
 #define FDSTORE_UEVENT_LOG "uevent-log"
 #define FDSTORE_HISTORY "history"
@@ -26,22 +27,16 @@ int fdstore_init(void);
  * and $NOTIFY_SOCKET). */
 bool fdstore_available(void);
 
-/* The fd stored as name, now owned by the caller, or -ENOENT. For a record replaced whole, NAME
- * wins over NAME.new, which is only there alone when a replacement was cut short after its first
- * step. */
+/* The newest fd stored as name, now owned by the caller, or -ENOENT. Older generations of it (a
+ * replacement cut short by a crash) are closed and removed from the store. */
 int fdstore_take(const char *name);
 
 /* Closes what was passed and nobody took, and removes it from the store. */
 void fdstore_done(void);
 
-/* Stores fd (a copy: the caller keeps its own) as name. Returns 0, -EOPNOTSUPP without a store, or
- * -errno. */
+/* Stores fd (a copy: the caller keeps its own) as name, in place of what name was taken as or last
+ * stored as. Returns 0, -EOPNOTSUPP without a store, or -errno. Safe from several threads. */
 int fdstore_put(int fd, const char *name);
 
-/* Removes what is stored as name. Returns 0, -EOPNOTSUPP or -errno. */
+/* Removes what name was taken as or last stored as. Returns 0, -EOPNOTSUPP or -errno. */
 int fdstore_remove(const char *name);
-
-/* Replaces what is stored as name with fd, so that a start after a crash at any step finds either
- * the old record or the new one whole: stored as NAME.new, then NAME removed, stored as NAME, and
- * NAME.new removed. Returns 0, -EOPNOTSUPP or -errno. */
-int fdstore_replace(int fd, const char *name);

@@ -223,7 +223,7 @@ static int compact(History *h) {
                         return r;
                 total += n;
         }
-        r = fdstore_replace(fd, FDSTORE_HISTORY);
+        r = fdstore_put(fd, FDSTORE_HISTORY);
         if (r < 0)
                 return r;
         safe_close(h->fd);

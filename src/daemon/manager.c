@@ -454,7 +454,7 @@ static int manager_follow_uevents(Manager *m) {
                 return 0;
         }
         if (fd < 0 && fdstore_available()) {
-                r = fdstore_replace(uevent_log_fd(m->uevents), FDSTORE_UEVENT);
+                r = fdstore_put(uevent_log_fd(m->uevents), FDSTORE_UEVENT);
                 if (r < 0)
                         log_warning_errno(r, "Failed to keep the uevent socket in the fd store, events sent while "
                                           "modgated does not run will be unknown to it: %m");

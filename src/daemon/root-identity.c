@@ -143,7 +143,7 @@ static int append_record(const char *old, const char *path, const RootIdentity *
                 return negative_errno();
         if (dprintf(fd, "%s%s\t%s\n", old, path, line) < 0 || fcntl(fd, F_ADD_SEALS, RECORD_SEALS) < 0)
                 return negative_errno();
-        r = fdstore_replace(fd, FDSTORE_ROOTS);
+        r = fdstore_put(fd, FDSTORE_ROOTS);
         if (r < 0)
                 return r;
         safe_close(records_fd);

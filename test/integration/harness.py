@@ -190,8 +190,14 @@ class FdStore:
         self._lock = threading.Lock()
         self.entries = []       # (name, fd), in the order stored
 
+    @staticmethod
+    def _same(a, b):
+        sa, sb = os.fstat(a), os.fstat(b)
+        return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
     def handle(self, text, fds):
-        """A notify message and the fds it carried; the fds are the store's or closed."""
+        """A notify message and the fds it carried; the fds are the store's or closed. As PID 1 does,
+        an fd already stored (under any name) is not stored again."""
         lines = text.split("\n")
         name = next((l[len("FDNAME="):] for l in lines if l.startswith("FDNAME=")), "stored")
         with self._lock:
@@ -201,13 +207,27 @@ class FdStore:
                 self.entries = [e for e in self.entries if e[0] != name]
             if "FDSTORE=1" in lines:
                 for fd in fds:
-                    if len(self.entries) < self.MAX:
+                    if len(self.entries) < self.MAX and not any(self._same(fd, e[1]) for e in self.entries):
                         self.entries.append((name, fd))
                     else:
                         os.close(fd)
                 return
         for fd in fds:
             os.close(fd)
+
+    def _generations(self, name):
+        return sorted((int(n[len(name) + 1:]), fd) for n, fd in self.entries
+                      if n.startswith(name + ".") and n[len(name) + 1:].isdigit())
+
+    def count(self, name):
+        """How many generations of name are stored (modgated stores NAME.GENERATION)."""
+        with self._lock:
+            return len(self._generations(name))
+
+    def find(self, name):
+        """The fd of name's newest generation."""
+        with self._lock:
+            return self._generations(name)[-1][1]
 
     def names(self):
         with self._lock:

@@ -265,8 +265,8 @@ def main():
         return start(name, ident_conf, env={"RUNTIME_DIRECTORY": runtime}, store=ident_store)
 
     def stored_roots():
-        assert ident_store.names().count("roots") == 1, ident_store.names()
-        fd = dict(ident_store.passed())["roots"]
+        assert ident_store.count("roots") == 1, ident_store.names()
+        fd = ident_store.find("roots")
         return os.pread(fd, 65536, 0).decode()
 
     def root_records(d):
@@ -290,7 +290,7 @@ def main():
         assert stored_roots() == "%s\t%s\n" % (erofs_mnt, first)
         assert not os.path.exists(os.path.join(runtime, "trusted-roots"))
         # Sealed: nobody holding the fd (PID 1, a reader of its fds) changes it.
-        fd = dict(ident_store.passed())["roots"]
+        fd = ident_store.find("roots")
         try:
             os.pwrite(fd, b"x", 0)
             raise AssertionError("the record is writable")

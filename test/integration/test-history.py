@@ -117,8 +117,8 @@ def main():
     def case_restart():
         h.assert_clean_exit(first)
         shutil.rmtree("/sys/module/" + KEPT)            # rmmod while no daemon runs
-        assert store.names().count("history") == 1, store.names()
-        fd = dict(store.passed())["history"]
+        assert store.count("history") == 1, store.names()
+        fd = store.find("history")
         os.pwrite(fd, b'{"module":"torn","outc', os.fstat(fd).st_size)    # a write cut short by a crash
         second = start("second")
         assert "Skipped 1 entries of the history" in second.stderr_text(), second.stderr_text()

@@ -522,7 +522,7 @@ def main():
 
     def case_uevent_idle_exit():
         # An event sent while no daemon runs waits in the socket kept in the fd store.
-        assert store.names().count("uevent") == 1, store.names()
+        assert store.count("uevent") == 1, store.names()
         # One instance at a time reads the socket, as under PID 1.
         h.assert_clean_exit(ue)
         daemons.remove(ue)
@@ -532,7 +532,7 @@ def main():
         read = h.kernel_uevent(device)
         h.wait_for("the idle exit", lambda: d.proc.poll() is not None, timeout=20)
         assert d.proc.returncode == 0, d.stderr_text()
-        assert "uevent-log" in store.names(), store.names()
+        assert store.count("uevent-log") == 1, store.names()
         h.reset_sys_module()
         ev = h.kernel_uevent(device)
         hide(device)
@@ -540,7 +540,7 @@ def main():
             again = h.Daemon(work, "uevents-again", trusted, store=store)
             daemons.append(again)
             assert again.activate(), again.stderr_text()
-            assert "uevent-log" not in store.names(), store.names()     # taken: a crash leaves none
+            assert store.count("uevent-log") == 0, store.names()     # taken: a crash leaves none
             loaded_by(udev_load(again, ev["SEQNUM"]))
             h.reset_sys_module()
             loaded_by(udev_load(again, read["SEQNUM"]))
@@ -562,7 +562,7 @@ def main():
         last = daemons[-2]      # uevents-again, which has the store
         h.assert_clean_exit(last)
         daemons.remove(last)
-        sock = socket.socket(fileno=os.dup(dict(store.passed())["uevent"]))
+        sock = socket.socket(fileno=os.dup(store.find("uevent")))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
         try:
             events = [h.kernel_uevent(device) for _ in range(20)]
