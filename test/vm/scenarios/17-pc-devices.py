@@ -81,6 +81,15 @@ def test_made_up_seqnum(vm):
     assert rc == 0 and len(udevd_refusals(vm)) == before + 1, (rc, err)
 
 
+def test_state_in_fd_store(vm):
+    """modgated's uevent socket, history and roots' records are in PID 1's fd store, nothing of them in /run/modgated"""
+    kept = int(vm.sh("systemctl show -P NFileDescriptorStore modgated.service").out)
+    assert kept >= 3, kept
+    files = vm.sh("ls -A /run/modgated").out.split()
+    assert "history" not in files and "trusted-roots" not in files, files
+    print("# %d fds in the store; /run/modgated: %s" % (kept, " ".join(files)))
+
+
 def test_stock_parity(vm):
     """every module stock udev loads on these devices (a boot with modgate_vm.stock_udev) is loaded under modgate"""
     ours = getattr(vm, "pc_modules", None)
