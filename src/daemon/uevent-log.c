@@ -38,9 +38,15 @@ void uevent_done(Uevent *u) {
         *u = (Uevent) {};
 }
 
+/* A value as udev passes it on: without the newline that some of the kernel's end with (a CPU's
+ * MODALIAS is printed as its sysfs attribute is, "...\n"). */
 static int set_value(char **field, const char *value) {
-        char *s = strdup(value);
+        size_t n = strlen(value);
+        char *s;
 
+        while (n > 0 && value[n - 1] == '\n')
+                n--;
+        s = strndup(value, n);
         if (!s)
                 return -ENOMEM;
         free(*field);

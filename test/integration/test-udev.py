@@ -494,6 +494,16 @@ def main():
             unhide()
         print("# %s (%s): uevent %d, loaded while hidden" % (device, subsystem, ev["SEQNUM"]), flush=True)
 
+    def case_uevent_cpu():
+        # A CPU's MODALIAS ends in a newline in the kernel's uevent, which udev does not pass on.
+        cpu = "/devices/system/cpu/cpu0"
+        h.reset_sys_module()
+        ev = h.kernel_uevent(cpu)
+        assert ev["MODALIAS"].endswith("\n"), ev
+        ctx = {"source": "udev", "devpath": cpu, "subsystem": "cpu", "action": "add", "seqnum": ev["SEQNUM"]}
+        r = h.call_as(udevd, ue.address, M + "Load", {"modalias": ev["MODALIAS"].rstrip("\n"), "context": ctx})
+        assert "error" not in r, r
+
     def case_uevent_none():
         h.reset_sys_module()
         ev = h.kernel_uevent(device)
@@ -584,6 +594,7 @@ def main():
     daemons = [ue]
     t.case("udevd's request for a device gone since the kernel's uevent loads its driver; SEQNUM is passed",
            case_uevent_gone)
+    t.case("a CPU's modalias, which the kernel's event ends with a newline, matches udev's", case_uevent_cpu)
     t.case("a request whose SEQNUM names no kernel event, another device's, or a modalias the event does not "
            "have, or no SEQNUM, is refused", case_uevent_none)
     t.case("an event sent while no daemon ran is read from the socket kept in the fd store, one the last "

@@ -33,6 +33,13 @@ TEST(parse) {
         check_streq(u.modalias, "platform:vga-framebuffer");
         uevent_done(&u);
 
+        /* A CPU's MODALIAS ends in a newline, which udev does not pass on. */
+        check(uevent_parse(MSG("add@/devices/system/cpu/cpu0\0ACTION=add\0DEVPATH=/devices/system/cpu/cpu0\0"
+                               "SUBSYSTEM=cpu\0MODALIAS=cpu:type:x86,ven0000fam0006mod003F:feature:,0000\n\0"
+                               "SEQNUM=9\0"), &u) == 0);
+        check_streq(u.modalias, "cpu:type:x86,ven0000fam0006mod003F:feature:,0000");
+        uevent_done(&u);
+
         /* No MODALIAS, an empty one: none. */
         check(uevent_parse(MSG("add@/module/parport_pc\0ACTION=add\0DEVPATH=/module/parport_pc\0"
                                "SUBSYSTEM=module\0MODALIAS=\0SEQNUM=7\0"), &u) == 0);
