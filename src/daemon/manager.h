@@ -52,7 +52,7 @@ typedef struct Manager {
         size_t n_udev_rule_names;
         char *udev_rules_stamp;         /* the rules files they were read from, as they were then */
         bool udevd_checked;             /* whether udevd's CAP_SYS_MODULE was looked at (it ran) */
-        char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
+        char *runtime_dir;              /* $RUNTIME_DIRECTORY: the running lock and the seal's time */
         Chatter *chatter;               /* repeated not-found and already-loaded answers, counted */
         History *history;               /* this boot's decisions, module by module */
         UeventLog *uevents;             /* the kernel's uevents: what udevd asks about, and loads and
