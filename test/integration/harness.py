@@ -16,6 +16,7 @@ import glob
 import hashlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -189,6 +190,13 @@ class FdStore:
     def __init__(self):
         self._lock = threading.Lock()
         self.entries = []       # (name, fd), in the order stored
+        self._daemons = []      # whose notify messages fill the store
+
+    def settle(self):
+        """Handles what the daemons sent and the store did not take yet: PID 1 reads a service's
+        notify messages before its exit, and so before it starts the next instance."""
+        for d in list(self._daemons):
+            d.drain_notify()
 
     @staticmethod
     def _same(a, b):
@@ -221,19 +229,23 @@ class FdStore:
 
     def count(self, name):
         """How many generations of name are stored (modgated stores NAME.GENERATION)."""
+        self.settle()
         with self._lock:
             return len(self._generations(name))
 
     def find(self, name):
         """The fd of name's newest generation."""
+        self.settle()
         with self._lock:
             return self._generations(name)[-1][1]
 
     def names(self):
+        self.settle()
         with self._lock:
             return [n for n, _ in self.entries]
 
     def passed(self):
+        self.settle()
         with self._lock:
             return list(self.entries)
 
@@ -256,12 +268,15 @@ class Daemon:
     """modgated started through real socket activation, with the syscall shim preloaded. With
     trusted_root None no --trusted-root= is given (TrustedRoot= in modgate.conf counts); wrapper is
     a command the daemon runs under, such as chroot. With store (an FdStore), the daemon has a file
-    descriptor store: this activator listens, passes the socket and what the store holds, and starts
-    the daemon at once (the first call waits in the listen queue until it is ready, as with a socket
-    unit); without, systemd-socket-activate starts it and there is no store."""
+    descriptor store, and this object acts as PID 1 does for a socket unit: it listens, and a
+    connection that waits while no daemon runs starts one, with the socket and what the store holds;
+    after an idle exit the next connection starts the next one (proc is then the new process).
+    Without, systemd-socket-activate starts it once and there is no store."""
 
     def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=(), store=None):
         self.store = store
+        self.proc = None
+        self._handling = threading.Lock()
         self.address = "/run/modgate/%s.sock" % name
         self.shim_log = os.path.join(workdir, name + ".shim.log")
         self.stderr_path = os.path.join(workdir, name + ".stderr")
@@ -314,21 +329,52 @@ class Daemon:
         else:
             if os.path.exists(self.address):
                 os.unlink(self.address)
-            listen = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listen.bind(self.address)
-            listen.listen(128)
-            passed = [("varlink", listen.fileno())] + store.passed()
-            env.update({"FDSTORE": str(FdStore.MAX), "LISTEN_FDS": str(len(passed)),
-                        "LISTEN_FDNAMES": ":".join(n for n, _ in passed)})
-            self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr, env=dict(os.environ, **env),
-                                         close_fds=False,     # Python's own fds are not inherited (PEP 446)
-                                         preexec_fn=lambda: _place_fds([fd for _, fd in passed]))
-            listen.close()
+            self._listen = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listen.bind(self.address)
+            self._listen.listen(128)
+            self._spawn_cmd, self._spawn_env = cmd, env
+            self._activator_stop = False
+            store._daemons.append(self)
+            self._activator = threading.Thread(target=self._activate_loop, daemon=True)
+            self._activator.start()
+            return
         deadline = time.monotonic() + 10
         while not os.path.exists(self.address):
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise RuntimeError("systemd-socket-activate did not listen on %s" % self.address)
             time.sleep(0.02)
+
+    def _spawn(self):
+        passed = [("varlink", self._listen.fileno())] + self.store.passed()
+        env = dict(os.environ, **self._spawn_env, FDSTORE=str(FdStore.MAX), LISTEN_FDS=str(len(passed)),
+                   LISTEN_FDNAMES=":".join(n for n, _ in passed))
+        self.proc = subprocess.Popen(self._spawn_cmd, stdout=self.stderr, stderr=self.stderr, env=env,
+                                     close_fds=False,     # Python's own fds are not inherited (PEP 446)
+                                     preexec_fn=lambda: _place_fds([fd for _, fd in passed]))
+
+    def _activate_loop(self):
+        while not self._activator_stop:
+            if self.proc is not None and self.proc.poll() is None:
+                time.sleep(0.02)
+                continue
+            try:
+                readable, _, _ = select.select([self._listen], [], [], 0.1)
+            except (OSError, ValueError):
+                return
+            if readable and not self._activator_stop:
+                self._spawn()
+
+    def drain_notify(self):
+        """Returns once every notify message sent so far has been handled."""
+        while True:
+            with self._handling:
+                try:
+                    pending, _, _ = select.select([self.notify], [], [], 0)
+                except (OSError, ValueError):
+                    return
+                if not pending:
+                    return
+            time.sleep(0.005)
 
     def activate(self):
         """The first connection starts the daemon (systemd-socket-activate waits for it, as
@@ -342,22 +388,23 @@ class Daemon:
 
     def _read_notify(self):
         while not self._notes_stop:
-            try:
-                data, anc, _, _ = self.notify.recvmsg(4096, socket.CMSG_SPACE(16 * 4))
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            msg = data.decode()
-            fds = array.array("i")
-            for level, kind, payload in anc:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
-            if self.store is not None:
-                self.store.handle(msg, list(fds))
-            else:
-                for fd in fds:
-                    os.close(fd)
+            with self._handling:
+                try:
+                    data, anc, _, _ = self.notify.recvmsg(4096, socket.CMSG_SPACE(16 * 4))
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                msg = data.decode()
+                fds = array.array("i")
+                for level, kind, payload in anc:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+                if self.store is not None:
+                    self.store.handle(msg, list(fds))
+                else:
+                    for fd in fds:
+                        os.close(fd)
             with self._notes_cv:
                 self._notes.append(msg)
                 self._notes_cv.notify_all()
@@ -379,7 +426,7 @@ class Daemon:
                     if word in msg.split("\n"):
                         return msg
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
+                if left <= 0 or (self.proc is not None and self.proc.poll() is not None):
                     return None
                 self._notes_cv.wait(min(left, 0.2))
 
@@ -434,13 +481,21 @@ class Daemon:
         return None
 
     def stop(self):
-        if self.proc.poll() is None:
+        if self.store is not None and not self._activator_stop:
+            self._activator_stop = True
+            self._activator.join()
+            self._listen.close()
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.store is not None:
+            self.drain_notify()
+            if self in self.store._daemons:
+                self.store._daemons.remove(self)
         self.stderr.close()
         self._notes_stop = True
         self._notes_thread.join()

@@ -538,6 +538,7 @@ def main():
         daemons.remove(ue)
         d = h.Daemon(work, "uevents-idle", trusted, store=store, args=("--idle-exit-sec=2",))
         assert d.activate(), d.stderr_text()
+        first = d.pid
         # Read by this instance before its exit: its log is kept for the next one.
         read = h.kernel_uevent(device)
         h.wait_for("the idle exit", lambda: d.proc.poll() is not None, timeout=20)
@@ -547,9 +548,11 @@ def main():
         ev = h.kernel_uevent(device)
         hide(device)
         try:
-            again = h.Daemon(work, "uevents-again", trusted, store=store)
+            # The next connection starts the next instance, as PID 1 does for the socket unit.
+            again = d
             daemons.append(again)
             assert again.activate(), again.stderr_text()
+            assert again.pid != first, "not started again"
             assert store.count("uevent-log") == 0, store.names()     # taken: a crash leaves none
             loaded_by(udev_load(again, ev["SEQNUM"]))
             h.reset_sys_module()
