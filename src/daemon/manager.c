@@ -449,15 +449,16 @@ static int manager_follow_uevents(Manager *m) {
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0) {
-                log_warning_errno(r, "Failed to follow the kernel's uevents: udevd's requests are checked against "
-                                  "sysfs, loads by others are found only at start and when asked for: %m");
+                log_warning_errno(r, "Failed to follow the kernel's uevents: udevd's requests are checked "
+                                  "against sysfs, loads by others are found only at start and when asked "
+                                  "for: %m");
                 return 0;
         }
         if (fd < 0 && fdstore_available()) {
                 r = fdstore_put(uevent_log_fd(m->uevents), FDSTORE_UEVENT);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to keep the uevent socket in the fd store, events sent while "
-                                          "modgated does not run will be unknown to it: %m");
+                        log_warning_errno(r, "Failed to keep the uevent socket in the fd store, events sent "
+                                          "while modgated does not run will be unknown to it: %m");
         }
         if (fd >= 0)
                 manager_restore_uevents(m);
@@ -501,13 +502,14 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Ignoring the fds passed at start other than the varlink sockets: %m");
         if (!fdstore_available())
-                log_notice("No file descriptor store (FileDescriptorStoreMax=): this boot's history, the trusted "
-                           "roots' identities and the kernel's uevents are not kept across restarts.");
+                log_notice("No file descriptor store (FileDescriptorStoreMax=): this boot's history, the "
+                           "trusted roots' identities and the kernel's uevents are not kept across restarts.");
         r = root_identity_store_open(fdstore_available());
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded anew: %m");
+                log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded "
+                                  "anew: %m");
 
         r = manager_pin_roots(m);
         if (r < 0)
@@ -549,7 +551,8 @@ int manager_startup(Manager *m) {
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                log_warning_errno(r, "Failed to read the history of this boot, starting a new one in memory: %m");
+                log_warning_errno(r, "Failed to read the history of this boot, starting a new one in "
+                                  "memory: %m");
         if (r < 0 && history_open(false, &m->history, &skipped) < 0)
                 return log_oom();
         if (skipped > 0)

@@ -264,7 +264,8 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
                 return 0;
         }
         if (q < 0) {
-                log_warning_errno(q, "Failed to check trusted root %s against the record of its first pin: %m", r->path);
+                log_warning_errno(q, "Failed to check trusted root %s against the record of its first pin: %m",
+                                  r->path);
                 return 0;
         }
         journal_record_root(r->path, now, q == 0 ? NULL : now, false);

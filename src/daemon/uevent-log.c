@@ -151,13 +151,13 @@ UeventMatch uevent_log_match(UeventLog *l, int64_t seqnum, const char *devpath, 
                 return UEVENT_NONE;
         }
         if (!streq_ptr(u->devpath, devpath)) {
-                snprintf(why, size, "the kernel's uevent %lld is for %s, not %s", (long long) seqnum, u->devpath,
-                         devpath);
+                snprintf(why, size, "the kernel's uevent %lld is for %s, not %s", (long long) seqnum,
+                         u->devpath, devpath);
                 return UEVENT_NONE;
         }
         if (action && !streq_ptr(u->action, action)) {
-                snprintf(why, size, "the kernel's uevent %lld for %s is \"%s\", not \"%s\"", (long long) seqnum,
-                         devpath, u->action, action);
+                snprintf(why, size, "the kernel's uevent %lld for %s is \"%s\", not \"%s\"",
+                         (long long) seqnum, devpath, u->action, action);
                 return UEVENT_NONE;
         }
         *ret_event = u;
@@ -193,7 +193,9 @@ static int read_one(UeventLog *l) {
         char buf[UEVENT_MESSAGE_MAX];
         struct sockaddr_nl sender = {};
         struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-        struct msghdr msg = { .msg_name = &sender, .msg_namelen = sizeof(sender), .msg_iov = &iov, .msg_iovlen = 1 };
+        struct msghdr msg = {
+                .msg_name = &sender, .msg_namelen = sizeof(sender), .msg_iov = &iov, .msg_iovlen = 1,
+        };
         ssize_t k;
 
         k = recvmsg(l->fd, &msg, MSG_DONTWAIT);
@@ -340,8 +342,8 @@ int uevent_log_save(UeventLog *l, int fd) {
         for (size_t i = 0; i < l->n; i++) {
                 const Uevent *u = entry(l, i);
 
-                fprintf(f, "%s@%s%cACTION=%s%cDEVPATH=%s%cSEQNUM=%llu%c", u->action, u->devpath, 0, u->action, 0,
-                        u->devpath, 0, (unsigned long long) u->seqnum, 0);
+                fprintf(f, "%s@%s%cACTION=%s%cDEVPATH=%s%cSEQNUM=%llu%c", u->action, u->devpath, 0,
+                        u->action, 0, u->devpath, 0, (unsigned long long) u->seqnum, 0);
                 if (u->subsystem)
                         fprintf(f, "SUBSYSTEM=%s%c", u->subsystem, 0);
                 if (u->modalias)

@@ -131,7 +131,8 @@ static int line_names(char *line, UdevRuleName **names, size_t *n) {
 
         if (!p)
                 return 0;
-        if (udev_rule_matches(line, "SUBSYSTEM", &subsystems) < 0 || udev_rule_matches(line, "KERNEL", &kernels) < 0)
+        if (udev_rule_matches(line, "SUBSYSTEM", &subsystems) < 0 ||
+            udev_rule_matches(line, "KERNEL", &kernels) < 0)
                 return -ENOMEM;
         p += strlen("/modgate-udev ");
         end = strchr(p, '"');

@@ -70,7 +70,8 @@ static char **match_values(const char *line, const char *key) {
 
 /* Whether a rule passes name to modgate-udev, with these matches. */
 static bool rule_names(const char *line, const UdevRuleName *e) {
-        _cleanup_strv_free_ char **subsystems = match_values(line, "SUBSYSTEM"), **kernels = match_values(line, "KERNEL");
+        _cleanup_strv_free_ char **subsystems = match_values(line, "SUBSYSTEM"),
+                                 **kernels = match_values(line, "KERNEL");
         const char *run = strstr(line, "/modgate-udev ");
         size_t n = strlen(e->name);
 
