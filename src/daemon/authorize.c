@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +56,8 @@ static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req
 }
 
 /* A name the rules pass for this very device: a rule that names it and whose SUBSYSTEM== and
- * KERNEL== (the rules' only conditions on the device itself) the device meets. */
+ * KERNEL== matches (the rules' only conditions on the device itself), every one of them, the device
+ * meets. */
 static const char *rule_name_failure(const AuthRequest *req, char *buf, size_t size) {
         const char *kernel = strrchr(req->devpath, '/');
         bool named = false;
@@ -69,11 +69,8 @@ static const char *rule_name_failure(const AuthRequest *req, char *buf, size_t s
                 if (!module_name_equal(r->name, req->name))
                         continue;
                 named = true;
-                if (r->subsystem && !streq_ptr(r->subsystem, req->device_subsystem))
-                        continue;
-                if (r->kernel && fnmatch(r->kernel, kernel, 0) != 0)
-                        continue;
-                return NULL;
+                if (udev_rule_name_applies(r, req->device_subsystem, kernel))
+                        return NULL;
         }
         if (named)
                 snprintf(buf, size, "udev's rules pass module %s for other devices than %s (subsystem %s)", req->name,
@@ -92,6 +89,8 @@ static const char *udev_device_request(const PeerIdentity *peer, const AuthReque
         else if (!req->source_given || req->source != SOURCE_UDEV || !req->devpath)
                 snprintf(buf, size, "udevd's requests must name their device (context.source \"udev\" and "
                          "devpath)");
+        else if (!req->device_exists && req->device_unknown)
+                snprintf(buf, size, "%s", req->device_unknown);
         else if (!req->device_exists)
                 snprintf(buf, size, "device %s does not exist", req->devpath);
         else if (req->modalias && !streq_ptr(req->modalias, req->device_modalias))

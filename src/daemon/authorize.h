@@ -82,9 +82,10 @@ typedef struct AuthRequest {
         bool source_given;              /* context.source was sent */
         RequestSource source;
         const char *devpath;
-        bool device_exists;             /* /sys{devpath} is a device */
-        const char *device_modalias;    /* MODALIAS= of its uevent file, NULL when it has none */
-        const char *device_subsystem;   /* its subsystem (the name its subsystem link points to) */
+        bool device_exists;             /* the kernel announced it (its uevent), or /sys{devpath} is one */
+        const char *device_unknown;     /* !device_exists: why, when the kernel sent no such event */
+        const char *device_modalias;    /* MODALIAS= of its uevent, NULL when it has none */
+        const char *device_subsystem;   /* its SUBSYSTEM= (sysfs: the name its subsystem link points to) */
         const UdevRuleName *rule_names; /* the module names udev's installed rules pass to modgate-udev */
         size_t n_rule_names;
         bool have_read_group;           /* [Manager] ReadGroup= is set: its members may use AUTH_READ */

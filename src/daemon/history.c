@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fdstore.h"
 #include "fileio.h"
 #include "hashmap.h"
 #include "history.h"
@@ -18,7 +20,7 @@
 #include "strv.h"
 
 struct History {
-        char *path;             /* NULL: memory only */
+        int fd;                 /* a memfd kept in PID 1's fd store; -EBADF: memory only */
         Hashmap *modules;       /* name -> sd_json_variant */
         size_t file_size;
 };
@@ -31,7 +33,7 @@ History *history_free(History *h) {
         if (!h)
                 return NULL;
         hashmap_free(h->modules);
-        free(h->path);
+        safe_close(h->fd);
         free(h);
         return NULL;
 }
@@ -86,38 +88,102 @@ static int read_lines(History *h, char *text, size_t size, unsigned *skipped) {
         return 0;
 }
 
-int history_open(const char *dir, History **ret, unsigned *ret_skipped) {
+/* What a store kept: a memfd of ours (only shmem takes seals), which nothing may shrink. */
+static int read_memfd(int fd, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t done = 0;
+        int seals;
+
+        seals = fcntl(fd, F_GET_SEALS);
+        if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return -EBADFD;
+        if (st.st_size > (off_t) HISTORY_FILE_MAX * 2)
+                return -EFBIG;
+        text = malloc((size_t) st.st_size + 1);
+        if (!text)
+                return -ENOMEM;
+        while (done < (size_t) st.st_size) {
+                ssize_t k = pread(fd, text + done, (size_t) st.st_size - done, (off_t) done);
+
+                if (k < 0)
+                        return negative_errno();
+                if (k == 0)
+                        break;
+                done += (size_t) k;
+        }
+        text[done] = '\0';
+        *ret = TAKE_PTR(text);
+        *ret_size = done;
+        return 0;
+}
+
+int history_open_fd(int fd, History **ret, unsigned *ret_skipped) {
+        _cleanup_close_ int owned = fd;
         _cleanup_(history_freep) History *h = calloc(1, sizeof(History));
         _cleanup_free_ char *text = NULL;
-        _cleanup_(fclosep) FILE *f = NULL;
         size_t size = 0;
         int r;
 
         *ret_skipped = 0;
         if (!h)
                 return -ENOMEM;
+        h->fd = -EBADF;
         h->modules = hashmap_new(unref_void);
-        if (!h->modules || (dir && asprintf(&h->path, "%s/history", dir) < 0))
+        if (!h->modules)
                 return -ENOMEM;
-        if (h->path) {
-                f = fopen(h->path, "re");
-                if (!f && errno != ENOENT)
-                        return negative_errno();
-        }
-        if (f) {
-                r = read_full_stream(f, HISTORY_FILE_MAX * 2, &text, &size);
+        if (fd >= 0) {
+                r = read_memfd(fd, &text, &size);
                 if (r < 0)
                         return r;
                 h->file_size = size;
                 r = read_lines(h, text, size, ret_skipped);
                 if (r < 0)
                         return r;
+                /* A line a crash cut short is closed, so that the next one is whole. */
+                if (size > 0 && text[size - 1] != '\n') {
+                        if (pwrite(fd, "\n", 1, (off_t) size) != 1)
+                                return negative_errno();
+                        h->file_size++;
+                }
         }
+        h->fd = TAKE_FD(owned);
         *ret = TAKE_PTR(h);
         return 0;
 }
 
-static int append_line(int fd, sd_json_variant *e, size_t *ret_size) {
+int history_memfd_new(void) {
+        _cleanup_close_ int fd = memfd_create("modgate-history", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+        if (fd < 0)
+                return negative_errno();
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
+                return negative_errno();
+        return TAKE_FD(fd);
+}
+
+int history_open(bool keep, History **ret, unsigned *ret_skipped) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        *ret_skipped = 0;
+        if (keep) {
+                fd = fdstore_take(FDSTORE_HISTORY);
+                if (fd == -ENOMEM)
+                        return fd;
+        }
+        if (keep && fd < 0) {
+                fd = history_memfd_new();
+                if (fd < 0)
+                        return fd;
+                r = fdstore_put(fd, FDSTORE_HISTORY);
+                if (r < 0)
+                        return r;
+        }
+        return history_open_fd(TAKE_FD(fd), ret, ret_skipped);
+}
+
+static int append_line(int fd, off_t offset, sd_json_variant *e, size_t *ret_size) {
         _cleanup_free_ char *text = NULL;
         size_t n;
         ssize_t k;
@@ -130,7 +196,7 @@ static int append_line(int fd, sd_json_variant *e, size_t *ret_size) {
         if (n + 1 > HISTORY_LINE_MAX)
                 return -E2BIG;
         text[n] = '\n';         /* sd_json_variant_format()'s NUL becomes the line's end */
-        k = write(fd, text, n + 1);
+        k = pwrite(fd, text, n + 1, offset);
         if (k < 0)
                 return negative_errno();
         if ((size_t) k != n + 1)
@@ -139,51 +205,43 @@ static int append_line(int fd, sd_json_variant *e, size_t *ret_size) {
         return 0;
 }
 
-/* The latest entry of each module alone, written to a new file that replaces the old one. */
+/* The latest entry of each module alone, written to a new memfd that replaces the old one in the
+ * store (the old one cannot shrink). */
 static int compact(History *h) {
-        _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
         size_t state = 0, total = 0, n;
         const char *key;
         void *v;
         int r;
 
-        if (asprintf(&tmp, "%s.new", h->path) < 0)
-                return -ENOMEM;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        fd = history_memfd_new();
         if (fd < 0)
-                return negative_errno();
+                return fd;
         while (hashmap_iterate(h->modules, &state, &key, &v)) {
-                r = append_line(fd, v, &n);
+                r = append_line(fd, (off_t) total, v, &n);
                 if (r < 0)
-                        goto fail;
+                        return r;
                 total += n;
         }
-        if (fsync(fd) < 0 || rename(tmp, h->path) < 0) {
-                r = negative_errno();
-                goto fail;
-        }
+        r = fdstore_put(fd, FDSTORE_HISTORY);
+        if (r < 0)
+                return r;
+        safe_close(h->fd);
+        h->fd = TAKE_FD(fd);
         h->file_size = total;
         return 0;
-fail:
-        (void) unlink(tmp);
-        return r;
 }
 
 int history_add(History *h, sd_json_variant *entry) {
-        _cleanup_close_ int fd = -EBADF;
         size_t n;
         int r;
 
         r = remember(h, entry);
-        if (r < 0 || !h->path)
+        if (r < 0 || h->fd < 0)
                 return r;
         if (h->file_size >= HISTORY_FILE_MAX)
                 return compact(h);
-        fd = open(h->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return negative_errno();
-        r = append_line(fd, entry, &n);
+        r = append_line(h->fd, (off_t) h->file_size, entry, &n);
         if (r < 0)
                 return r;
         h->file_size += n;

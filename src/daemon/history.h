@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <systemd/sd-json.h>
 
 #include "journal.h"
 #include "macro.h"
 
 /* This boot's decisions, module by module, so that List and Describe can answer for every module in
- * the kernel after an idle exit or a restart: kept in $RUNTIME_DIRECTORY/history (a tmpfs, gone at
- * reboot like the modules), one JSON object per line, appended with one write(2) each so that a crash
- * leaves at most a torn last line, which reading skips. The latest entry per module counts; when the
- * file grows past HISTORY_FILE_MAX it is rewritten with those alone. Event loop thread only. */
+ * the kernel after an idle exit or a restart: kept in a memfd in PID 1's fd store (not in /run, which
+ * processes without CAP_SYS_MODULE can write), one JSON object per line, appended with one write(2)
+ * each so that a crash leaves at most a torn last line, which reading skips. The memfd is sealed
+ * against shrinking; the latest entry per module counts; when it grows past HISTORY_FILE_MAX the
+ * entries are written anew, the latest alone, into a new memfd that replaces it in the store. Event
+ * loop thread only. */
 
 #define HISTORY_FILE_MAX (4U * 1024U * 1024U)
 #define HISTORY_MODULES_MAX 16384U
@@ -18,9 +21,15 @@
 
 typedef struct History History;
 
-/* Reads dir/history when dir is not NULL (else keeps memory only). A line that does not parse is
- * skipped and counted in *ret_skipped. Returns 0 or -errno (reading the file; -ENOENT is no error). */
-int history_open(const char *dir, History **ret, unsigned *ret_skipped);
+/* The history kept in the fd store when keep (taken from it, or a new one put there), else in memory
+ * only. A line that does not parse is skipped and counted in *ret_skipped. Returns 0 or -errno
+ * (reading or storing it). */
+int history_open(bool keep, History **ret, unsigned *ret_skipped);
+/* The same on fd, a memfd of history_memfd_new() (owned by the history from now on; -EBADF: memory
+ * only). -EBADFD: fd is not such a memfd. */
+int history_open_fd(int fd, History **ret, unsigned *ret_skipped);
+/* A new memfd for the history, sealed against shrinking. Returns it or -errno. */
+int history_memfd_new(void);
 History *history_free(History *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(History *, history_free);
 

@@ -642,3 +642,15 @@ void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, con
                 record_add(&rec, "MODGATE_SENDER_UNIT=%s", unit);
         record_send(&rec);
 }
+
+void journal_record_uevents_lost(uint64_t seqnum, int rcvbuf) {
+        Record rec = {};
+
+        record_add(&rec, "MESSAGE=The kernel's uevents overflowed modgated's receive buffer (%d bytes): udevd's "
+                   "requests for events up to %llu are checked against sysfs, and one for a device gone by then "
+                   "is refused.", rcvbuf, (unsigned long long) seqnum);
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_UEVENTS_LOST);
+        record_add(&rec, "PRIORITY=%d", LOG_WARNING);
+        record_add(&rec, "MODGATE_SEQNUM=%llu", (unsigned long long) seqnum);
+        record_send(&rec);
+}

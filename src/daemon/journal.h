@@ -28,6 +28,7 @@
 #define MODGATE_MESSAGE_SEALED_REFUSED "25972186cde14878944b0edb085df09a"
 #define MODGATE_MESSAGE_INPUT_IGNORED "9e22e8cd04ac4b1b96efdff8468ffa49"
 #define MODGATE_MESSAGE_SIGNAL_IGNORED "5f6d944c146d4f51b242f50c3989ef5f"
+#define MODGATE_MESSAGE_UEVENTS_LOST "d0a09ce1568c4f8e960a853349dea73f"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -125,3 +126,7 @@ void journal_record_input_ignored(const char *input, char *const *files);
 /* A signal that only PID 1 may send (SIGHUP: reload), sent by another process: its pid, uid, and its
  * command name and unit when they could be read. */
 void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm, const char *unit);
+
+/* The kernel's uevent socket overflowed: events up to seqnum may be missing from the daemon's log, and
+ * udevd's requests for them are checked against sysfs (the device must still be there). */
+void journal_record_uevents_lost(uint64_t seqnum, int rcvbuf);

@@ -94,7 +94,7 @@ int module_result_set(ModuleResult *r, Outcome o, int error, const char *fmt, ..
 int loader_verify_root(TrustedRoot *r, void *userdata) {
         const LoadContext *ctx = userdata;
 
-        return root_identity_verify(r, ctx->runtime_dir, ctx->probe_address);
+        return root_identity_verify(r, ctx->probe_address);
 }
 
 /* The part of path below root, or NULL. Trailing slashes of the root do not count, so "/" works. */

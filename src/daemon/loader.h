@@ -74,10 +74,9 @@ typedef struct LoadContext {
         Compression kernel_compression;
         char *const *cmdline_root_hashes; /* roothash= and usrhash= of the kernel command line */
         const char *probe_address;      /* where modgate-probe answers */
-        const char *runtime_dir;        /* where roots' identities are recorded; NULL: nowhere */
 } LoadContext;
 
-/* Checks a root just pinned against its identity recorded in ctx->runtime_dir (a TrustedRootVerify
+/* Checks a root just pinned against its identity recorded at its first pin (a TrustedRootVerify
  * for trusted_root_pin(), with the LoadContext as userdata). */
 int loader_verify_root(TrustedRoot *r, void *userdata);
 

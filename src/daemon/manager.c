@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include "authorize.h"
 #include "conf-files.h"
 #include "enforcement.h"
+#include "fdstore.h"
 #include "history.h"
 #include "fileio.h"
 #include "kernel.h"
@@ -139,7 +141,7 @@ Manager *manager_free(Manager *m) {
         /* What was counted and not yet summarized is summarized, on the way out too. */
         manager_write_summaries(m);
         chatter_free(m->chatter);
-        module_watch_free(m->module_watch);
+        uevent_log_free(m->uevents);
         history_free(m->history);
         config_done(&m->config);
         free(m->listen_address);
@@ -211,7 +213,7 @@ static int root_log(const TrustedRoot *t) {
 static int root_verify(TrustedRoot *t, void *userdata) {
         Manager *m = userdata;
 
-        return root_identity_verify(t, m->runtime_dir, m->probe_address ?: PROBE_ADDRESS);
+        return root_identity_verify(t, m->probe_address ?: PROBE_ADDRESS);
 }
 
 /* Each trusted root with what it accepts. The first is pinned now or the start fails: its index is
@@ -450,12 +452,103 @@ static void manager_record_ignored_inputs(Manager *m) {
         }
 }
 
+/* What the last instance read of the same socket, saved at its exit. Taken out of the store at once:
+ * after a crash there is none, and the log starts at the kernel's SEQNUM now. */
+static void manager_restore_uevents(Manager *m) {
+        _cleanup_close_ int fd = fdstore_take(FDSTORE_UEVENT_LOG);
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        ssize_t k;
+
+        if (fd < 0)
+                return;
+        (void) fdstore_remove(FDSTORE_UEVENT_LOG);
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024 ||
+            !(text = malloc((size_t) st.st_size + 1)))
+                return;
+        k = pread(fd, text, (size_t) st.st_size, 0);
+        if (k < 0 || uevent_log_restore(m->uevents, text, (size_t) k) < 0)
+                log_warning("Ignoring the uevent log of the last instance, which does not parse.");
+}
+
+/* The kernel's uevents, on the socket kept in PID 1's fd store while no daemon ran (what the kernel
+ * sent meanwhile waits there), or on a new one, stored. */
+static int manager_follow_uevents(Manager *m) {
+        int fd, r;
+
+        fd = fdstore_take(FDSTORE_UEVENT);
+        if (fd == -ENOMEM)
+                return log_oom();
+        r = uevent_log_new(m->event, fd, manager_on_module_event, m, &m->uevents);
+        if (r < 0 && fd >= 0) {
+                log_warning_errno(r, "Ignoring the uevent socket of the fd store: %m");
+                fd = -EBADF;
+                r = uevent_log_new(m->event, fd, manager_on_module_event, m, &m->uevents);
+        }
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) {
+                log_warning_errno(r, "Failed to follow the kernel's uevents: udevd's requests are checked "
+                                  "against sysfs, loads by others are found only at start and when asked "
+                                  "for: %m");
+                return 0;
+        }
+        if (fd < 0 && fdstore_available()) {
+                r = fdstore_put(uevent_log_fd(m->uevents), FDSTORE_UEVENT);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to keep the uevent socket in the fd store, events sent "
+                                          "while modgated does not run will be unknown to it: %m");
+        }
+        if (fd >= 0)
+                manager_restore_uevents(m);
+        log_debug("Following the kernel's uevents on %s socket, receive buffer %d bytes.",
+                  fd >= 0 ? "the fd store's" : "a new", uevent_log_rcvbuf(m->uevents));
+        return 0;
+}
+
+/* At exit, for the next instance that takes the socket. */
+static void manager_keep_uevents(Manager *m) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!m->uevents || !fdstore_available())
+                return;
+        (void) uevent_log_read(m->uevents);
+        fd = memfd_create("modgate-uevents", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0) {
+                log_warning_errno(errno, "Failed to save the uevent log for the next instance: %m");
+                return;
+        }
+        r = uevent_log_save(m->uevents, fd);
+        if (r >= 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+                r = -errno;
+        if (r >= 0)
+                r = fdstore_put(fd, FDSTORE_UEVENT_LOG);
+        if (r < 0)
+                log_warning_errno(r, "Failed to save the uevent log for the next instance: %m");
+}
+
 int manager_startup(Manager *m) {
         unsigned skipped = 0;
         char index_dir[64];
         int r;
 
         manager_lock_running(m);
+
+        r = fdstore_init();
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                log_warning_errno(r, "Ignoring the fds passed at start other than the varlink sockets: %m");
+        if (!fdstore_available())
+                log_notice("No file descriptor store (FileDescriptorStoreMax=): this boot's history, the "
+                           "trusted roots' identities and the kernel's uevents are not kept across restarts.");
+        r = root_identity_store_open(fdstore_available());
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded "
+                                  "anew: %m");
 
         r = manager_pin_roots(m);
         if (r < 0)
@@ -488,7 +581,6 @@ int manager_startup(Manager *m) {
                 .kernel_compression = m->kernel_compression,
                 .cmdline_root_hashes = m->cmdline_root_hashes,
                 .probe_address = m->probe_address ?: PROBE_ADDRESS,
-                .runtime_dir = m->runtime_dir,
         };
         r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)
@@ -499,20 +591,21 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to start the threads of Explain and Status: %m");
         scheduler_set_record(m->scheduler, manager_record_module, manager_record_started, m);
 
-        r = history_open(m->runtime_dir, &m->history, &skipped);
+        r = history_open(fdstore_available(), &m->history, &skipped);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                log_warning_errno(r, "Failed to read the history of this boot, starting a new one: %m");
-        if (r < 0 && history_open(NULL, &m->history, &skipped) < 0)
+                log_warning_errno(r, "Failed to read the history of this boot, starting a new one in "
+                                  "memory: %m");
+        if (r < 0 && history_open(false, &m->history, &skipped) < 0)
                 return log_oom();
         if (skipped > 0)
                 log_warning("Skipped %u entries of the history that do not parse (a write cut short?).", skipped);
         /* Watching first, then looking: a load between the two is seen twice, and recorded once. */
-        r = module_watch_new(m->event, manager_on_module_event, m, &m->module_watch);
+        r = manager_follow_uevents(m);
         if (r < 0)
-                log_warning_errno(r, "Failed to watch the kernel's module uevents, loads by others are found "
-                                  "only at start and when asked for: %m");
+                return r;
+        fdstore_done();
         r = manager_reconcile(m);
         if (r < 0)
                 return r;
@@ -756,6 +849,7 @@ int manager_run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
 
+        manager_keep_uevents(m);
         (void) sd_notify(false, "STOPPING=1");
         return 0;
 }

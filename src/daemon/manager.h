@@ -8,7 +8,6 @@
 #include "chatter.h"
 #include "connections.h"
 #include "history.h"
-#include "module-watch.h"
 #include "monitor.h"
 #include "reader-pool.h"
 #include "compression.h"
@@ -22,6 +21,7 @@
 #include "sha256.h"
 #include "stats.h"
 #include "trust.h"
+#include "uevent-log.h"
 
 typedef struct LoadRequest LoadRequest;
 typedef struct PeerCache PeerCache;
@@ -53,12 +53,13 @@ typedef struct Manager {
         size_t n_udev_rule_names;
         char *udev_rules_stamp;         /* the rules files they were read from, as they were then */
         bool udevd_checked;             /* whether udevd's CAP_SYS_MODULE was looked at (it ran) */
-        char *runtime_dir;              /* $RUNTIME_DIRECTORY: the roots' identities across restarts */
+        char *runtime_dir;              /* $RUNTIME_DIRECTORY: the running lock and the seal's time */
         char **ignored_config;          /* the files in /run that are not read, as last recorded */
         char **ignored_modprobe_d;
         Chatter *chatter;               /* repeated answers and refusals, counted */
         History *history;               /* this boot's decisions, module by module */
-        ModuleWatch *module_watch;      /* the kernel's module uevents: loads and unloads by others */
+        UeventLog *uevents;             /* the kernel's uevents: what udevd asks about, and loads and
+                                         * unloads by others */
         sd_event_source *summary_timer; /* writes the counts as summaries, each CHATTER_WINDOW_USEC */
         uint64_t summary_since_usec;    /* when the window began */
         LoadContext load_context;       /* what the workers check files with; Explain checks the same */

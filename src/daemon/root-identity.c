@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fdstore.h"
 #include "fileio.h"
 #include "journal.h"
 #include "log.h"
@@ -19,10 +21,15 @@
 #include "probe-client.h"
 #include "root-identity.h"
 
-#define RECORD_FILE "trusted-roots"
 #define RECORD_MAX (256 * 1024)
+/* A record can be neither changed nor replaced in place, by anyone holding its fd. */
+#define RECORD_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
+/* The records, "PATH\tIDENTITY" a line, in a sealed memfd of PID 1's fd store; each new record
+ * replaces it with another. records_fd < 0: none yet. keep: there is a store. */
 static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
+static int records_fd = -EBADF;
+static bool keep;
 
 void root_identity_format(const RootIdentity *id, char *buf, size_t size) {
         snprintf(buf, size, "dev=%u:%u diskseq=%llu fstype=%s%s%s", id->major, id->minor,
@@ -103,75 +110,97 @@ static int find_record(const char *text, const char *path, RootIdentity *ret) {
         return 0;
 }
 
-static int read_records(int dfd, char **ret) {
-        _cleanup_(fclosep) FILE *f = NULL;
-        size_t size;
-        int fd;
+static int read_records(char **ret) {
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        ssize_t k;
 
-        fd = openat(dfd, RECORD_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 && errno == ENOENT)
+        if (records_fd < 0)
                 return (*ret = strdup("")) ? 0 : -ENOMEM;
-        if (fd < 0)
+        if (fstat(records_fd, &st) < 0)
                 return negative_errno();
-        f = fdopen(fd, "r");
-        if (!f) {
-                safe_close(fd);
+        if (st.st_size > RECORD_MAX)
+                return -EFBIG;
+        text = malloc((size_t) st.st_size + 1);
+        if (!text)
                 return -ENOMEM;
-        }
-        return read_full_stream(f, RECORD_MAX, ret, &size);
+        k = pread(records_fd, text, (size_t) st.st_size, 0);
+        if (k < 0)
+                return negative_errno();
+        text[k] = '\0';
+        *ret = TAKE_PTR(text);
+        return 0;
 }
 
-static int append_record(int dfd, const char *old, const char *path, const RootIdentity *id) {
+static int append_record(const char *old, const char *path, const RootIdentity *id) {
         _cleanup_close_ int fd = -EBADF;
         char line[512];
-        int r = 0;
-
-        root_identity_format(id, line, sizeof(line));
-        fd = openat(dfd, RECORD_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return negative_errno();
-        if (dprintf(fd, "%s%s\t%s\n", old, path, line) < 0 || fsync(fd) < 0)
-                r = negative_errno();
-        if (r == 0 && renameat(dfd, RECORD_FILE ".tmp", dfd, RECORD_FILE) < 0)
-                r = negative_errno();
-        if (r < 0)
-                (void) unlinkat(dfd, RECORD_FILE ".tmp", 0);
-        return r;
-}
-
-/* What dir records for path, with record_lock held: 1 (in *ret), 0 (nothing), or a negative errno;
- * the directory and the file's text for a record to be added. */
-static int lookup_locked(const char *dir, const char *path, int *ret_dfd, char **ret_text, RootIdentity *ret) {
         int r;
 
-        *ret_dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (*ret_dfd < 0)
+        root_identity_format(id, line, sizeof(line));
+        fd = memfd_create("modgate-trusted-roots", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
                 return negative_errno();
-        r = read_records(*ret_dfd, ret_text);
+        if (dprintf(fd, "%s%s\t%s\n", old, path, line) < 0 || fcntl(fd, F_ADD_SEALS, RECORD_SEALS) < 0)
+                return negative_errno();
+        r = fdstore_put(fd, FDSTORE_ROOTS);
+        if (r < 0)
+                return r;
+        safe_close(records_fd);
+        records_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int root_identity_store_open(bool store) {
+        _cleanup_close_ int fd = -EBADF;
+        int seals;
+
+        keep = store;
+        if (!store)
+                return 0;
+        fd = fdstore_take(FDSTORE_ROOTS);
+        if (fd == -ENOENT)
+                return 0;
+        if (fd < 0)
+                return fd;
+        seals = fcntl(fd, F_GET_SEALS);
+        if (seals < 0 || (seals & RECORD_SEALS) != RECORD_SEALS)
+                return -EBADFD;
+        pthread_mutex_lock(&record_lock);
+        safe_close(records_fd);
+        records_fd = TAKE_FD(fd);
+        pthread_mutex_unlock(&record_lock);
+        return 0;
+}
+
+/* What the records say of path, with record_lock held: 1 (in *ret), 0 (nothing), or a negative
+ * errno; and their text, for a record to be added. */
+static int lookup_locked(const char *path, char **ret_text, RootIdentity *ret) {
+        int r;
+
+        r = read_records(ret_text);
         return r < 0 ? r : find_record(*ret_text, path, ret);
 }
 
-static int root_identity_find(const char *dir, const char *path, RootIdentity *ret) {
+static int root_identity_find(const char *path, RootIdentity *ret) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int dfd = -EBADF;
         int r;
 
         pthread_mutex_lock(&record_lock);
-        r = lookup_locked(dir, path, &dfd, &text, ret);
+        r = lookup_locked(path, &text, ret);
         pthread_mutex_unlock(&record_lock);
         return r;
 }
 
-int root_identity_check(const char *dir, const char *path, const RootIdentity *id, RootIdentity *ret_recorded) {
+int root_identity_check(const char *path, const RootIdentity *id, RootIdentity *ret_recorded) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int dfd = -EBADF;
         RootIdentity recorded;
         int r;
 
         pthread_mutex_lock(&record_lock);
-        r = lookup_locked(dir, path, &dfd, &text, &recorded);
+        r = lookup_locked(path, &text, &recorded);
         if (r == 0)
-                r = append_record(dfd, text, path, id);
+                r = append_record(text, path, id);
         else if (r > 0 && root_identity_equal(&recorded, id))
                 r = 1;
         else if (r > 0) {
@@ -182,8 +211,7 @@ int root_identity_check(const char *dir, const char *path, const RootIdentity *i
         return r;
 }
 
-int root_identity_verify(TrustedRoot *r, const char *dir, const char *probe_address) {
-        static bool said = false;
+int root_identity_verify(TrustedRoot *r, const char *probe_address) {
         char now[512], was[512];
         RootIdentity id, recorded;
         int q;
@@ -199,18 +227,16 @@ int root_identity_verify(TrustedRoot *r, const char *dir, const char *probe_addr
         root_identity_format(&id, now, sizeof(now));
         if (id.root_hash_unknown)
                 strncat(now, " roothash=unknown", sizeof(now) - strlen(now) - 1);
-        if (!dir) {
-                if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-                        log_notice("No runtime directory ($RUNTIME_DIRECTORY): the identity of trusted roots is "
-                                   "not kept across restarts.");
+        if (!keep) {
+                /* Said once at start: nothing is kept without a store. */
                 journal_record_root(r->path, now, NULL, false);
                 return 0;
         }
 
         /* Nothing is recorded that is not known: a later pin that can read the table records it. */
-        q = id.root_hash_unknown ? -ENODATA : root_identity_check(dir, r->path, &id, &recorded);
+        q = id.root_hash_unknown ? -ENODATA : root_identity_check(r->path, &id, &recorded);
         if (q == -ENODATA) {
-                q = root_identity_find(dir, r->path, &recorded);
+                q = root_identity_find(r->path, &recorded);
                 if (q == 0) {
                         log_warning("Trusted root %s is on a device-mapper device whose table cannot be read now: its "
                                     "identity is not recorded until it can be.", r->path);
@@ -221,7 +247,7 @@ int root_identity_verify(TrustedRoot *r, const char *dir, const char *probe_addr
                         q = -ESTALE;
         }
         if (q == -EBADMSG) {
-                if (asprintf(&r->changed, "the record of its first pin in %s/" RECORD_FILE " cannot be read", dir) < 0)
+                if (asprintf(&r->changed, "the record of its first pin this boot cannot be read") < 0)
                         return (r->changed = NULL), -ENOMEM;
                 journal_record_root(r->path, now, "unreadable", true);
                 return 0;
@@ -238,7 +264,8 @@ int root_identity_verify(TrustedRoot *r, const char *dir, const char *probe_addr
                 return 0;
         }
         if (q < 0) {
-                log_warning_errno(q, "Failed to check trusted root %s against %s/" RECORD_FILE ": %m", r->path, dir);
+                log_warning_errno(q, "Failed to check trusted root %s against the record of its first pin: %m",
+                                  r->path);
                 return 0;
         }
         journal_record_root(r->path, now, q == 0 ? NULL : now, false);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-json.h>
 
@@ -74,6 +75,32 @@ static int dispatch_none(sd_varlink *link, sd_json_variant *parameters) {
         return 1;
 }
 
+/* The device of a udev request: the kernel's uevent of its SEQNUM, for that devpath and action (the
+ * device may be gone by now: parport_pc's probe devices, a framebuffer a DRM driver replaced). An
+ * event the log may have missed (before this start, lost to an overflow, forgotten) is sysfs's to
+ * answer: the device must be there still. Returns 0 (*ret_exists false and why set when the kernel
+ * sent no such event) or -ENOMEM. */
+static int udev_device(Manager *m, const RequestContext *c, bool *ret_exists, char **ret_modalias,
+                       char **ret_subsystem, char *why, size_t size) {
+        const Uevent *u = NULL;
+        UeventMatch match;
+
+        if (!m->uevents)
+                return peer_read_device(c->devpath, ret_exists, ret_modalias, ret_subsystem);
+        (void) uevent_log_read(m->uevents);
+        match = uevent_log_match(m->uevents, c->seqnum, c->devpath, c->action, &u, why, size);
+        if (match == UEVENT_UNKNOWN)
+                return peer_read_device(c->devpath, ret_exists, ret_modalias, ret_subsystem);
+        *ret_exists = match == UEVENT_MATCH;
+        if (match != UEVENT_MATCH)
+                return 0;
+        if (u->modalias && !(*ret_modalias = strdup(u->modalias)))
+                return -ENOMEM;
+        if (u->subsystem && !(*ret_subsystem = strdup(u->subsystem)))
+                return -ENOMEM;
+        return 0;
+}
+
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
         _cleanup_(plan_freep) Plan *owned = NULL;
@@ -84,6 +111,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         const Plan *plan = NULL;
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
         _cleanup_free_ char *device_modalias = NULL, *device_subsystem = NULL;
+        char device_unknown[512] = "";
         bool device_exists = false;
         uint64_t arrival_usec = now_usec();
         Requester who;
@@ -120,10 +148,11 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (streq_ptr(peer.unit, UDEV_UNIT))
                 manager_check_udevd(m, true);
 
-        /* udevd without CAP_SYS_MODULE asks for a device: what that device is, sysfs says. */
+        /* udevd without CAP_SYS_MODULE asks for a device: what that device is, the kernel said. */
         if (peer.known && !peer_has_cap_sys_module(&peer) && streq_ptr(peer.unit, UDEV_UNIT) &&
             p.context.devpath) {
-                r = peer_read_device(p.context.devpath, &device_exists, &device_modalias, &device_subsystem);
+                r = udev_device(m, &p.context, &device_exists, &device_modalias, &device_subsystem,
+                                device_unknown, sizeof(device_unknown));
                 if (r < 0)
                         return r;
                 /* A name, not the device's modalias: one that udev's rules, as they are now, pass. */
@@ -141,6 +170,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                                  .source = p.context.source,
                                  .devpath = p.context.devpath,
                                  .device_exists = device_exists,
+                                 .device_unknown = device_unknown[0] ? device_unknown : NULL,
                                  .device_modalias = device_modalias,
                                  .device_subsystem = device_subsystem,
                                  .rule_names = m->udev_rule_names,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,18 +34,20 @@ const char *const udev_rules_trusted_dirs[] = {
 void udev_rule_names_free(UdevRuleName *a, size_t n) {
         for (size_t i = 0; a && i < n; i++) {
                 free(a[i].name);
-                free(a[i].subsystem);
-                free(a[i].kernel);
+                strv_free(a[i].subsystems);
+                strv_free(a[i].kernels);
         }
         free(a);
 }
 
-int udev_rule_match(const char *line, const char *key, char **ret) {
+int udev_rule_matches(const char *line, const char *key, char ***ret) {
+        _cleanup_strv_free_ char **values = NULL;
         size_t n = strlen(key);
 
         *ret = NULL;
         for (const char *p = line; (p = strstr(p, key)); p += n) {
                 const char *v, *end;
+                char *value;
 
                 if (p != line && !strchr(", \t", p[-1]))
                         continue;
@@ -53,11 +56,43 @@ int udev_rule_match(const char *line, const char *key, char **ret) {
                 v = p + n + 3;
                 end = strchr(v, '"');
                 if (!end)
-                        return 0;
-                *ret = strndup(v, (size_t) (end - v));
-                return *ret ? 1 : -ENOMEM;
+                        break;
+                value = strndup(v, (size_t) (end - v));
+                if (!value || strv_consume(&values, value) < 0)
+                        return -ENOMEM;
         }
+        *ret = TAKE_PTR(values);
         return 0;
+}
+
+bool udev_rule_value_matches(const char *pattern, const char *value) {
+        if (!value)
+                return false;
+        for (const char *p = pattern;;) {
+                size_t n = strcspn(p, "|");
+                char glob[256];
+
+                /* Longer than any name a device has: it cannot match, and is not cut to one that would. */
+                if (n < sizeof(glob)) {
+                        memcpy(glob, p, n);
+                        glob[n] = '\0';
+                        if (fnmatch(glob, value, 0) == 0)
+                                return true;
+                }
+                if (!p[n])
+                        return false;
+                p += n + 1;
+        }
+}
+
+bool udev_rule_name_applies(const UdevRuleName *r, const char *subsystem, const char *kernel) {
+        for (char **s = r->subsystems; s && *s; s++)
+                if (!udev_rule_value_matches(*s, subsystem))
+                        return false;
+        for (char **k = r->kernels; k && *k; k++)
+                if (!udev_rule_value_matches(*k, kernel))
+                        return false;
+        return true;
 }
 
 void udev_rules_join_lines(char *text) {
@@ -88,14 +123,23 @@ void udev_rules_join_lines(char *text) {
         *out = '\0';
 }
 
+static int strv_copy_or_null(char *const *l, char ***ret) {
+        *ret = NULL;
+        if (!l)
+                return 0;
+        *ret = strv_copy_n(l, strv_length(l));
+        return *ret ? 0 : -ENOMEM;
+}
+
 /* The names one joined rule line passes to modgate-udev, appended to *names. */
 static int line_names(char *line, UdevRuleName **names, size_t *n) {
-        _cleanup_free_ char *subsystem = NULL, *kernel = NULL;
+        _cleanup_strv_free_ char **subsystems = NULL, **kernels = NULL;
         char *p = strstr(line, "/modgate-udev "), *end, *w;
 
         if (!p)
                 return 0;
-        if (udev_rule_match(line, "SUBSYSTEM", &subsystem) < 0 || udev_rule_match(line, "KERNEL", &kernel) < 0)
+        if (udev_rule_matches(line, "SUBSYSTEM", &subsystems) < 0 ||
+            udev_rule_matches(line, "KERNEL", &kernels) < 0)
                 return -ENOMEM;
         p += strlen("/modgate-udev ");
         end = strchr(p, '"');
@@ -113,8 +157,8 @@ static int line_names(char *line, UdevRuleName **names, size_t *n) {
                 *names = a;
                 a[*n] = (UdevRuleName) { .name = strdup(w) };
                 (*n)++;
-                if (!a[*n - 1].name || strdup_or_null(subsystem, &a[*n - 1].subsystem) < 0 ||
-                    strdup_or_null(kernel, &a[*n - 1].kernel) < 0)
+                if (!a[*n - 1].name || strv_copy_or_null(subsystems, &a[*n - 1].subsystems) < 0 ||
+                    strv_copy_or_null(kernels, &a[*n - 1].kernels) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -206,18 +250,34 @@ static int helper_subsystems(const char *text, const char *helper, char ***subsy
                 return -ENOMEM;
         udev_rules_join_lines(joined);
         for (char *line = strtok_r(joined, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
-                _cleanup_free_ char *s = NULL;
+                _cleanup_strv_free_ char **values = NULL;
                 int r;
 
                 if (!strstr(line, needle))
                         continue;
-                r = udev_rule_match(line, "SUBSYSTEM", &s);
+                r = udev_rule_matches(line, "SUBSYSTEM", &values);
                 if (r < 0)
                         return r;
-                if (r == 0)
+                /* A rule's events are among those of its first match's subsystems (all must match);
+                 * one with a glob names no subsystem to replay, as one with no match. */
+                if (!values || strpbrk(values[0], "*?[")) {
                         *unmatched = true;
-                else if (!strv_contains(*subsystems, s) && strv_consume(subsystems, TAKE_PTR(s)) < 0)
-                        return -ENOMEM;
+                        continue;
+                }
+                for (const char *p = values[0];;) {
+                        size_t n = strcspn(p, "|");
+                        char *one = strndup(p, n);
+
+                        if (!one)
+                                return -ENOMEM;
+                        if (strv_contains(*subsystems, one))
+                                free(one);
+                        else if (strv_consume(subsystems, one) < 0)
+                                return -ENOMEM;
+                        if (!p[n])
+                                break;
+                        p += n + 1;
+                }
         }
         return 0;
 }

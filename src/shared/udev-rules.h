@@ -22,11 +22,12 @@ extern const char *const udev_rules_trusted_dirs[];
 #define UDEV_RULES_OVERRIDE_MARK "# Installed by modgate"
 
 /* A module name that one of udev's rules passes to modgate-udev, with what that rule matches on:
- * the device's subsystem and its kernel name (a glob). */
+ * the device's subsystem and its kernel name. A rule may have several matches of a key, each of
+ * which must hold, and a match's value may be several globs separated by '|', any of which may. */
 typedef struct UdevRuleName {
         char *name;
-        char *subsystem;        /* SUBSYSTEM=="..."; NULL when the rule has none */
-        char *kernel;           /* KERNEL=="..."; NULL when the rule has none */
+        char **subsystems;      /* each SUBSYSTEM=="..." of the rule; NULL when it has none */
+        char **kernels;         /* each KERNEL=="..."; NULL when it has none */
 } UdevRuleName;
 
 void udev_rule_names_free(UdevRuleName *a, size_t n);
@@ -36,14 +37,22 @@ void udev_rule_names_free(UdevRuleName *a, size_t n);
  * open at the end of the file is dropped). */
 void udev_rules_join_lines(char *text);
 
-/* KEY=="VALUE" of one joined rule line, the key at its start or after a comma or a blank: 1 and
- * the value, 0 and NULL when the rule has no such match, -ENOMEM. */
-int udev_rule_match(const char *line, const char *key, char **ret);
+/* Every KEY=="VALUE" of one joined rule line, in order, the key at its start or after a comma or a
+ * blank: 0 and the values (NULL when the rule has no such match), or -ENOMEM. */
+int udev_rule_matches(const char *line, const char *key, char ***ret);
+
+/* Pure: whether value meets a match's value as udev compares them: any of its globs separated by '|'
+ * (fnmatch(3)). A NULL value (the device has no subsystem) meets none. */
+bool udev_rule_value_matches(const char *pattern, const char *value);
+
+/* Pure: whether a device of that subsystem and kernel name meets every SUBSYSTEM== and KERNEL== of
+ * the rule that names r. */
+bool udev_rule_name_applies(const UdevRuleName *r, const char *subsystem, const char *kernel);
 
 /* The module names that the rules of files pass to modgate-udev (RUN+=".../modgate-udev NAME..."),
- * or to udev's kmod builtin (RUN{builtin}+="kmod load NAME...", which modgate-udev-rules makes such a
- * call in its copy in /run/udev/rules.d), each with its rule's SUBSYSTEM== and KERNEL== matches.
- * Every file is read; one that cannot be is skipped. Returns 0 or -ENOMEM. */
+ * each with all its rule's SUBSYSTEM== and KERNEL== matches, or to udev's kmod builtin
+ * (RUN{builtin}+="kmod load NAME...", which modgate-udev-rules makes such a call in its copy in
+ * /run/udev/rules.d). Every file is read; one that cannot be is skipped. Returns 0 or -ENOMEM. */
 int udev_rule_names_read(const char *const *files, UdevRuleName **ret, size_t *ret_n);
 
 /* Pure: text with every RUN{builtin} call of "kmod load [ARG...]" (outside comments and quoted

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The history file of this boot's decisions ($RUNTIME_DIRECTORY/history), as modgated reads it at
+/* The history of this boot's decisions (a memfd of the fd store), as modgated reads it at
  * start: one JSON object per line, the latest per module counts, a line that does not parse (a torn
- * write at a crash) is skipped and counted. The input is the file. */
+ * write at a crash) is skipped and counted. The input is the memfd's contents. */
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <systemd/sd-json.h>
 
 #include "fuzz.h"
@@ -74,15 +75,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *all = NULL;
         _cleanup_(history_freep) History *h = NULL;
         _cleanup_(reference_done) Reference ref = {};
-        _cleanup_free_ char *path = NULL;
         unsigned skipped;
+        int fd;
         int r;
 
         if (size > INPUT_MAX)
                 return 0;
 
-        path = fuzz_write_file("history", data, size);
-        r = history_open(fuzz_tmp_dir(), &h, &skipped);
+        fd = history_memfd_new();
+        fuzz_assert(fd >= 0);
+        fuzz_assert(size == 0 || write(fd, data, size) == (ssize_t) size);
+        r = history_open_fd(fd, &h, &skipped);
         if (r < 0) {
                 fuzz_assert(r == -ENOMEM);
                 return 0;

@@ -48,8 +48,10 @@ static char **logical_lines(const char *text) {
         return lines;
 }
 
-/* KEY=="VALUE" of a rule, the key at the start or after a comma or a blank; NULL when none. */
-static char *match_value(const char *line, const char *key) {
+/* Every KEY=="VALUE" of a rule, the key at the start or after a comma or a blank, up to one whose value
+ * has no end; NULL when none. */
+static char **match_values(const char *line, const char *key) {
+        char **values = NULL;
         size_t n = strlen(key);
 
         for (const char *p = line; (p = strstr(p, key)); p++) {
@@ -58,19 +60,22 @@ static char *match_value(const char *line, const char *key) {
                 if ((p == line || strchr(", \t", p[-1])) && strncmp(p + n, "==\"", 3) == 0) {
                         v = p + n + 3;
                         end = strchr(v, '"');
-                        return end ? strndup(v, (size_t) (end - v)) : NULL;
+                        if (!end)
+                                break;
+                        fuzz_assert(strv_consume(&values, strndup(v, (size_t) (end - v))) == 0);
                 }
         }
-        return NULL;
+        return values;
 }
 
 /* Whether a rule passes name to modgate-udev, with these matches. */
 static bool rule_names(const char *line, const UdevRuleName *e) {
-        _cleanup_free_ char *subsystem = match_value(line, "SUBSYSTEM"), *kernel = match_value(line, "KERNEL");
+        _cleanup_strv_free_ char **subsystems = match_values(line, "SUBSYSTEM"),
+                                 **kernels = match_values(line, "KERNEL");
         const char *run = strstr(line, "/modgate-udev ");
         size_t n = strlen(e->name);
 
-        if (!run || !streq_ptr(subsystem, e->subsystem) || !streq_ptr(kernel, e->kernel))
+        if (!run || !strv_equal(subsystems, e->subsystems) || !strv_equal(kernels, e->kernels))
                 return false;
         run += strlen("/modgate-udev ");
         for (const char *w = run; *w && *w != '"'; w++)
@@ -103,8 +108,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 bool found = false;
 
                 fuzz_assert(module_name_is_valid(names[i].name));
-                fuzz_assert(!names[i].subsystem || !strpbrk(names[i].subsystem, "\"\n"));
-                fuzz_assert(!names[i].kernel || !strpbrk(names[i].kernel, "\"\n"));
+                for (char **v = names[i].subsystems; v && *v; v++)
+                        fuzz_assert(!strpbrk(*v, "\"\n"));
+                for (char **v = names[i].kernels; v && *v; v++)
+                        fuzz_assert(!strpbrk(*v, "\"\n"));
                 for (char **l = lines; l && *l && !found; l++)
                         found = rule_names(*l, &names[i]);
                 fuzz_assert(found);

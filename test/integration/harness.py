@@ -2,17 +2,21 @@
 """Shared parts of the integration tier.
 
 Everything here is real except the module syscalls: the daemon runs under real socket activation
-(systemd-socket-activate), in a private mount namespace, with real libkmod over a real Debian
+(systemd-socket-activate, or with an FdStore the activator below, which acts as PID 1 does for the
+file descriptor store), in a private mount namespace, with real libkmod over a real Debian
 kernel's module tree on real read-only and writable mounts, and a real systemd-journald. The
 LD_PRELOAD shim (test/shim/module-shim.c) stands in for finit_module/delete_module and keeps a
 private /sys/module.
 """
 
+import array
 import ctypes
+import fcntl
 import glob
 import hashlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -201,12 +205,104 @@ def valgrind_prefix(workdir, name):
             "--log-file=%s/%s.%%p.log" % (logdir, name)]
 
 
+class FdStore:
+    """PID 1's file descriptor store of one service (FileDescriptorStoreMax=), kept by the test
+    across the daemons it starts: what they store (sd_notify FDSTORE=1 with FDNAME=, and
+    FDSTOREREMOVE=1) is passed to the next one in $LISTEN_FDS with its name in $LISTEN_FDNAMES, as
+    systemd does with FileDescriptorStorePreserve=yes."""
+
+    MAX = 8
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.entries = []       # (name, fd), in the order stored
+        self._daemons = []      # whose notify messages fill the store
+
+    def settle(self):
+        """Handles what the daemons sent and the store did not take yet: PID 1 reads a service's
+        notify messages before its exit, and so before it starts the next instance."""
+        for d in list(self._daemons):
+            d.drain_notify()
+
+    @staticmethod
+    def _same(a, b):
+        sa, sb = os.fstat(a), os.fstat(b)
+        return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+    def handle(self, text, fds):
+        """A notify message and the fds it carried; the fds are the store's or closed. As PID 1 does,
+        an fd already stored (under any name) is not stored again."""
+        lines = text.split("\n")
+        name = next((l[len("FDNAME="):] for l in lines if l.startswith("FDNAME=")), "stored")
+        with self._lock:
+            if "FDSTOREREMOVE=1" in lines:
+                for n, fd in [e for e in self.entries if e[0] == name]:
+                    os.close(fd)
+                self.entries = [e for e in self.entries if e[0] != name]
+            if "FDSTORE=1" in lines:
+                for fd in fds:
+                    if len(self.entries) < self.MAX and not any(self._same(fd, e[1]) for e in self.entries):
+                        self.entries.append((name, fd))
+                    else:
+                        os.close(fd)
+                return
+        for fd in fds:
+            os.close(fd)
+
+    def _generations(self, name):
+        return sorted((int(n[len(name) + 1:]), fd) for n, fd in self.entries
+                      if n.startswith(name + ".") and n[len(name) + 1:].isdigit())
+
+    def count(self, name):
+        """How many generations of name are stored (modgated stores NAME.GENERATION)."""
+        self.settle()
+        with self._lock:
+            return len(self._generations(name))
+
+    def find(self, name):
+        """The fd of name's newest generation."""
+        self.settle()
+        with self._lock:
+            return self._generations(name)[-1][1]
+
+    def names(self):
+        self.settle()
+        with self._lock:
+            return [n for n, _ in self.entries]
+
+    def passed(self):
+        self.settle()
+        with self._lock:
+            return list(self.entries)
+
+    def clear(self):
+        """systemctl clean --what=fdstore."""
+        with self._lock:
+            for _, fd in self.entries:
+                os.close(fd)
+            self.entries = []
+
+
+def _place_fds(fds):
+    """In the child before exec: fds at 3, 4, ... in order, inherited (sd_listen_fds()' layout)."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
+    for i, fd in enumerate(high):
+        os.dup2(fd, 3 + i)
+
+
 class Daemon:
     """modgated started through real socket activation, with the syscall shim preloaded. With
     trusted_root None no --trusted-root= is given (TrustedRoot= in modgate.conf counts); wrapper is
-    a command the daemon runs under, such as chroot."""
+    a command the daemon runs under, such as chroot. With store (an FdStore), the daemon has a file
+    descriptor store, and this object acts as PID 1 does for a socket unit: it listens, and a
+    connection that waits while no daemon runs starts one, with the socket and what the store holds;
+    after an idle exit the next connection starts the next one (proc is then the new process).
+    Without, systemd-socket-activate starts it once and there is no store."""
 
-    def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=()):
+    def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=(), store=None):
+        self.store = store
+        self.proc = None
+        self._handling = threading.Lock()
         self.address = "/run/modgate/%s.sock" % name
         self.shim_log = os.path.join(workdir, name + ".shim.log")
         self.stderr_path = os.path.join(workdir, name + ".stderr")
@@ -238,9 +334,12 @@ class Daemon:
         env.update(extra_env or {})
         if os.environ.get("MODGATE_VALGRIND"):
             env["LD_PRELOAD"] += ":" + os.environ["MODGATE_VALGRIND_PRELOAD"]
-        cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
-        for k, v in env.items():
-            cmd += ["-E", "%s=%s" % (k, v)]
+        if store is None:
+            cmd = ["systemd-socket-activate", "-l", self.address, "--fdname=varlink"]
+            for k, v in env.items():
+                cmd += ["-E", "%s=%s" % (k, v)]
+        else:
+            cmd = ["sh", "-c", 'LISTEN_PID=$$; export LISTEN_PID; exec "$@"', "sh"]
         # Tests talk to one instance for their whole run: no idle exit unless a test asks for it.
         if not any(a.startswith("--idle-exit-sec=") for a in args):
             args = ("--idle-exit-sec=0", *args)
@@ -251,12 +350,57 @@ class Daemon:
         cmd += [*wrapper, *valgrind_prefix(workdir, name), os.environ["MODGATED"], *args]
 
         self.stderr = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr)
+        if store is None:
+            self.proc = subprocess.Popen(cmd, stdout=self.stderr, stderr=self.stderr)
+        else:
+            if os.path.exists(self.address):
+                os.unlink(self.address)
+            self._listen = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listen.bind(self.address)
+            self._listen.listen(128)
+            self._spawn_cmd, self._spawn_env = cmd, env
+            self._activator_stop = False
+            store._daemons.append(self)
+            self._activator = threading.Thread(target=self._activate_loop, daemon=True)
+            self._activator.start()
+            return
         deadline = time.monotonic() + 10
         while not os.path.exists(self.address):
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise RuntimeError("systemd-socket-activate did not listen on %s" % self.address)
             time.sleep(0.02)
+
+    def _spawn(self):
+        passed = [("varlink", self._listen.fileno())] + self.store.passed()
+        env = dict(os.environ, **self._spawn_env, FDSTORE=str(FdStore.MAX), LISTEN_FDS=str(len(passed)),
+                   LISTEN_FDNAMES=":".join(n for n, _ in passed))
+        self.proc = subprocess.Popen(self._spawn_cmd, stdout=self.stderr, stderr=self.stderr, env=env,
+                                     close_fds=False,     # Python's own fds are not inherited (PEP 446)
+                                     preexec_fn=lambda: _place_fds([fd for _, fd in passed]))
+
+    def _activate_loop(self):
+        while not self._activator_stop:
+            if self.proc is not None and self.proc.poll() is None:
+                time.sleep(0.02)
+                continue
+            try:
+                readable, _, _ = select.select([self._listen], [], [], 0.1)
+            except (OSError, ValueError):
+                return
+            if readable and not self._activator_stop:
+                self._spawn()
+
+    def drain_notify(self):
+        """Returns once every notify message sent so far has been handled."""
+        while True:
+            with self._handling:
+                try:
+                    pending, _, _ = select.select([self.notify], [], [], 0)
+                except (OSError, ValueError):
+                    return
+                if not pending:
+                    return
+            time.sleep(0.005)
 
     def activate(self):
         """The first connection starts the daemon (systemd-socket-activate waits for it, as
@@ -270,12 +414,23 @@ class Daemon:
 
     def _read_notify(self):
         while not self._notes_stop:
-            try:
-                msg = self.notify.recv(4096).decode()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
+            with self._handling:
+                try:
+                    data, anc, _, _ = self.notify.recvmsg(4096, socket.CMSG_SPACE(16 * 4))
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                msg = data.decode()
+                fds = array.array("i")
+                for level, kind, payload in anc:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+                if self.store is not None:
+                    self.store.handle(msg, list(fds))
+                else:
+                    for fd in fds:
+                        os.close(fd)
             with self._notes_cv:
                 self._notes.append(msg)
                 self._notes_cv.notify_all()
@@ -297,7 +452,7 @@ class Daemon:
                     if word in msg.split("\n"):
                         return msg
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
+                if left <= 0 or (self.proc is not None and self.proc.poll() is not None):
                     return None
                 self._notes_cv.wait(min(left, 0.2))
 
@@ -352,13 +507,21 @@ class Daemon:
         return None
 
     def stop(self):
-        if self.proc.poll() is None:
+        if self.store is not None and not self._activator_stop:
+            self._activator_stop = True
+            self._activator.join()
+            self._listen.close()
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.store is not None:
+            self.drain_notify()
+            if self in self.store._daemons:
+                self.store._daemons.remove(self)
         self.stderr.close()
         self._notes_stop = True
         self._notes_thread.join()
@@ -711,6 +874,34 @@ def max_in_flight(records):
 
 # --- System integration: the helpers, a stand-in daemon, and a booted systemd ----------------------
 
+
+
+def kernel_uevent(devpath, action="add", timeout=10):
+    """Has the kernel send a synthetic uevent for the device at /sys{devpath} (as udevadm trigger
+    does), and returns what it sent, as a dict with SEQNUM, read from the kernel's own netlink
+    group."""
+    tag = "%08x-0000-4000-8000-%012x" % (os.getpid(), time.monotonic_ns() % (1 << 48))
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, 15)   # KOBJECT_UEVENT
+    try:
+        s.bind((0, 1))
+        s.settimeout(timeout)
+        with open("/sys%s/uevent" % devpath, "w") as f:
+            f.write("%s %s" % (action, tag))
+        while True:
+            data, (port, _) = s.recvfrom(65536)
+            if port != 0:
+                continue
+            env = dict(x.split("=", 1) for x in data.decode(errors="replace").split("\0")[1:] if "=" in x)
+            if env.get("SYNTH_UUID") == tag and env.get("DEVPATH") == devpath:
+                env["SEQNUM"] = int(env["SEQNUM"])
+                return env
+    finally:
+        s.close()
+
+
+def kernel_seqnum():
+    with open("/sys/kernel/uevent_seqnum") as f:
+        return int(f.read())
 
 
 def build_dir():

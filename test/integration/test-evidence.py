@@ -94,10 +94,10 @@ def main():
     h.run("mkfs.erofs", "--quiet", "-T0", "--all-root", late_image, late_src)
     late_manifest = h.write_manifest(late_src, os.path.join(work, "late.sha256"), kernel=kver)
 
-    def start(name, conf, args=(), env=None):
+    def start(name, conf, args=(), env=None, store=None):
         write_conf(conf)
         try:
-            d = h.Daemon(work, name, None, args=("--prober=" + probe_addr, *args), extra_env=env)
+            d = h.Daemon(work, name, None, args=("--prober=" + probe_addr, *args), extra_env=env, store=store)
             daemons.append(d)
             assert d.activate(), "daemon %s did not send READY=1:\n%s" % (name, d.stderr_text())
         finally:
@@ -280,9 +280,17 @@ def main():
     ident_conf = "[Trust]\nTrustedRoot=%s\nEvidence=ownership\n" % erofs_mnt
     pinned_id, changed_id = "283c442698e34f96a0fb27a1446e33af", "6612a8c94965478dbfa239919e1ab334"
 
+    # Kept in the service's fd store, as PID 1 keeps it across restarts and idle exits.
+    ident_store = h.FdStore()
+
     def ident_daemon(name):
         h.reset_sys_module()
-        return start(name, ident_conf, env={"RUNTIME_DIRECTORY": runtime})
+        return start(name, ident_conf, env={"RUNTIME_DIRECTORY": runtime}, store=ident_store)
+
+    def stored_roots():
+        assert ident_store.count("roots") == 1, ident_store.names()
+        fd = ident_store.find("roots")
+        return os.pread(fd, 65536, 0).decode()
 
     def root_records(d):
         return [r for r in journal.records(MODGATE_ROOT=erofs_mnt, _PID=str(d.pid))]
@@ -302,9 +310,15 @@ def main():
             (pinned_id, first, None)], r
         assert h.modules_of(d.load(PLAIN))[0]["outcome"] == "loaded"
         d.stop()
-        with open(os.path.join(runtime, "trusted-roots")) as f:
-            assert f.read() == "%s\t%s\n" % (erofs_mnt, first)
-        assert oct(os.stat(os.path.join(runtime, "trusted-roots")).st_mode & 0o777) == "0o600"
+        assert stored_roots() == "%s\t%s\n" % (erofs_mnt, first)
+        assert not os.path.exists(os.path.join(runtime, "trusted-roots"))
+        # Sealed: nobody holding the fd (PID 1, a reader of its fds) changes it.
+        fd = ident_store.find("roots")
+        try:
+            os.pwrite(fd, b"x", 0)
+            raise AssertionError("the record is writable")
+        except PermissionError:
+            pass
 
         # After a restart (or an idle exit): checked, as recorded.
         d = ident_daemon("ident2")
@@ -325,15 +339,15 @@ def main():
         p = h.error_of(d.load(PLAIN), "UntrustedOrigin")
         assert p["reason"] == ("trusted root %s is not what it was when first pinned this boot (recorded %s, now %s)"
                                % (erofs_mnt, first, now)), p
-        # The history of the runtime directory had it loaded; the shim's /sys/module was reset since.
+        # The history in the fd store had it loaded; the shim's /sys/module was reset since.
         rec = journal.records(MODGATE_MODULE=PLAIN, _PID=str(d.pid))
         assert [x["MODGATE_OUTCOME"] for x in rec] == ["unloaded_outside", "denied"], rec
         assert rec[1]["MODGATE_ERRNO_NAME"] == "ESTALE", rec
         assert d.shim_records() == []
         d.stop()
 
-        # Forgotten (systemctl clean --what=runtime): recorded anew.
-        os.unlink(os.path.join(runtime, "trusted-roots"))
+        # Forgotten (systemctl clean --what=fdstore): recorded anew.
+        ident_store.clear()
         d = ident_daemon("ident4")
         r = root_records(d)
         assert [(x["MESSAGE_ID"], x["MODGATE_ROOT_IDENTITY"], x.get("MODGATE_ROOT_RECORDED")) for x in r] == [

@@ -200,11 +200,11 @@ def main():
     others, (before_kill, killed, crowd_mod, fd_mod) = rest[:3], rest[3:7]
     assert len(errno_mods) == len(ERRNO_CLASSES) and killed, "not enough independent modules in the tree"
 
-    def daemon(name, root=trusted, env=None, args=(), conf="", wrapper=()):
+    def daemon(name, root=trusted, env=None, args=(), conf="", wrapper=(), store=None):
         os.makedirs("/run/modgate", exist_ok=True)
         with open(CONF, "w") as f:
             f.write(conf)
-        d = h.Daemon(work, name, root, extra_env=env, args=args, wrapper=wrapper)
+        d = h.Daemon(work, name, root, extra_env=env, args=args, wrapper=wrapper, store=store)
         daemons.append(d)
         assert d.activate(), "daemon %s did not send READY=1:\n%s" % (name, d.stderr_text())
         return d
@@ -599,7 +599,9 @@ def main():
         runtime = os.path.join(work, "runtime")
         os.makedirs(runtime, mode=0o700)
         env = {"RUNTIME_DIRECTORY": runtime}
-        first = daemon("killed", env=dict(env, MODGATE_SHIM_HANG=killed, MODGATE_SHIM_HANG_RELEASE=release + "-never"))
+        store = h.FdStore()     # the history outlives the process there, as in PID 1's
+        first = daemon("killed", env=dict(env, MODGATE_SHIM_HANG=killed, MODGATE_SHIM_HANG_RELEASE=release + "-never"),
+                       store=store)
         assert [m["outcome"] for m in h.modules_of(first.load(before_kill))] == ["loaded"]
         c = h.AsyncVarlink(first.address)
         c.send(LOAD, {"name": killed})
@@ -610,7 +612,7 @@ def main():
             c.receive()
         c.close()
         # The kernel goes on with an init whatever happens to its caller: the module is still coming.
-        second = daemon("after-kill", env=env)
+        second = daemon("after-kill", env=env, store=store)
         c = h.AsyncVarlink(second.address)
         c.send(LOAD, {"name": killed})
         assert not c.answered(0.5), "answered while the module is still coming"

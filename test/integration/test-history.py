@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Every module in the kernel accounted for: this boot's history in the runtime directory survives a
-restart and an idle exit, List and Describe answer from it, a module that someone else loaded (before
+"""Every module in the kernel accounted for: this boot's history, kept in the service's file descriptor
+store (never in the runtime directory, which a root process without CAP_SYS_MODULE can write),
+survives a restart and an idle exit, List and Describe answer from it, a module that someone else loaded (before
 the daemon started, or while it ran) is recorded as loaded outside modgate with its taint, one that
 someone else unloaded while no daemon ran is recorded as such, and a torn last line after a crash is
 skipped. A module refused after it was loaded (a Deny= added since) stays loaded in the history, so the
@@ -21,6 +22,8 @@ import harness as h  # noqa: E402
 M = "io.modgate.Manager."
 OUTSIDE_ID = "768173c3df9f4d60887b5916985cefb3"
 GONE_ID = "50f3e70422fa4192b532eb77cc65998a"
+ROOT_PINNED_ID = "283c442698e34f96a0fb27a1446e33af"
+ROOT_CHANGED_ID = "6612a8c94965478dbfa239919e1ab334"
 EARLY = "psmouse"               # "loaded by the initrd": in the kernel before the first daemon
 LOADED = "eql"
 KEPT = "nlmon"                  # loaded by modgate, then removed while no daemon runs
@@ -42,15 +45,15 @@ def main():
         f.write("E\n")
     runtime = os.path.join(work, "runtime")
     os.makedirs(runtime, mode=0o700)
-    history = os.path.join(runtime, "history")
+    store = h.FdStore()
     journal = h.Journal()
     t = h.Tap()
     root = h.mount_trusted_tree(tree, work)
     env = {"RUNTIME_DIRECTORY": runtime}
     daemons = []
 
-    def start(name, args=()):
-        d = h.Daemon(work, name, root, extra_env=env, args=args)
+    def start(name, args=(), store=store):
+        d = h.Daemon(work, name, root, extra_env=env, args=args, store=store)
         daemons.append(d)
         assert d.activate(), d.stderr_text()
         return d
@@ -119,8 +122,9 @@ def main():
     def case_restart():
         h.assert_clean_exit(first)
         shutil.rmtree("/sys/module/" + KEPT)            # rmmod while no daemon runs
-        with open(history, "a") as f:
-            f.write('{"module":"torn","outc')             # a write cut short by a crash
+        assert store.count("history") == 1, store.names()
+        fd = store.find("history")
+        os.pwrite(fd, b'{"module":"torn","outc', os.fstat(fd).st_size)    # a write cut short by a crash
         second = start("second")
         assert "Skipped 1 entries of the history" in second.stderr_text(), second.stderr_text()
         assert journal.records(MESSAGE_ID=OUTSIDE_ID, _PID=str(second.pid)) == [], \
@@ -143,6 +147,35 @@ def main():
         fourth = start("fourth")
         assert listed(fourth)[KEPT]["outcome"] == "unloaded_outside"
         assert journal.records(MESSAGE_ID=GONE_ID, _PID=str(fourth.pid)) == []
+
+    def case_forged_runtime():
+        # What a root process without CAP_SYS_MODULE can write: /run/modgated. A history there that says
+        # a module was loaded by modgate, and a record of the trusted root that is not the root's.
+        d = daemons[-1]
+        h.assert_clean_exit(d)
+        with open(os.path.join(runtime, "history"), "w") as f:
+            f.write('{"module":"forged","outcome":"loaded","source":"admin"}\n'
+                    '{"module":"%s","outcome":"loaded","source":"admin","peerUid":0}\n' % EARLY)
+        with open(os.path.join(runtime, "trusted-roots"), "w") as f:
+            f.write("%s\tdev=1:1 diskseq=1 fstype=erofs\n" % root)
+        d = start("forged")
+        l = listed(d)
+        assert "forged" not in l and l[EARLY]["outcome"] == "loaded_outside", l
+        pinned = journal.records(MESSAGE_ID=ROOT_PINNED_ID, _PID=str(d.pid))
+        assert [r.get("MODGATE_ROOT_RECORDED") for r in pinned] == [pinned[0]["MODGATE_ROOT_IDENTITY"]], pinned
+        assert journal.records(MESSAGE_ID=ROOT_CHANGED_ID, _PID=str(d.pid)) == []
+        assert [m["outcome"] for m in h.ok(d.call(M + "Load", {"name": LOADED}))["modules"]] == ["loaded"]
+
+    def case_no_store():
+        # Without a store nothing is kept, and the daemon says so once; it reads no file instead.
+        d = start("nostore", store=None)
+        text = d.stderr_text()
+        assert text.count("No file descriptor store (FileDescriptorStoreMax=)") == 1, text
+        l = listed(d)
+        assert "forged" not in l and l[EARLY]["outcome"] == "loaded_outside", l
+        assert LOADED not in l or l[LOADED].get("peerPid") is None, l
+        h.assert_clean_exit(d)
+        daemons.remove(d)
 
     def case_readers():
         d = daemons[-1]
@@ -211,6 +244,8 @@ def main():
         print("# %s" % " | ".join(joined), flush=True)
 
     t.case("every request that joined a load is in its record and its history entry", case_joined)
+    t.case("a history and a root record forged in the runtime directory are not read", case_forged_runtime)
+    t.case("without a file descriptor store nothing is kept across restarts, said once", case_no_store)
     t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons[-1:]))
     journal.stop()
     return t.done()

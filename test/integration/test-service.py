@@ -154,11 +154,19 @@ def main():
         first = c.show("modgated.service", "MainPID")
         assert wait_inactive(IDLE_EXIT_SEC + 10), "the daemon did not exit when idle"
         assert c.show("modgated.service", "Result") == "success", c.journal("-u", "modgated.service")[-2000:]
+        # PID 1 keeps the daemon's state while it does not run (FileDescriptorStorePreserve=yes): the
+        # uevent socket and what was read of it, the history, the roots' records.
+        kept = int(c.show("modgated.service", "NFileDescriptorStore"))
+        assert kept >= 4, (kept, c.journal("-u", "modgated.service")[-3000:])
         # The socket stays; the next request starts the daemon again and is answered.
         assert c.show("modgated.socket", "ActiveState") in ("active", "listening")
         reply = load("vxlan")
         assert "error" not in reply and reply["parameters"]["modules"][-1]["outcome"] == "already_loaded", reply
         assert c.show("modgated.service", "MainPID") not in ("0", first)
+        # The history came back from the store: vxlan's load by the first instance, not "loaded outside".
+        listed = c.call("io.modgate.Manager.Describe", {"name": "vxlan"})
+        assert listed["parameters"]["module"]["outcome"] == "loaded", listed
+        assert "No file descriptor store" not in c.journal("-u", "modgated.service")
 
     def case_no_lost_request():
         # Requests at intervals around the idle time, so that some arrive as the daemon decides to

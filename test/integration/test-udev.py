@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,26 @@ def udev(*args, env=None, timeout=60, unit=None):
 
 # udev runs its rules' programs in its own unit's cgroup, where modgated looks for it.
 UDEVD = "systemd-udevd.service"
+M = "io.modgate.Manager."
+UEVENTS_LOST_ID = "d0a09ce1568c4f8e960a853349dea73f"
+# udevd under the takeover: without CAP_SYS_MODULE.
+NO_SYS_MODULE = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_module"]
+
+
+def device_with_modalias(resolvable):
+    """A device of this machine whose uevent's MODALIAS the index resolves."""
+    for dirpath, _, filenames in sorted(os.walk("/sys/devices")):
+        if "uevent" not in filenames:
+            continue
+        try:
+            with open(os.path.join(dirpath, "uevent")) as f:
+                env = dict(x.split("=", 1) for x in f.read().splitlines() if "=" in x)
+        except OSError:
+            continue
+        alias = env.get("MODALIAS")
+        if alias and resolvable(alias):
+            return dirpath[len("/sys"):], alias
+    raise RuntimeError("no device of this machine has a modalias the module index resolves")
 
 
 def daemon_start_log(work, trusted, udevd):
@@ -422,6 +443,166 @@ def main():
         else:
             raise AssertionError("dummy never became live after the helper left")
 
+    # udevd under the takeover asks for what the kernel announced: each request is checked against the
+    # kernel's uevent of its SEQNUM, whether or not the device is still there.
+    store = h.FdStore()
+    udevd = [*h.in_unit(UDEVD + "/udev/worker"), *NO_SYS_MODULE]
+    ue = h.Daemon(work, "uevents", trusted, store=store)
+    assert ue.activate(), ue.stderr_text()
+
+    def resolvable(alias):
+        return "error" not in ue.call(M + "Load", {"modalias": alias, "context": {"source": "admin"}})
+
+    device, alias = device_with_modalias(resolvable)
+    subsystem = os.path.basename(os.readlink("/sys%s/subsystem" % device))
+    hidden = []
+
+    def hide(devpath):
+        """The device gone, as far as sysfs tells the daemon: an empty directory mounted over it."""
+        h.run("mount", "-t", "tmpfs", "-o", "ro", "gone", "/sys" + devpath)
+        hidden.append(devpath)
+
+    def unhide():
+        while hidden:
+            h.run("umount", "/sys" + hidden.pop())
+
+    def udev_load(d, seqnum, devpath=device, modalias=alias):
+        ctx = {"source": "udev", "devpath": devpath, "subsystem": subsystem, "action": "add", "seqnum": seqnum}
+        return h.call_as(udevd, d.address, M + "Load", {"modalias": modalias, "context": ctx})
+
+    def loaded_by(reply):
+        mods = h.modules_of(reply)
+        assert mods and all(m["outcome"] in ("loaded", "already_loaded") for m in mods), reply
+        return mods
+
+    def case_uevent_gone():
+        h.reset_sys_module()
+        ev = h.kernel_uevent(device)
+        assert ev.get("MODALIAS") == alias, ev
+        hide(device)
+        try:
+            # Gone from sysfs: the kernel's event is what counts. modgate-udev passes udev's SEQNUM.
+            n = len(h.finit_records(ue.shim_records()))
+            res = h.run_program([*udevd, UDEV, "--address=" + ue.address],
+                                env=udev_env(MODALIAS=alias, DEVPATH=device, SUBSYSTEM=subsystem,
+                                             SEQNUM=str(ev["SEQNUM"])))
+            assert res.returncode == 0, res
+            assert len(h.finit_records(ue.shim_records())) > n, (res, ue.stderr_text()[-2000:])
+            rec = journal.records(MODGATE_SEQNUM=str(ev["SEQNUM"]), _PID=str(ue.pid), MODGATE_OUTCOME="loaded")
+            assert rec and rec[0]["MODGATE_DEVPATH"] == device, rec
+        finally:
+            unhide()
+        print("# %s (%s): uevent %d, loaded while hidden" % (device, subsystem, ev["SEQNUM"]), flush=True)
+
+    def case_uevent_cpu():
+        # A CPU's MODALIAS ends in a newline in the kernel's uevent, which udev does not pass on.
+        cpu = "/devices/system/cpu/cpu0"
+        h.reset_sys_module()
+        ev = h.kernel_uevent(cpu)
+        assert ev["MODALIAS"].endswith("\n"), ev
+        ctx = {"source": "udev", "devpath": cpu, "subsystem": "cpu", "action": "add", "seqnum": ev["SEQNUM"]}
+        r = h.call_as(udevd, ue.address, M + "Load", {"modalias": ev["MODALIAS"].rstrip("\n"), "context": ctx})
+        assert "error" not in r, r
+
+    def case_uevent_none():
+        h.reset_sys_module()
+        ev = h.kernel_uevent(device)
+        made_up = h.kernel_seqnum() + 100000
+        n = len(h.finit_records(ue.shim_records()))
+        cases = [
+            (made_up, device, alias, "the kernel sent no uevent %d" % made_up),
+            (ev["SEQNUM"], "/devices/virtual/mem/null", alias,
+             "the kernel's uevent %d is for %s, not /devices/virtual/mem/null" % (ev["SEQNUM"], device)),
+            (ev["SEQNUM"], device, "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
+             "modalias pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00 is not device %s's (%s)"
+             % (device, alias)),
+        ]
+        for seqnum, devpath, modalias, why in cases:
+            r = udev_load(ue, seqnum, devpath, modalias)
+            assert r.get("error") == M + "PermissionDenied", r
+            assert r["parameters"]["reason"] == why, r
+        # No SEQNUM at all: refused too.
+        ctx = {"source": "udev", "devpath": device, "action": "add"}
+        r = h.call_as(udevd, ue.address, M + "Load", {"modalias": alias, "context": ctx})
+        assert r.get("error") == M + "PermissionDenied", r
+        assert r["parameters"]["reason"] == "the request gives no SEQNUM of the kernel's event", r
+        assert len(h.finit_records(ue.shim_records())) == n, ue.shim_records()
+        # The real one, with the device there: loads.
+        loaded_by(udev_load(ue, ev["SEQNUM"]))
+
+    def case_uevent_idle_exit():
+        # An event sent while no daemon runs waits in the socket kept in the fd store.
+        assert store.count("uevent") == 1, store.names()
+        # One instance at a time reads the socket, as under PID 1.
+        h.assert_clean_exit(ue)
+        daemons.remove(ue)
+        d = h.Daemon(work, "uevents-idle", trusted, store=store, args=("--idle-exit-sec=2",))
+        assert d.activate(), d.stderr_text()
+        first = d.pid
+        # Read by this instance before its exit: its log is kept for the next one.
+        read = h.kernel_uevent(device)
+        h.wait_for("the idle exit", lambda: d.proc.poll() is not None, timeout=20)
+        assert d.proc.returncode == 0, d.stderr_text()
+        assert store.count("uevent-log") == 1, store.names()
+        h.reset_sys_module()
+        ev = h.kernel_uevent(device)
+        hide(device)
+        try:
+            # The next connection starts the next instance, as PID 1 does for the socket unit.
+            again = d
+            daemons.append(again)
+            assert again.activate(), again.stderr_text()
+            assert again.pid != first, "not started again"
+            assert store.count("uevent-log") == 0, store.names()     # taken: a crash leaves none
+            loaded_by(udev_load(again, ev["SEQNUM"]))
+            h.reset_sys_module()
+            loaded_by(udev_load(again, read["SEQNUM"]))
+            # A daemon without the store never saw it: sysfs decides, and the device is gone.
+            h.reset_sys_module()
+            bare = h.Daemon(work, "uevents-bare", trusted)
+            daemons.append(bare)
+            assert bare.activate(), bare.stderr_text()
+            r = udev_load(bare, ev["SEQNUM"])
+            assert r.get("error") == M + "PermissionDenied", r
+            assert r["parameters"]["reason"] == "device %s does not exist" % device, r
+        finally:
+            unhide()
+
+    def case_uevent_overflow():
+        # The socket's buffer overflowed while no daemon ran: what may be lost is checked against sysfs,
+        # and the daemon says so. The store's socket is the daemon's: made small here, as a burst
+        # larger than net.core.rmem_max would make it full.
+        last = daemons[-2]      # uevents-again, which has the store
+        h.assert_clean_exit(last)
+        daemons.remove(last)
+        sock = socket.socket(fileno=os.dup(store.find("uevent")))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+        try:
+            events = [h.kernel_uevent(device) for _ in range(20)]
+            hide(device)
+            d = h.Daemon(work, "uevents-overflow", trusted, store=store)
+            daemons.append(d)
+            assert d.activate(), d.stderr_text()
+            r = udev_load(d, events[-1]["SEQNUM"])
+            assert r.get("error") == M + "PermissionDenied", r
+            assert r["parameters"]["reason"] == "device %s does not exist" % device, r
+            lost = journal.records(MESSAGE_ID=UEVENTS_LOST_ID, _PID=str(d.pid))
+            assert len(lost) == 1 and int(lost[0]["MODGATE_SEQNUM"]) >= events[-1]["SEQNUM"], lost
+            print("# %s" % lost[0]["MESSAGE"], flush=True)
+        finally:
+            unhide()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            sock.close()
+
+    daemons = [ue]
+    t.case("udevd's request for a device gone since the kernel's uevent loads its driver; SEQNUM is passed",
+           case_uevent_gone)
+    t.case("a CPU's modalias, which the kernel's event ends with a newline, matches udev's", case_uevent_cpu)
+    t.case("a request whose SEQNUM names no kernel event, another device's, or a modalias the event does not "
+           "have, or no SEQNUM, is refused", case_uevent_none)
+    t.case("an event sent while no daemon ran is read from the socket kept in the fd store, one the last "
+           "instance read from its saved log", case_uevent_idle_exit)
+    t.case("events lost to an overflowed buffer are checked against sysfs, and said so", case_uevent_overflow)
     t.case("a device event sends MODALIAS, the udev context and a timeoutUSec below the helper's", case_modalias_request)
     t.case("module names as arguments send one request each", case_names)
     t.case("missing, oversized or non-numeric udev values are left out of the context", case_missing_env)
@@ -451,7 +632,7 @@ def main():
 
     fake.stop()
     t.case("the daemons exit cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
-           lambda: h.assert_clean_exit(daemon, slow))
+           lambda: h.assert_clean_exit(daemon, slow, *daemons))
     journal.stop()
     if t.failed:
         for d in (daemon, slow):

@@ -100,11 +100,12 @@ TEST(source_claims) {
 }
 
 TEST(udevd_without_capability) {
-        static const UdevRuleName names[] = {
-                { .name = (char *) "tifm_sd", .subsystem = (char *) "tifm" },
-                { .name = (char *) "ms_block", .subsystem = (char *) "memstick" },
-                { .name = (char *) "sm_ftl", .kernel = (char *) "mtd*ro" },
-                { .name = (char *) "ppdev", .subsystem = (char *) "module", .kernel = (char *) "parport_pc" },
+        const UdevRuleName names[] = {
+                { .name = (char *) "tifm_sd", .subsystems = (char *[]) { (char *) "tifm", NULL } },
+                { .name = (char *) "ms_block", .subsystems = (char *[]) { (char *) "memstick", NULL } },
+                { .name = (char *) "sm_ftl", .kernels = (char *[]) { (char *) "mtd*ro", NULL } },
+                { .name = (char *) "ppdev", .subsystems = (char *[]) { (char *) "module", NULL },
+                  .kernels = (char *[]) { (char *) "parport_pc", NULL } },
         };
         PeerIdentity udevd = steady((PeerIdentity) { .known = true, .pid = 400, .unit = (char *) UDEV_UNIT,
                                                      .system_unit = true });
@@ -129,6 +130,10 @@ TEST(udevd_without_capability) {
                       "/devices/pci0000:00/0000:00:03.0's (it has none)");
         r.device_exists = false;
         check_refused(&udevd, &r, "device /devices/pci0000:00/0000:00:03.0 does not exist");
+        /* The kernel's uevent log says why, when it knows. */
+        r.device_unknown = "the kernel sent no uevent 5";
+        check_refused(&udevd, &r, "the kernel sent no uevent 5");
+        r.device_unknown = NULL;
 
         /* Names: only those udev's rules pass, for a device that rule matches. */
         r = (AuthRequest) { .method = AUTH_LOAD, .name = "tifm-sd", .source_given = true, .source = SOURCE_UDEV,

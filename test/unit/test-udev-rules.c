@@ -9,6 +9,8 @@
 #include "tests.h"
 #include "udev-rules.h"
 
+#define STRV(...) ((char *const[]) { __VA_ARGS__, NULL })
+
 #define H "/usr/libexec/modgate/modgate-udev"
 
 static char *rewrite(const char *text, size_t *n, char ***subsystems, bool *unmatched) {
@@ -91,6 +93,21 @@ TEST(rewrite_subsystems) {
         /* A rule that matches no subsystem: every device's event must be replayed. */
         out = rewrite("SUBSYSTEMS==\"usb\", RUN{builtin}+=\"kmod load y\"\n", &n, &s, &unmatched);
         check(n == 1 && unmatched && strv_length(s) == 0);
+        free(out);
+        strv_free(s);
+        s = NULL;
+
+        /* Each alternative is a subsystem to replay; a glob names none, as no match. */
+        unmatched = false;
+        out = rewrite("SUBSYSTEM==\"usb|pci\", RUN{builtin}+=\"kmod load y\"\n", &n, &s, &unmatched);
+        check(n == 1 && !unmatched && strv_length(s) == 2);
+        check_streq(s[0], "usb");
+        check_streq(s[1], "pci");
+        free(out);
+        strv_free(s);
+        s = NULL;
+        out = rewrite("SUBSYSTEM==\"input*\", RUN{builtin}+=\"kmod load y\"\n", &n, &s, &unmatched);
+        check(n == 1 && unmatched && strv_length(s) == 0);
 }
 
 TEST(names) {
@@ -121,16 +138,59 @@ TEST(names) {
         check(udev_rule_names_read((const char *const[]) { missing, a, b, NULL }, &names, &n) == 0);
         check(n == 5);
         check_streq(names[0].name, "sg");
-        check_streq(names[0].subsystem, "scsi");
-        check(!names[0].kernel);
+        check(strv_equal(names[0].subsystems, STRV("scsi")));
+        check(!names[0].kernels);
         check_streq(names[1].name, "sm_ftl");
-        check_streq(names[1].kernel, "mtd*ro");
-        check(!names[1].subsystem);
+        check(strv_equal(names[1].kernels, STRV("mtd*ro")));
+        check(!names[1].subsystems);
         check_streq(names[2].name, "x");
         check_streq(names[3].name, "late");
-        check_streq(names[3].subsystem, "pci");
+        check(strv_equal(names[3].subsystems, STRV("pci")));
         check_streq(names[4].name, "tifm_sd");
-        check_streq(names[4].subsystem, "tifm");
+        check(strv_equal(names[4].subsystems, STRV("tifm")));
+        udev_rule_names_free(names, n);
+}
+
+/* Every match of a line counts, and each of a value's alternatives. */
+TEST(names_all_matches) {
+        _cleanup_tmp_root_ char *root = tmp_root_new();
+        _cleanup_free_ char *a = NULL;
+        UdevRuleName *names = NULL;
+        size_t n = 0;
+        FILE *f;
+
+        check(asprintf(&a, "%s/multi.rules", root) > 0);
+        f = fopen(a, "we");
+        check(f);
+        fputs("SUBSYSTEM==\"module\", KERNEL==\"parport_pc\", RUN+=\"" H " ppdev\"\n"
+              "SUBSYSTEM==\"usb|pci\", KERNEL==\"x*\", KERNEL==\"*y\", RUN+=\"" H " multi\"\n"
+              "SUBSYSTEM==\"pci\", SUBSYSTEM==\"usb\", RUN+=\"" H " never\"\n", f);
+        check(fclose(f) == 0);
+        check(udev_rule_names_read((const char *const[]) { a, NULL }, &names, &n) == 0);
+        check(n == 3);
+
+        /* parport_pc's module event, not another module's nor another subsystem's device. */
+        check_streq(names[0].name, "ppdev");
+        check(udev_rule_name_applies(&names[0], "module", "parport_pc"));
+        check(!udev_rule_name_applies(&names[0], "module", "lp"));
+        check(!udev_rule_name_applies(&names[0], "platform", "parport_pc"));
+        check(!udev_rule_name_applies(&names[0], NULL, "parport_pc"));
+
+        /* Either subsystem; both kernel globs. */
+        check(strv_equal(names[1].kernels, STRV("x*", "*y")));
+        check(udev_rule_name_applies(&names[1], "usb", "xay"));
+        check(udev_rule_name_applies(&names[1], "pci", "xy"));
+        check(!udev_rule_name_applies(&names[1], "pci", "xa"));         /* the second KERNEL== fails */
+        check(!udev_rule_name_applies(&names[1], "input", "xy"));
+        check(!udev_rule_name_applies(&names[1], "usb|pci", "xy"));     /* '|' separates, matches nothing */
+
+        /* Two SUBSYSTEM== that no device meets at once. */
+        check(!udev_rule_name_applies(&names[2], "pci", "a"));
+        check(!udev_rule_name_applies(&names[2], "usb", "a"));
+
+        check(udev_rule_value_matches("a|b*|c", "bee"));
+        check(udev_rule_value_matches("a||c", "c"));
+        check(!udev_rule_value_matches("a|b", "ab"));
         udev_rule_names_free(names, n);
 }
 
@@ -138,5 +198,6 @@ int main(void) {
         RUN(rewrite_calls);
         RUN(rewrite_subsystems);
         RUN(names);
+        RUN(names_all_matches);
         return tests_done();
 }

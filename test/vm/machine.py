@@ -157,11 +157,12 @@ class QMP:
 
 
 class Machine:
-    def __init__(self, manifest, workdir, accel, append="", memory=2048, cpus=2):
+    def __init__(self, manifest, workdir, accel, append="", memory=2048, cpus=2, devices=()):
         self.manifest = manifest
         self.workdir = workdir
         self.accel = accel
         self.append = append
+        self.devices = tuple(devices)   # more QEMU arguments: devices -nodefaults leaves out
         self.memory = memory
         self.cpus = cpus
         self.proc = None
@@ -204,7 +205,7 @@ class Machine:
             "-chardev", "socket,id=agent,path=%s/agent.sock,server=on,wait=off" % s,
             "-device", "virtserialport,chardev=agent,name=org.modgate.agent",
             "-qmp", "unix:%s/qmp.sock,server=on,wait=off" % s,
-        ]
+        ] + list(self.devices)
 
     def boot(self, timeout):
         """Starts QEMU and waits until the agent answers and systemd has finished starting up.

@@ -214,6 +214,7 @@ def test_udev_hotplug(vm):
     refused = refusals(vm, MODGATE_PEER_UNIT="systemd-udevd.service")
     assert not refused, "udevd's requests were refused:\n" + describe(refused)
     vm.balloon_devpath = r["MODGATE_DEVPATH"]
+    vm.balloon_seqnum = int(r["MODGATE_SEQNUM"])
 
 
 def forge(vm, parameters):
@@ -235,19 +236,26 @@ def forge(vm, parameters):
 
 
 def test_udev_forged(vm):
-    """from udevd's cgroup without CAP_SYS_MODULE: another modalias than the device's, a name no rule passes, no device or a missing one are refused"""
+    """from udevd's cgroup without CAP_SYS_MODULE: another modalias than the kernel's event had, a name no rule passes, no device, another device than the event's, a made-up SEQNUM or none are refused"""
     devpath = getattr(vm, "balloon_devpath", None)
     assert devpath, "no hotplugged device (the hotplug case failed)"
     modalias = vm.sh("sed -n 's/^MODALIAS=//p' /sys%s/uevent" % devpath).out.strip()
     assert modalias.startswith("virtio:"), modalias
+    # The kernel's event of the hotplug, which udevd's requests are checked against.
+    seqnum = vm.balloon_seqnum
+    made_up = int(vm.sh("cat /sys/kernel/uevent_seqnum").out) + 100000
     asks = [
-        ({"name": FORGED_MODULE, "context": {"source": "udev", "devpath": devpath}},
+        ({"name": FORGED_MODULE, "context": {"source": "udev", "devpath": devpath, "seqnum": seqnum}},
          "module %s is not one that udev's installed rules name" % FORGED_MODULE),
-        ({"modalias": "tcp-dctcp", "context": {"source": "udev", "devpath": devpath}},
+        ({"modalias": "tcp-dctcp", "context": {"source": "udev", "devpath": devpath, "seqnum": seqnum}},
          "modalias tcp-dctcp is not device %s's (%s)" % (devpath, modalias)),
         ({"name": FORGED_MODULE}, "udevd's requests must name their device"),
-        ({"modalias": modalias, "context": {"source": "udev", "devpath": "/devices/virtual/none"}},
-         "device /devices/virtual/none does not exist"),
+        ({"modalias": modalias, "context": {"source": "udev", "devpath": "/devices/virtual/none", "seqnum": seqnum}},
+         "the kernel's uevent %d is for %s, not /devices/virtual/none" % (seqnum, devpath)),
+        ({"modalias": modalias, "context": {"source": "udev", "devpath": devpath, "seqnum": made_up}},
+         "the kernel sent no uevent %d" % made_up),
+        ({"modalias": modalias, "context": {"source": "udev", "devpath": devpath}},
+         "the request gives no SEQNUM of the kernel's event"),
     ]
     vm.forged_pids = set()
     for params, why in asks:
@@ -259,7 +267,8 @@ def test_udev_forged(vm):
         assert recs[0]["MODGATE_REASON"] == reply["reason"], recs
         print("# forged %s: %s" % (json.dumps(params), reply["reason"]))
     # The device's own modalias is what udevd may ask for: its driver is loaded already.
-    pid, reply, error = forge(vm, {"modalias": modalias, "context": {"source": "udev", "devpath": devpath}})
+    pid, reply, error = forge(vm, {"modalias": modalias,
+                                   "context": {"source": "udev", "devpath": devpath, "seqnum": seqnum}})
     assert error is None and [m["outcome"] for m in reply["modules"]] == ["already_loaded"], (error, reply)
     assert not refusals(vm, MODGATE_PEER_PID=pid)
     assert guest.live_modules(vm)[FORGED_MODULE] == 0
