@@ -497,7 +497,9 @@ def main():
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
            lambda: h.assert_clean_exit(*daemons))
 
+    # squashfuse outlives the test otherwise, and with it this mount namespace and its tmpfs copies.
     h.run("umount", fuse, check=False)
+    h.run("umount", man_fuse, check=False)
     h.run("umount", file_mnt, check=False)
     shutil.rmtree(disk_dir, ignore_errors=True)
     journal.stop()
