@@ -357,22 +357,13 @@ static void explain_done(void *userdata, bool cancelled) {
         if (cancelled)
                 return;
         r = w->error < 0 ? w->error : explain_reply(w, &reply);
-        if (r < 0) {
-                log_error_errno(r, "Failed to explain the request: %m");
-                (void) sd_varlink_error_errno(w->link, r);
-                return;
-        }
-        (void) sd_varlink_reply(w->link, reply);
+        reader_reply(w->link, r, reply, "explain the request");
 }
 
 int explain_start(Manager *m, sd_varlink *link, const LoadParameters *p) {
         _cleanup_(explain_work_freep) ExplainWork *w = NULL;
-        uid_t uid;
         int r;
 
-        r = sd_varlink_get_peer_uid(link, &uid);
-        if (r < 0)
-                return r;
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
@@ -381,10 +372,8 @@ int explain_start(Manager *m, sd_varlink *link, const LoadParameters *p) {
                 return log_error_errno(r, "Failed to explain the request: %m");
 
         w->link = sd_varlink_ref(link);
-        r = reader_pool_submit(m->readers, uid, explain_check_files, explain_done, w);
-        if (r == -EBUSY)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
-        if (r < 0)
+        r = reader_pool_submit_call(m->readers, link, explain_check_files, explain_done, w);
+        if (r <= 0)
                 return r;
         TAKE_PTR(w);
         return 0;

@@ -90,32 +90,12 @@ static int read_lines(History *h, char *text, size_t size, unsigned *skipped) {
 
 /* What a store kept: a memfd of ours (only shmem takes seals), which nothing may shrink. */
 static int read_memfd(int fd, char **ret, size_t *ret_size) {
-        _cleanup_free_ char *text = NULL;
-        struct stat st;
-        size_t done = 0;
         int seals;
 
         seals = fcntl(fd, F_GET_SEALS);
-        if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        if (seals < 0 || !(seals & F_SEAL_SHRINK))
                 return -EBADFD;
-        if (st.st_size > (off_t) HISTORY_FILE_MAX * 2)
-                return -EFBIG;
-        text = malloc((size_t) st.st_size + 1);
-        if (!text)
-                return -ENOMEM;
-        while (done < (size_t) st.st_size) {
-                ssize_t k = pread(fd, text + done, (size_t) st.st_size - done, (off_t) done);
-
-                if (k < 0)
-                        return negative_errno();
-                if (k == 0)
-                        break;
-                done += (size_t) k;
-        }
-        text[done] = '\0';
-        *ret = TAKE_PTR(text);
-        *ret_size = done;
-        return 0;
+        return read_full_fd(fd, (size_t) HISTORY_FILE_MAX * 2, ret, ret_size);
 }
 
 int history_open_fd(int fd, History **ret, unsigned *ret_skipped) {

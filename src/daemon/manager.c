@@ -457,17 +457,14 @@ static void manager_record_ignored_inputs(Manager *m) {
 static void manager_restore_uevents(Manager *m) {
         _cleanup_close_ int fd = fdstore_take(FDSTORE_UEVENT_LOG);
         _cleanup_free_ char *text = NULL;
-        struct stat st;
-        ssize_t k;
+        size_t size;
 
         if (fd < 0)
                 return;
         (void) fdstore_remove(FDSTORE_UEVENT_LOG);
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024 ||
-            !(text = malloc((size_t) st.st_size + 1)))
+        if (read_full_fd(fd, 64 * 1024 * 1024, &text, &size) < 0)
                 return;
-        k = pread(fd, text, (size_t) st.st_size, 0);
-        if (k < 0 || uevent_log_restore(m->uevents, text, (size_t) k) < 0)
+        if (uevent_log_restore(m->uevents, text, size) < 0)
                 log_warning("Ignoring the uevent log of the last instance, which does not parse.");
 }
 

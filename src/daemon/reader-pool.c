@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "reader-pool.h"
 
 /* Nice 19: a CPU that a load wants goes to the load (a weight of 15 against a load's 1024). Where a
@@ -236,6 +237,30 @@ int reader_pool_submit(ReaderPool *p, uid_t uid, reader_work_t work, reader_done
         p->n_pending++;
         reader_pool_dispatch(p);
         return 0;
+}
+
+int reader_pool_submit_call(ReaderPool *p, sd_varlink *link, reader_work_t work, reader_done_t done,
+                            void *userdata) {
+        uid_t uid;
+        int r;
+
+        r = sd_varlink_get_peer_uid(link, &uid);
+        if (r < 0)
+                return r;
+        r = reader_pool_submit(p, uid, work, done, userdata);
+        if (r == -EBUSY)
+                return sd_varlink_errorbo(link, "io.modgate.Manager.Busy",
+                                          SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
+        return r < 0 ? r : 1;
+}
+
+void reader_reply(sd_varlink *link, int r, sd_json_variant *reply, const char *what) {
+        if (r < 0) {
+                log_error_errno(r, "Failed to %s: %m", what);
+                (void) sd_varlink_error_errno(link, r);
+                return;
+        }
+        (void) sd_varlink_reply(link, reply);
 }
 
 size_t reader_pool_pending(const ReaderPool *p) {

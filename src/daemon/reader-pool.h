@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
+#include <systemd/sd-json.h>
+#include <systemd/sd-varlink.h>
 
 #include "macro.h"
 
@@ -37,6 +39,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ReaderPool *, reader_pool_free);
 /* Queues work for uid. Returns 0; -EBUSY when uid has READER_PENDING_PER_UID items already, or the
  * pool READER_PENDING_MAX (nothing is queued: done is not called); -ENOMEM. */
 int reader_pool_submit(ReaderPool *p, uid_t uid, reader_work_t work, reader_done_t done, void *userdata);
+
+/* reader_pool_submit() for the caller on link, by its uid, answering io.modgate.Manager.Busy itself
+ * when that refuses. Returns 1 when queued (done answers later), else the result of the Busy reply or
+ * -errno (done is not called). */
+int reader_pool_submit_call(ReaderPool *p, sd_varlink *link, reader_work_t work, reader_done_t done,
+                            void *userdata);
+
+/* done's answer to link: reply, or the error r, logged as "Failed to WHAT". */
+void reader_reply(sd_varlink *link, int r, sd_json_variant *reply, const char *what);
 
 /* Items queued or on a thread: the daemon is not idle while a reply is being made. */
 size_t reader_pool_pending(const ReaderPool *p);

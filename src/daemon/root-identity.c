@@ -111,25 +111,9 @@ static int find_record(const char *text, const char *path, RootIdentity *ret) {
 }
 
 static int read_records(char **ret) {
-        _cleanup_free_ char *text = NULL;
-        struct stat st;
-        ssize_t k;
-
         if (records_fd < 0)
                 return (*ret = strdup("")) ? 0 : -ENOMEM;
-        if (fstat(records_fd, &st) < 0)
-                return negative_errno();
-        if (st.st_size > RECORD_MAX)
-                return -EFBIG;
-        text = malloc((size_t) st.st_size + 1);
-        if (!text)
-                return -ENOMEM;
-        k = pread(records_fd, text, (size_t) st.st_size, 0);
-        if (k < 0)
-                return negative_errno();
-        text[k] = '\0';
-        *ret = TAKE_PTR(text);
-        return 0;
+        return read_full_fd(records_fd, RECORD_MAX, ret, NULL);
 }
 
 static int append_record(const char *old, const char *path, const RootIdentity *id) {

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "enforcement.h"
-#include "load.h"
 #include "log.h"
 #include "reader-pool.h"
 #include "root-identity.h"
@@ -227,22 +226,13 @@ static void status_done(void *userdata, bool cancelled) {
         if (cancelled)
                 return;
         r = w->error < 0 ? w->error : status_build(w, &reply);
-        if (r < 0) {
-                log_error_errno(r, "Failed to build the status: %m");
-                (void) sd_varlink_error_errno(w->link, r);
-                return;
-        }
-        (void) sd_varlink_reply(w->link, reply);
+        reader_reply(w->link, r, reply, "build the status");
 }
 
 int status_start(Manager *m, sd_varlink *link) {
         _cleanup_(status_work_freep) StatusWork *w = NULL;
-        uid_t uid;
         int r;
 
-        r = sd_varlink_get_peer_uid(link, &uid);
-        if (r < 0)
-                return r;
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
@@ -256,10 +246,8 @@ int status_start(Manager *m, sd_varlink *link) {
         w->probe_address = m->load_context.probe_address;
         w->link = sd_varlink_ref(link);
 
-        r = reader_pool_submit(m->readers, uid, status_read_roots, status_done, w);
-        if (r == -EBUSY)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
-        if (r < 0)
+        r = reader_pool_submit_call(m->readers, link, status_read_roots, status_done, w);
+        if (r <= 0)
                 return r;
         TAKE_PTR(w);
         return 0;

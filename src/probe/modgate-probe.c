@@ -162,46 +162,76 @@ typedef struct DescribeParameters {
         unsigned major;
         unsigned minor;
         uint64_t diskseq;
+        char seqfile[160];      /* the device's diskseq in sysfs */
+        uint64_t before;        /* what it read before the device was looked at */
 } DescribeParameters;
 
-static int vl_method_describe_device(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
-                                     void *userdata) {
+/* What both methods do first: the parameters; the device, which must be of the kind whose sysfs
+ * directory has marker (else not_kind, an error name); its diskseq now, which must be the one the
+ * caller saw, if it gave one. Returns 1 to go on, else the reply's result. */
+static int describe_begin(sd_varlink *link, sd_json_variant *parameters, const char *marker, const char *not_kind,
+                          DescribeParameters *p) {
         static const sd_json_dispatch_field table[] = {
                 { "major", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, major), SD_JSON_MANDATORY },
                 { "minor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, minor), SD_JSON_MANDATORY },
                 { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(DescribeParameters, diskseq), 0 },
                 {}
         };
+        char sys[128];
+        int r;
+
+        last_activity = now_usec();
+        r = sd_varlink_dispatch(link, parameters, table, p);
+        if (r != 0)
+                return r;
+
+        snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", p->major, p->minor);
+        if (access(sys, F_OK) < 0)
+                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+        snprintf(p->seqfile, sizeof(p->seqfile), "%s/%s", sys, marker);
+        if (access(p->seqfile, F_OK) < 0)
+                return sd_varlink_error(link, not_kind, NULL);
+
+        /* The instance the answer is about: one that is removed and made again (a loop device
+         * detached and bound again) in between has a new diskseq, so the same number before and after
+         * means the same device throughout. */
+        snprintf(p->seqfile, sizeof(p->seqfile), "%s/diskseq", sys);
+        r = read_diskseq(p->seqfile, &p->before);
+        if (r < 0)
+                return reply_failed(link, "cannot read the device's diskseq", r);
+        if (p->diskseq != 0 && p->before != p->diskseq)
+                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", p->before));
+        return 1;
+}
+
+/* After the device was looked at: still the same instance. Returns 1 to go on with its diskseq in
+ * *ret_after, else the reply's result. */
+static int describe_end(sd_varlink *link, const DescribeParameters *p, uint64_t *ret_after) {
+        int r;
+
+        r = read_diskseq(p->seqfile, ret_after);
+        if (r < 0)
+                return reply_failed(link, "cannot read the device's diskseq", r);
+        if (*ret_after != p->before)
+                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", *ret_after));
+        return 1;
+}
+
+static int vl_method_describe_device(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
+                                     void *userdata) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *targets = NULL;
         _cleanup_free_ struct dm_ioctl *lines = NULL, *status = NULL;
         DescribeParameters p = {};
         bool any_verity = false;
-        char sys[128], seqfile[160];
-        uint64_t before, after;
+        uint64_t after;
         size_t lo = 0, so = 0;
         int r;
 
-        last_activity = now_usec();
-        r = sd_varlink_dispatch(link, parameters, table, &p);
-        if (r != 0)
+        r = describe_begin(link, parameters, "dm", "io.modgate.Probe.NotDeviceMapper", &p);
+        if (r <= 0)
                 return r;
-
-        snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", p.major, p.minor);
-        if (access(sys, F_OK) < 0)
-                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
-        snprintf(seqfile, sizeof(seqfile), "%s/dm", sys);
-        if (access(seqfile, F_OK) < 0)
-                return sd_varlink_error(link, "io.modgate.Probe.NotDeviceMapper", NULL);
-
-        /* The instance the table belongs to: one that is removed and made again in between has a new
-         * diskseq, so the same number before and after means the same device throughout. */
-        snprintf(seqfile, sizeof(seqfile), "%s/diskseq", sys);
-        r = read_diskseq(seqfile, &before);
-        if (r < 0)
-                return reply_failed(link, "cannot read the device's diskseq", r);
-        if (p.diskseq != 0 && before != p.diskseq)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
-                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", before));
 
         r = dm_table_status(p.major, p.minor, true, &lines);
         if (r == -ENXIO)
@@ -227,12 +257,9 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
                         return reply_failed(link, "cannot read the device-mapper status", r);
         }
 
-        r = read_diskseq(seqfile, &after);
-        if (r < 0)
-                return reply_failed(link, "cannot read the device's diskseq", r);
-        if (after != before)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
-                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", after));
+        r = describe_end(link, &p, &after);
+        if (r <= 0)
+                return r;
         if (lines->target_count > DM_TARGETS_MAX)
                 return reply_failed(link, "the table has too many targets", 0);
         if (status && lines->target_count != status->target_count)
@@ -276,41 +303,16 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
  * the file's device and inode are given, never its path or the device's other settings. */
 static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                                    void *userdata) {
-        static const sd_json_dispatch_field table[] = {
-                { "major", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, major), SD_JSON_MANDATORY },
-                { "minor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, minor), SD_JSON_MANDATORY },
-                { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(DescribeParameters, diskseq), 0 },
-                {}
-        };
         _cleanup_close_ int fd = -EBADF;
         DescribeParameters p = {};
-        char sys[128], seqfile[160];
-        uint64_t before, after;
+        uint64_t after;
         dev_t backing;
         ino_t ino;
         int r;
 
-        last_activity = now_usec();
-        r = sd_varlink_dispatch(link, parameters, table, &p);
-        if (r != 0)
+        r = describe_begin(link, parameters, "loop", "io.modgate.Probe.NotLoop", &p);
+        if (r <= 0)
                 return r;
-
-        snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", p.major, p.minor);
-        if (access(sys, F_OK) < 0)
-                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
-        snprintf(seqfile, sizeof(seqfile), "%s/loop", sys);
-        if (access(seqfile, F_OK) < 0)
-                return sd_varlink_error(link, "io.modgate.Probe.NotLoop", NULL);
-
-        /* The same instance before and after: a loop device detached and bound again in between has
-         * a new diskseq. */
-        snprintf(seqfile, sizeof(seqfile), "%s/diskseq", sys);
-        r = read_diskseq(seqfile, &before);
-        if (r < 0)
-                return reply_failed(link, "cannot read the device's diskseq", r);
-        if (p.diskseq != 0 && before != p.diskseq)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
-                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", before));
 
         fd = block_device_open(makedev(p.major, p.minor));
         if (fd == -ENODEV)
@@ -323,12 +325,9 @@ static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters
         if (r < 0)
                 return reply_failed(link, "LOOP_GET_STATUS64 failed", r);
 
-        r = read_diskseq(seqfile, &after);
-        if (r < 0)
-                return reply_failed(link, "cannot read the device's diskseq", r);
-        if (after != before)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
-                                          SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", after));
+        r = describe_end(link, &p, &after);
+        if (r <= 0)
+                return r;
 
         return sd_varlink_replybo(link,
                                   SD_JSON_BUILD_PAIR_UNSIGNED("backingMajor", major(backing)),

@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -32,6 +34,36 @@ int read_line_at(int dirfd, const char *path, char *buf, size_t size) {
         if (r < 0)
                 return r;
         buf[strcspn(buf, "\n")] = '\0';
+        return 0;
+}
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t done = 0;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t) st.st_size > max)
+                return -EFBIG;
+        text = malloc((size_t) st.st_size + 1);
+        if (!text)
+                return -ENOMEM;
+        while (done < (size_t) st.st_size) {
+                ssize_t k = pread(fd, text + done, (size_t) st.st_size - done, (off_t) done);
+
+                if (k < 0)
+                        return negative_errno();
+                if (k == 0)
+                        break;
+                done += (size_t) k;
+        }
+        text[done] = '\0';
+        *ret = TAKE_PTR(text);
+        if (ret_size)
+                *ret_size = done;
         return 0;
 }
 

@@ -12,6 +12,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose);
  * beyond max + 1 is read), -ENOMEM, or the read error. */
 int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size);
 
+/* Reads what the regular file (a memfd, say) open at fd holds, from its start, without moving its
+ * offset; NUL-terminated as read_full_stream() does. Returns 0, -EBADFD when it is not a regular file,
+ * -EFBIG when it has more than max bytes, -ENOMEM, or the read error. */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
+
 /* Reads a small file (procfs, sysfs) at path, relative to dirfd (AT_FDCWD for the current
  * directory), into buf, NUL-terminated; what does not fit in size - 1 bytes is cut. 0 or -errno. */
 int read_small_file_at(int dirfd, const char *path, char *buf, size_t size);
