@@ -49,6 +49,8 @@ import json, socket, sys, threading
 address, names, n = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3])
 counts = {"ok": 0, "busy": 0, "other": []}
 stop = threading.Event()
+started = threading.Event()
+lock = threading.Lock()
 def loop(k):
     s = socket.socket(socket.AF_UNIX)
     s.connect(address)
@@ -71,8 +73,11 @@ def loop(k):
             counts["other"].append(r)
         else:
             counts["ok"] += 1
-        if counts["ok"] == 1 and k == 0:
-            print("started", flush=True)
+            with lock:
+                if not started.is_set():
+                    # The first good answer of any connection: thread 0 alone may never see a count of 1.
+                    started.set()
+                    print("started", flush=True)
         i += 1
 def guarded(k):
     try:
@@ -183,7 +188,15 @@ def largest_modules(tree, n):
 
 def first_line(p, timeout=60):
     """The first line p prints, or a failure when none comes (a reader refused never starts)."""
-    assert select.select([p.stdout], [], [], timeout)[0], "nothing from the reader in %d s" % timeout
+    if not select.select([p.stdout], [], [], timeout)[0]:
+        # What the reader's connections got instead (refusals, a hang-up), for the failure's message.
+        p.stdin.close()
+        try:
+            p.wait(timeout=30)
+            seen = p.stdout.read()
+        except subprocess.TimeoutExpired:
+            seen = "(the reader did not stop)"
+        raise AssertionError("nothing from the reader in %d s; it saw: %s" % (timeout, seen))
     return p.stdout.readline()
 
 
@@ -332,6 +345,8 @@ def main():
            "served, the uid's next connection hung up on, a connection past %d bytes closed"
            % (HOLDERS * PER_USER, HOLDERS, INPUT_MAX - 1024, INPUT_MAX), case_thousand)
 
+    if t.failed:
+        h.dump_stderr([d], 40)
     h.assert_clean_exit(d)
     journal.stop()
     t.done()
