@@ -365,7 +365,9 @@ class Daemon:
             self._activator.start()
             return
         deadline = time.monotonic() + 10
-        while not os.path.exists(self.address):
+        # The file appears at bind(), before listen(): a connect in between is refused. The tool says
+        # "Listening on" once it listens.
+        while not os.path.exists(self.address) or "Listening on" not in self.stderr_text():
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise RuntimeError("systemd-socket-activate did not listen on %s" % self.address)
             time.sleep(0.02)
