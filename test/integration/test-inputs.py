@@ -50,6 +50,23 @@ def as_confined_root(script):
     assert not eff & (1 << 16), "the confined root still has CAP_SYS_MODULE: %s" % proc.stderr
 
 
+def signal_unreaped(cmd):
+    """Runs cmd, which sends a signal, and waits for it to exit without reaping it: the daemon reads a
+    sender's name from /proc after the signal arrives, and a zombie still has one. Returns the Popen;
+    the caller reaps it (wait()) once the daemon has recorded the signal."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    return proc
+
+
+def reap(proc):
+    """Reaps what signal_unreaped() started; returns what it wrote to stderr."""
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait() == 0, err
+    return err
+
+
 def attack_files():
     """The attacker's files in /run, written by the confined root."""
     as_confined_root("mkdir -p /run/modgate/modgate.conf.d /run/modprobe.d; "
@@ -107,9 +124,9 @@ def main():
     def case_sighup_from_confined_root():
         denied(d1, "ifb")
         attack_files()
-        as_confined_root("echo $$ >%s/sender.pid; kill -HUP %d" % (work, d1.pid))
-        with open(os.path.join(work, "sender.pid")) as f:
-            sender = int(f.read())
+        hup = signal_unreaped([*NO_SYS_MODULE, "sh", "-ec",
+                               "grep CapEff /proc/self/status >&2; kill -HUP %d" % d1.pid])
+        sender = hup.pid        # setpriv execs the shell
         # Handled: either recorded as ignored, or (what this must not do) a reload.
         reloading = lambda: any("RELOADING=1" in m.split("\n") for m in d1.notify_messages())  # noqa: E731
         h.wait_for("the SIGHUP handled", lambda: records(d1, SIGNAL_ID) or reloading())
@@ -123,6 +140,7 @@ def main():
         assert_etc_options(d1, "dummy", "numdummies=1")
         assert not reloading(), d1.notify_messages()
         rec = wait_signal_record(d1, sender)
+        assert not int(reap(hup).split()[1], 16) & (1 << 16), "the confined root still has CAP_SYS_MODULE"
         assert len(rec) == 1, rec
         assert rec[0]["PRIORITY"] == "4" and rec[0]["MODGATE_SIGNAL"] == "SIGHUP", rec
         # The shell itself sent it (kill is its builtin), as root without CAP_SYS_MODULE.
@@ -159,9 +177,9 @@ def main():
         try:
             # Any sender but PID 1 is ignored, even one holding CAP_SYS_MODULE (a varlink Reload is
             # how such a caller asks).
-            kill = subprocess.Popen(["kill", "-HUP", str(d.pid)])
-            assert kill.wait() == 0
+            kill = signal_unreaped(["kill", "-HUP", str(d.pid)])
             rec = wait_signal_record(d, kill.pid)
+            reap(kill)
             assert rec[0]["MODGATE_SENDER_COMM"] == "kill" and rec[0]["MODGATE_SENDER_UID"] == "0", rec
             time.sleep(0.5)
             e = h.ok(d.call(M + "Explain", {"name": "nlmon"}))
