@@ -13,7 +13,7 @@
 #include "strv.h"
 
 /* What PID 1 passed at start, by name. The store holds a few fds of our own; more is not ours. */
-#define PASSED_MAX 16
+#define PASSED_MAX 32
 
 typedef struct Passed {
         int fd;
@@ -84,7 +84,7 @@ bool fdstore_available(void) {
 }
 
 /* The generation name is stored as now, -1 for none; names are few. */
-#define NAMES_MAX 8
+#define NAMES_MAX 16
 
 typedef struct Kept {
         char name[32];

@@ -17,6 +17,12 @@
 #define FDSTORE_UEVENT_LOG "uevent-log"
 #define FDSTORE_HISTORY "history"
 #define FDSTORE_ROOTS "roots"
+/* The guard's (guard.c): its two links, which keep the program attached, and its three maps. */
+#define FDSTORE_GUARD_READ "guard-read-file"
+#define FDSTORE_GUARD_LOAD "guard-load-data"
+#define FDSTORE_GUARD_CONFIG "guard-config"
+#define FDSTORE_GUARD_APPROVED "guard-approved"
+#define FDSTORE_GUARD_EVENTS "guard-events"
 
 /* Takes the fds passed at start ($LISTEN_FDS, $LISTEN_FDNAMES) other than the varlink sockets, which
  * sd_varlink_server_listen_auto() takes later: $LISTEN_FDS then describes those alone. Returns 0,

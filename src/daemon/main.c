@@ -531,7 +531,9 @@ static int run(int argc, char *argv[]) {
 
         rlimit_nofile_bump();
 
-        r = capability_keep_only(CAP_SYS_MODULE);
+        /* CAP_BPF and CAP_PERFMON attach the guard, where the unit grants them, and are dropped right
+         * after (manager_guard_start()). */
+        r = capability_keep((const int[]) { CAP_SYS_MODULE, CAP_BPF, CAP_PERFMON }, 3);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
 
