@@ -172,7 +172,7 @@ void fdstore_done(void) {
         n_passed = 0;
 }
 
-int fdstore_put(int fd, const char *name) {
+int fdstore_put_full(int fd, const char *name, bool poll) {
         Kept *k;
         int r;
 
@@ -181,7 +181,7 @@ int fdstore_put(int fd, const char *name) {
         if (!k)
                 r = -E2BIG;
         else {
-                r = notify("FDSTORE=1", name, k->generation + 1, &fd);
+                r = notify(poll ? "FDSTORE=1" : "FDSTORE=1\nFDPOLL=0", name, k->generation + 1, &fd);
                 if (r >= 0 && k->generation >= 0)
                         (void) notify("FDSTOREREMOVE=1", name, k->generation, NULL);
                 if (r >= 0)
@@ -189,6 +189,10 @@ int fdstore_put(int fd, const char *name) {
         }
         pthread_mutex_unlock(&kept_lock);
         return r;
+}
+
+int fdstore_put(int fd, const char *name) {
+        return fdstore_put_full(fd, name, true);
 }
 
 int fdstore_remove(const char *name) {

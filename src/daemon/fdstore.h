@@ -44,5 +44,9 @@ void fdstore_done(void);
  * stored as. Returns 0, -EOPNOTSUPP without a store, or -errno. Safe from several threads. */
 int fdstore_put(int fd, const char *name);
 
+/* The same; with poll false PID 1 does not watch the fd for EPOLLHUP and EPOLLERR (it drops an fd that
+ * reports them): a BPF map that has no poll of its own reports EPOLLERR at once. */
+int fdstore_put_full(int fd, const char *name, bool poll);
+
 /* Removes what name was taken as or last stored as. Returns 0, -EOPNOTSUPP or -errno. */
 int fdstore_remove(const char *name);

@@ -153,20 +153,24 @@ static bool link_is_lsm(int fd) {
 }
 
 /* Whether the fds the store kept are a guard of this version, attached: then it is adopted, never
- * attached a second time. Returns the time it was attached, or 0. */
-static uint64_t stored_guard_valid(const int fds[static _GUARD_FD_MAX]) {
+ * attached a second time. Returns NULL and the time it was attached, or what is wrong with them. */
+static const char *stored_guard_check(const int fds[static _GUARD_FD_MAX], uint64_t *ret_since) {
         struct guard_config c = {};
         __u32 zero = 0;
 
-        if (!link_is_lsm(fds[GUARD_FD_READ]) || !link_is_lsm(fds[GUARD_FD_LOAD]) ||
-            !map_is(fds[GUARD_FD_CONFIG], BPF_MAP_TYPE_ARRAY, "guard_config", sizeof(__u32), sizeof(c)) ||
+        if (!link_is_lsm(fds[GUARD_FD_READ]) || !link_is_lsm(fds[GUARD_FD_LOAD]))
+                return "a link is not a BPF LSM link";
+        if (!map_is(fds[GUARD_FD_CONFIG], BPF_MAP_TYPE_ARRAY, "guard_config", sizeof(__u32), sizeof(c)) ||
             !map_is(fds[GUARD_FD_APPROVED], BPF_MAP_TYPE_HASH, "guard_approved", sizeof(struct guard_file_key),
                     sizeof(struct guard_approval)) ||
             !map_is(fds[GUARD_FD_EVENTS], BPF_MAP_TYPE_RINGBUF, "guard_events", 0, 0))
-                return 0;
-        if (bpf_map_lookup_elem(fds[GUARD_FD_CONFIG], &zero, &c) < 0 || c.abi != GUARD_ABI)
-                return 0;
-        return c.attached_usec ?: 1;
+                return "a map is not the guard's";
+        if (bpf_map_lookup_elem(fds[GUARD_FD_CONFIG], &zero, &c) < 0)
+                return "its configuration cannot be read";
+        if (c.abi != GUARD_ABI)
+                return "it is of another version";
+        *ret_since = c.attached_usec ?: 1;
+        return NULL;
 }
 
 /* Approvals a killed instance left: each names that instance's process, which is gone. */
@@ -261,21 +265,25 @@ static void store(Guard *g) {
         if (!fdstore_available())
                 return;
         for (size_t i = 0; i < _GUARD_FD_MAX && r >= 0; i++)
-                r = fdstore_put(g->fds[i], store_names[i]);
+                r = fdstore_put_full(g->fds[i], store_names[i], false);
         g->state.stored = r >= 0;
 }
 
 static int attach_or_adopt(Guard *g, sd_event *e) {
-        uint64_t since;
+        const char *wrong = NULL;
+        uint64_t since = 0;
         unsigned n;
         int r;
 
         n = fds_take(g->fds);
-        since = n == _GUARD_FD_MAX ? stored_guard_valid(g->fds) : 0;
-        if (n > 0 && since == 0) {
+        if (n > 0 && n < _GUARD_FD_MAX)
+                wrong = "some of its links and maps are missing";
+        else if (n > 0)
+                wrong = stored_guard_check(g->fds, &since);
+        if (wrong) {
                 /* Part of one, or another version's: replaced. */
-                log_notice("The guard kept in the fd store is incomplete or of another version; attaching "
-                           "this version's in its place.");
+                log_notice("The guard kept in the fd store is not adopted (%s): attaching this version's in its "
+                           "place.", wrong);
                 fds_forget(g->fds);
         }
         if (since > 0) {
