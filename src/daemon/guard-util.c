@@ -94,6 +94,7 @@ static const char *const why_table[_GUARD_WHY_MAX][2] = {
         [GUARD_WHY_CHANGED] = { "changed", "the approved file changed after modgated checked it" },
         [GUARD_WHY_BLOB] = { "blob", "init_module() loads a module from memory, which has no origin to check" },
         [GUARD_WHY_NO_CONFIG] = { "unconfigured", "the guard was not yet told which process is modgated" },
+        [GUARD_WHY_HASH] = { "hash", "the file's bytes, as the kernel reads them, are not those modgated checked" },
 };
 
 const char *guard_why_to_name(unsigned why) {

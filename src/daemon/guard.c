@@ -363,7 +363,7 @@ int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, guard_refusal_t 
         return 0;
 }
 
-int guard_approve(Guard *g, int fd, GuardTicket *ret) {
+int guard_approve(Guard *g, int fd, const uint8_t *sha256, GuardTicket *ret) {
 #if HAVE_GUARD
         struct guard_file_key key = {};
         struct guard_approval a = {};
@@ -384,6 +384,14 @@ int guard_approve(Guard *g, int fd, GuardTicket *ret) {
                 .ctime_nsec = sx.stx_ctime.tv_nsec,
                 .tgid = (__u32) getpid(),
         };
+        if (sha256) {
+                a.flags |= GUARD_APPROVAL_SHA256;
+                memcpy(a.sha256, sha256, sizeof(a.sha256));
+#ifdef GUARD_TEST_WRONG_HASH
+                /* A test build's modgated approves other bytes than it checked: the kernel must refuse. */
+                a.sha256[0] ^= 0xff;
+#endif
+        }
         r = bpf_map_update_elem(g->fds[GUARD_FD_APPROVED], &key, &a, BPF_ANY);
         if (r < 0)
                 return r;

@@ -52,9 +52,9 @@ typedef struct GuardTicket {
 } GuardTicket;
 
 /* Approves fd, the file about to be passed to finit_module(2) by this process: its inode as it is
- * now. Returns 0 (a ticket to withdraw, or a zero one when the guard is not attached), or -errno (the
+ * now, and sha256 (NULL: not hashed), which the kernel compares with its own hash of the file. Returns 0 (a ticket to withdraw, or a zero one when the guard is not attached), or -errno (the
  * kernel would refuse the load: the caller does not try it). Safe from several threads. */
-int guard_approve(Guard *g, int fd, GuardTicket *ret);
+int guard_approve(Guard *g, int fd, const uint8_t *sha256, GuardTicket *ret);
 /* Withdraws the approval after finit_module(2) returned. */
 void guard_withdraw(Guard *g, const GuardTicket *t);
 

@@ -569,7 +569,7 @@ int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) 
 
         /* The guard lets the kernel read this file, as it is now, for this process only, and for this
          * call only. */
-        q = guard_approve(ctx->guard, fd, &ticket);
+        q = guard_approve(ctx->guard, fd, r->have_sha256 ? r->sha256 : NULL, &ticket);
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, q, "the guard could not approve the file for the "
                                          "kernel: %s", strerrordesc_np(-q) ?: "unknown error");

@@ -7,7 +7,7 @@
 
 /* What a modgated that adopts a guard attached by another build checks first: a guard of another
  * version is replaced, not told things in a layout it does not read. */
-#define GUARD_ABI 1
+#define GUARD_ABI 2
 
 #define GUARD_APPROVED_MAX 256          /* files approved at once: one per worker is ever in use */
 #define GUARD_EVENTS_BYTES (256 * 1024) /* the ring buffer: about 2,000 refusals waiting to be read */
@@ -32,6 +32,7 @@ enum {
         GUARD_WHY_CHANGED = 3,          /* the approved inode, changed since (its ctime) */
         GUARD_WHY_BLOB = 4,             /* init_module(2): a blob of memory has no origin */
         GUARD_WHY_NO_CONFIG = 5,        /* attached but not told who modgated is yet */
+        GUARD_WHY_HASH = 6,             /* the file's bytes, hashed by the kernel, are not those approved */
         _GUARD_WHY_MAX,
 };
 
@@ -54,10 +55,15 @@ struct guard_file_key {
         __u64 ino;
 };
 
+#define GUARD_APPROVAL_SHA256 (1U << 0)
+
 struct guard_approval {
         __s64 ctime_sec;                /* the inode's change time when approved: a write since changes it */
         __u32 ctime_nsec;
         __u32 tgid;                     /* who approved it: only that process may load it */
+        __u32 flags;                    /* GUARD_APPROVAL_SHA256: sha256 is set */
+        __u32 reserved;
+        __u8 sha256[32];                /* of the file's bytes, as modgated read them from the same fd */
 };
 
 /* One record of the ring buffer: a refusal, or what would have been one in permissive mode. */

@@ -90,6 +90,24 @@ static __always_inline bool is_gate(const struct guard_config *c) {
         return exe && inode_dev(exe) == c->exe_dev && BPF_CORE_READ(exe, i_ino) == c->exe_ino;
 }
 
+/* The kernel's own SHA-256 of the file (IMA's, which hashes a file it has not measured on demand):
+ * whether it differs from the approved one. A kernel that hashes with another algorithm (ima_hash= on
+ * its command line) cannot be compared; the identity checks stand alone there. */
+static __always_inline bool hash_differs(struct file *file, const struct guard_approval *a) {
+        __u8 h[32];
+        long alg;
+
+        if (!(a->flags & GUARD_APPROVAL_SHA256))
+                return false;
+        alg = bpf_ima_file_hash(file, h, sizeof(h));
+        if (alg != HASH_ALGO_SHA256)
+                return false;
+        for (int i = 0; i < 32; i++)
+                if (h[i] != a->sha256[i])
+                        return true;
+        return false;
+}
+
 /* finit_module(2) reads the module through kernel_read_file(), after it denied write access to the
  * file: what is checked here is what the kernel reads. */
 SEC("lsm.s/kernel_read_file")
@@ -121,6 +139,9 @@ int BPF_PROG(modgate_read_file, struct file *file, enum kernel_read_file_id id, 
         if (a->ctime_sec != BPF_CORE_READ(inode, i_ctime_sec) ||
             a->ctime_nsec != (BPF_CORE_READ(inode, i_ctime_nsec) & ~(1U << 31)))
                 return refuse(c, GUARD_HOOK_READ_FILE, GUARD_WHY_CHANGED, inode);
+        /* After the kernel denied write access to the file: what is hashed here is what it reads. */
+        if (hash_differs(file, a))
+                return refuse(c, GUARD_HOOK_READ_FILE, GUARD_WHY_HASH, inode);
         return 0;
 }
 

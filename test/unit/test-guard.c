@@ -79,8 +79,9 @@ TEST(record_formats) {
         check(offsetof(struct guard_config, exe_dev) == 8);
         check(offsetof(struct guard_config, abi) == 32);
         check(sizeof(struct guard_file_key) == 16);
-        check(sizeof(struct guard_approval) == 16);
+        check(sizeof(struct guard_approval) == 56);
         check(offsetof(struct guard_approval, tgid) == 12);
+        check(offsetof(struct guard_approval, sha256) == 24);
         check(sizeof(struct guard_event) == 184);
         check(offsetof(struct guard_event, pid) == 48);
         check(offsetof(struct guard_event, comm) == 72);
@@ -160,6 +161,10 @@ TEST(event_message) {
         check(guard_event_message(&e, &c) == 0);
         check(strstr(c, "by insmod[100] "));
         check(strstr(c, ": the approved file changed after modgated checked it."));
+        e.why = GUARD_WHY_HASH;
+        check(guard_event_check(&e, sizeof(e)) == 0);
+        check(guard_event_key(&e, key, sizeof(key)) == 0);
+        check_streq(key, "insmod:finit_module:hash");
 }
 
 int main(void) {
