@@ -60,6 +60,7 @@ void config_init_defaults(Config *c) {
                 .idle_connection_usec = CONFIG_IDLE_CONNECTION_USEC_DEFAULT,
                 .require_superblock_ro = true,
                 .trust.evidence = EVIDENCE_DEFAULT,
+                .guard_mode = GUARD_MODE_DEFAULT,
         };
         policy_init(&c->policy);
 }
@@ -592,6 +593,17 @@ static int parse_require_ima(ParseState *s, const char *key, const char *value) 
         return 0;
 }
 
+/* [Guard] Mode=: the kernel's own check (docs/guard.md); empty: the default. */
+static int parse_guard_mode(ParseState *s, const char *key, const char *value) {
+        if (value[0] == '\0') {
+                s->config->guard_mode = GUARD_MODE_DEFAULT;
+                return 0;
+        }
+        if (guard_mode_from_string(value, &s->config->guard_mode) < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a guard mode (off, permissive, enforce)", key, value);
+        return 0;
+}
+
 static const Setting settings[] = {
         { "Load",       "Workers",                   parse_workers                   },
         { "Load",       "LoadAlone",                 parse_load_alone                },
@@ -628,6 +640,7 @@ static const Setting settings[] = {
         { "Parameters", "Module",                    config_parse_parameters_module,
                                                      SETTING_REQUIRED | SETTING_FIRST },
         { "Parameters", "Allow",                     config_parse_parameters_allow   },
+        { "Guard",      "Mode",                      parse_guard_mode                },
 };
 
 /* The setting with this key in section (any section when section is NULL), compared with
@@ -689,7 +702,7 @@ static int unknown_section(ParseState *s, const char *name) {
         if (known)
                 return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", name, known);
         return parse_error(s, -EINVAL, "unknown section [%s]; the sections are [Load], [Manager], [Trust], "
-                           "[Root], [Policy], [Source] and [Parameters]", name);
+                           "[Root], [Policy], [Source], [Parameters] and [Guard]", name);
 }
 
 /* What the keys of the new section apply to; [Source] and [Parameters] learn it from their first. */

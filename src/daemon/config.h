@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "guard-util.h"
 #include "parse-util.h"
 #include "policy.h"
 
@@ -51,6 +52,7 @@ typedef struct Config {
         RootConfig *roots;              /* [Root] sections, as written */
         size_t n_roots;
         Policy policy;                  /* [Policy], [Source] and [Parameters] */
+        GuardMode guard_mode;           /* [Guard] Mode=; modgate.guard= of the kernel command line wins */
 } Config;
 
 /* /usr/lib/modules/$(uname -r), the trusted root when TrustedRoot= is empty. */

@@ -558,6 +558,7 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
 
 int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) {
         _cleanup_close_ int fd = -EBADF;
+        GuardTicket ticket;
         uint64_t start = now_usec(), before = ahead && ahead->checked ? ahead->usec : 0;
         int q;
 
@@ -566,7 +567,14 @@ int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) 
         if (q < 0 || r->reason)
                 return q;
 
+        /* The guard lets the kernel read this file, as it is now, for this process only, and for this
+         * call only. */
+        q = guard_approve(ctx->guard, fd, r->have_sha256 ? r->sha256 : NULL, &ticket);
+        if (q < 0)
+                return module_result_set(r, OUTCOME_FAILED, q, "the guard could not approve the file for the "
+                                         "kernel: %s", strerrordesc_np(-q) ?: "unknown error");
         q = kernel_finit_module(fd, r->parameters, r->flags);
+        guard_withdraw(ctx->guard, &ticket);
         r->duration_usec = before + now_usec() - start;
         if (q == -EEXIST) {
                 ModuleState state = MODULE_STATE_ABSENT;

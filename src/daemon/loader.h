@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "compression.h"
+#include "guard.h"
 #include "manifest.h"
 #include "modinfo.h"
 #include "resolver.h"
@@ -74,6 +75,7 @@ typedef struct LoadContext {
         Compression kernel_compression;
         char *const *cmdline_root_hashes; /* roothash= and usrhash= of the kernel command line */
         const char *probe_address;      /* where modgate-probe answers */
+        Guard *guard;                   /* approves each file for the kernel; NULL: none */
 } LoadContext;
 
 /* Checks a root just pinned against its identity recorded at its first pin (a TrustedRootVerify

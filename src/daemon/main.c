@@ -17,6 +17,7 @@
 #include "conf-files.h"
 #include "config.h"
 #include "enforcement.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager.h"
 #include "manifest.h"
@@ -273,6 +274,7 @@ static void print_config(const Config *c) {
         print_list("FsVerityDigest", c->trust.fsverity_digests);
         printf("RequireIMASignature=%s\n", c->trust.require_ima ? "yes" : "no");
         print_policy(&c->policy);
+        printf("\n[Guard]\nMode=%s\n", guard_mode_to_string(c->guard_mode));
 }
 
 /* What the kernel itself enforces, as this process sees it: -n runs with its caller's privileges, the
@@ -288,6 +290,33 @@ static void print_enforcement(void) {
                 return;
         }
         printf("\nKernel enforcement: %s\n", line);
+}
+
+/* What the guard would be at a start now: the mode in force and whether this kernel can run it. */
+static void print_guard(const Config *c) {
+        char cmdline[8192], lsm[512];
+        GuardMode mode = c->guard_mode;
+        const char *from = "[Guard] Mode=";
+        int r;
+
+        if (read_small_file_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline)) >= 0) {
+                r = guard_mode_from_cmdline(cmdline, &mode);
+                if (r > 0)
+                        from = GUARD_CMDLINE_KEY "= of the kernel command line";
+                else if (r == -EINVAL)
+                        printf("\nGuard: " GUARD_CMDLINE_KEY "= of the kernel command line is not a mode, ignored\n");
+        }
+        printf("\nGuard: %s (%s)", guard_mode_to_string(mode), from);
+        if (mode == GUARD_OFF)
+                printf("\n");
+        else if (!HAVE_GUARD)
+                printf("; unavailable: this modgated was built without it\n");
+        else if (read_small_file_at(AT_FDCWD, "/sys/kernel/security/lsm", lsm, sizeof(lsm)) < 0)
+                printf("; unknown whether the kernel runs the BPF LSM: /sys/kernel/security/lsm cannot be read\n");
+        else if (!guard_lsm_listed(lsm))
+                printf("; unavailable: the kernel runs no BPF LSM (add bpf to lsm= on the kernel command line)\n");
+        else
+                printf("; the kernel runs the BPF LSM\n");
 }
 
 /* What a root's manifest is now, for -n. */
@@ -526,12 +555,15 @@ static int run(int argc, char *argv[]) {
                 print_config(&m->config);
                 print_roots(&m->config);
                 print_enforcement();
+                print_guard(&m->config);
                 return 0;
         }
 
         rlimit_nofile_bump();
 
-        r = capability_keep_only(CAP_SYS_MODULE);
+        /* CAP_BPF and CAP_PERFMON attach the guard, where the unit grants them, and are dropped right
+         * after (manager_guard_start()). */
+        r = capability_keep((const int[]) { CAP_SYS_MODULE, CAP_BPF, CAP_PERFMON }, 3);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
 

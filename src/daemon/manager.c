@@ -137,6 +137,7 @@ Manager *manager_free(Manager *m) {
         strv_free(m->ignored_modprobe_d);
         safe_close(m->running_fd);
         sd_event_source_disable_unref(m->prober_hold);
+        guard_free(m->guard);
         sd_event_unref(m->event);
         /* What was counted and not yet summarized is summarized, on the way out too. */
         manager_write_summaries(m);
@@ -546,6 +547,10 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded "
                                   "anew: %m");
+        /* Before anything can be loaded: the kernel refuses the others from here on. */
+        r = manager_guard_start(m);
+        if (r < 0)
+                return r;
 
         r = manager_pin_roots(m);
         if (r < 0)
@@ -578,6 +583,7 @@ int manager_startup(Manager *m) {
                 .kernel_compression = m->kernel_compression,
                 .cmdline_root_hashes = m->cmdline_root_hashes,
                 .probe_address = m->probe_address ?: PROBE_ADDRESS,
+                .guard = m->guard,
         };
         r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)

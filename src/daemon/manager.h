@@ -13,6 +13,7 @@
 #include "compression.h"
 #include "config.h"
 #include "device-info.h"
+#include "guard.h"
 #include "manifest.h"
 #include "macro.h"
 #include "resolver.h"
@@ -80,6 +81,7 @@ typedef struct Manager {
         int running_fd;                 /* RUNTIME_LOCK, share-locked while this instance runs */
         sd_event_source *prober_hold;   /* an idle connection that keeps modgate-probe from exiting */
         SealState seal;
+        Guard *guard;                   /* the kernel's check that only modgated loads (guard.c) */
 } Manager;
 
 /* Share-locked (flock) by a running modgated, in its RuntimeDirectory=: modgate-modprobe gives up
@@ -127,6 +129,13 @@ void manager_emit(Manager *m, const char *type, const char *module, sd_json_vari
 /* The scheduler's hooks: a job's decision, and a job handed to a worker. */
 void manager_record_module(const Requesters *who, const ModuleResult *r, void *userdata);
 void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata);
+
+/* Sets up the guard in the mode configured, logs what it is, and drops CAP_BPF and CAP_PERFMON, which
+ * only attaching needs. Returns 0, or -errno when the capabilities could not be dropped. */
+int manager_guard_start(Manager *m);
+
+/* A load by another process that the guard refused (or would have), read from its ring buffer. */
+void manager_record_guard(const struct guard_event *e, void *userdata);
 
 /* A module in the kernel that modgate did not load. */
 void manager_record_outside(Manager *m, const char *module, const char *how);

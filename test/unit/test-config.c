@@ -415,14 +415,29 @@ TEST(roots) {
         check_error("[Trust]\nPath=/x\n", -EINVAL, "modgate.conf:2: Path= belongs in section [Root], not [Trust]");
 }
 
+TEST(guard_mode) {
+        _cleanup_(config_done) Config a = {}, b = {}, c = {};
+
+        parse_ok(&a, "[Guard]\nMode=enforce\n");
+        check(a.guard_mode == GUARD_ENFORCE);
+        parse_ok(&b, "[Guard]\nMode=off\nMode=\n");
+        check(b.guard_mode == GUARD_PERMISSIVE);
+        parse_ok(&c, "[Guard]\nMode=enforce\nMode=off\n");
+        check(c.guard_mode == GUARD_OFF);
+        check_error("[Guard]\nMode=Enforce\n", -EINVAL,
+                    "modgate.conf:2: Mode=Enforce is not a guard mode (off, permissive, enforce)");
+        check_error("[Guard]\nMode=strict\n", -EINVAL,
+                    "modgate.conf:2: Mode=strict is not a guard mode (off, permissive, enforce)");
+}
+
 TEST(unknown_names) {
         check_error("[Laod]\nWorkers=4\n", -EINVAL,
                     "modgate.conf:1: unknown section [Laod]; "
                     "the sections are [Load], [Manager], [Trust], "
-                    "[Root], [Policy], [Source] and [Parameters]");
+                    "[Root], [Policy], [Source], [Parameters] and [Guard]");
         check_error("[]\n", -EINVAL,
                     "modgate.conf:1: unknown section []; the sections are [Load], [Manager], [Trust], "
-                    "[Root], [Policy], [Source] and [Parameters]");
+                    "[Root], [Policy], [Source], [Parameters] and [Guard]");
         check_error("[load]\n", -EINVAL, "modgate.conf:1: unknown section [load] (did you mean [Load]?)");
         check_error("[Load]\nWorker=4\n", -EINVAL, "modgate.conf:2: unknown key Worker= in section [Load]");
         check_error("[Trust]\nrequirereadonlysuperblock=no\n", -EINVAL,
@@ -482,7 +497,7 @@ TEST(line_numbers) {
         check_error("[Root]\nPath=/a\n[Root]\n", -EINVAL, "modgate.conf:3: [Root] section has no Path=");
         check_error("# one\n\n[Laod]\n", -EINVAL,
                     "modgate.conf:3: unknown section [Laod]; the sections are [Load], [Manager], [Trust], "
-                    "[Root], [Policy], [Source] and [Parameters]");
+                    "[Root], [Policy], [Source], [Parameters] and [Guard]");
 }
 
 TEST(libinih_syntax) {
@@ -1031,6 +1046,7 @@ static void check_defaults(const Config *c) {
         check(c->policy.mode == POLICY_ENFORCE);
         check(!c->policy.global.default_deny && c->policy.global.n_rules == 0);
         check(c->policy.request_parameters_any && c->policy.n_parameters == 0);
+        check(c->guard_mode == GUARD_PERMISSIVE);
 }
 
 /* "#Key=value" lines, with the '#' removed; *ret_n counts them. */
@@ -1073,7 +1089,7 @@ TEST(example_file_documents_defaults) {
         parse_ok(&a, text);
         check_defaults(&a);
         uncommented = uncomment_settings(text, &n);
-        check(n == 20);
+        check(n == 21);
         parse_ok(&b, uncommented);
         check_defaults(&b);
 }
@@ -1093,6 +1109,7 @@ int main(void) {
         RUN(evidence);
         RUN(verity_allowlists);
         RUN(roots);
+        RUN(guard_mode);
         RUN(unknown_names);
         RUN(syntax_errors);
         RUN(first_error_is_reported);

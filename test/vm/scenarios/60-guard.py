@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The guard in enforce mode (modgate.guard=enforce on the kernel command line): the kernel refuses
+every module load but modgated's, root's insmod and a raw init_module() included, each with a record;
+what asks modgate still loads (modgatectl, udev's hotplug, the kernel's own request); and the guard
+stays attached when modgated is killed or exits idle."""
+
+import time
+
+import guest
+
+APPEND = "modgate.guard=enforce"
+GUARD = "45a3b6475ec4408a9ce9692356845553"
+DROPIN = "/etc/modgate/modgate.conf.d/60-modgate-vm-guard.conf"
+# Leaf modules (no dependencies) that nothing in the guest loads by itself, one per case that needs
+# a module not in the kernel yet.
+CANDIDATES = ["dummy", "ifb", "nlmon", "veth", "vcan", "bonding", "macvlan", "vxcan", "netdevsim", "tun"]
+HOTPLUG_MODULE = "e1000"
+
+# Runs in the guest: init_module(2) of a buffer, as root, straight through syscall(2); prints the errno.
+INIT_MODULE = r'''
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(b"\x7fELF" + b"\0" * 60)
+r = libc.syscall(175, buf, ctypes.c_ulong(64), b"")
+print(ctypes.get_errno() if r != 0 else 0)
+'''
+
+# An unprivileged bind(2) of an AF_ALG hash socket: the kernel asks for algif-hash itself.
+AF_ALG_HASH = r'''
+import socket
+s = socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0)
+s.bind(("hash", "sha256"))
+print("bound")
+'''
+
+
+def mark(vm):
+    """CLOCK_MONOTONIC in the guest, in microseconds: records after it are this case's."""
+    return int(vm.sh("python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)'").out)
+
+
+def guard_records(vm, start, *matches):
+    return [e for e in vm.journal("MESSAGE_ID=" + GUARD, "_BOOT_ID=" + vm.boot_id, *matches)
+            if int(e["__MONOTONIC_TIMESTAMP"]) >= start]
+
+
+def wait_records(vm, start, *matches, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        recs = guard_records(vm, start, *matches)
+        if recs or time.monotonic() > deadline:
+            return recs
+        time.sleep(1)
+
+
+def fresh_module(vm):
+    """A leaf module of the tree that is not in the kernel, and its file's path."""
+    live = guest.live_modules(vm)
+    used = getattr(vm, "guard_used", set())
+    for name in CANDIDATES:
+        if name in used or live[name]:
+            continue
+        try:
+            path, deps = guest.dependencies(vm, name)
+        except AssertionError:
+            continue
+        if not deps:
+            used.add(name)
+            vm.guard_used = used
+            return name, "/usr/lib/modules/%s/%s" % (guest.kernel_release(vm), path)
+    raise AssertionError("no leaf module left to load among %s" % CANDIDATES)
+
+
+def insmod_refused(vm, start, context):
+    """root's insmod of a fresh module: EPERM, nothing loaded, and the guard's record of it."""
+    name, path = fresh_module(vm)
+    r = vm.sh("insmod %s" % guest.quote(path), check=False)
+    print("# %s: insmod %s: exit %d: %s" % (context, name, r.rc, r.err.strip()))
+    assert r.rc != 0 and "Operation not permitted" in r.err, (r.rc, r.out, r.err)
+    assert guest.initstate(vm, name) == "absent"
+    return name
+
+
+def guard_programs(vm):
+    """The names of the guard's BPF LSM programs in the kernel."""
+    progs = vm.sh("bpftool -j prog show").json()
+    return sorted(p["name"] for p in progs if p.get("type") == "lsm" and p.get("name", "").startswith("modgate_"))
+
+
+def modgated_pid(vm):
+    return vm.sh("systemctl show -P MainPID modgated.service").out.strip()
+
+
+def test_attached(vm):
+    """modgated attaches the guard in enforce mode from the kernel command line"""
+    assert "bpf" in vm.sh("cat /sys/kernel/security/lsm").out.split(",")
+    reply, error = guest.varlinkctl(vm, "io.modgate.Manager.Status")
+    assert error is None, (error, reply)
+    logs = vm.journal("_SYSTEMD_UNIT=modgated.service", "_BOOT_ID=" + vm.boot_id)
+    attached = [e["MESSAGE"] for e in logs if e.get("MESSAGE", "").startswith("The guard is attached")]
+    assert attached, [e.get("MESSAGE") for e in logs][:40]
+    print("# %s" % attached[0])
+    assert attached[0].startswith("The guard is attached (enforce, from modgate.guard= of the kernel command line"), attached
+    # Two BPF LSM programs, for the two hooks.
+    assert guard_programs(vm) == ["modgate_load_data", "modgate_read_file"]
+
+
+def test_insmod_refused(vm):
+    """root's insmod of a module from the trusted tree gets EPERM, and the guard records it"""
+    start = mark(vm)
+    name = insmod_refused(vm, start, "enforce")
+    recs = wait_records(vm, start, "MODGATE_CALLER_COMM=insmod")
+    assert len(recs) == 1, recs
+    r = recs[0]
+    print("# %s" % r["MESSAGE"])
+    assert r["MODGATE_OUTCOME"] == "refused_guard" and r["MODGATE_GUARD_MODE"] == "enforce", r
+    assert r["MODGATE_GUARD_REASON"] == "caller" and r["MODGATE_CALLER_UID"] == "0", r
+    assert r["MODGATE_SYSCALL"] in ("finit_module", "init_module"), r
+    assert r["MODGATE_CALLER_EXE"] == "kmod", r
+    assert r["_SYSTEMD_UNIT"] == "modgated.service" and r["PRIORITY"] == "4", r
+    if r["MODGATE_SYSCALL"] == "finit_module":
+        dev, ino = vm.sh("stat -c '%%d %%i' %s" % guest.quote(guest.dependencies(vm, name)[0] and
+                         "/usr/lib/modules/%s/%s" % (guest.kernel_release(vm), guest.dependencies(vm, name)[0]))).out.split()
+        assert r["MODGATE_INODE"] == ino, (r, ino)
+
+
+def test_init_module_refused(vm):
+    """a raw init_module() gets EPERM, and the guard records it"""
+    start = mark(vm)
+    err = vm.sh("python3 -", stdin=INIT_MODULE).out.strip()
+    # Without the guard the kernel reads the buffer and says ENOEXEC (not a module).
+    assert err == "1", "init_module() gave errno %s, not EPERM" % err
+    recs = wait_records(vm, start, "MODGATE_SYSCALL=init_module")
+    assert len(recs) == 1, recs
+    r = recs[0]
+    assert r["MODGATE_GUARD_REASON"] == "blob" and r["MODGATE_CALLER_COMM"] == "python3", r
+    assert r["MODGATE_OUTCOME"] == "refused_guard" and "MODGATE_INODE" not in r, r
+
+
+def test_gate_loads(vm):
+    """modgatectl load still loads"""
+    name, _ = fresh_module(vm)
+    start = mark(vm)
+    r = vm.sh("modgatectl load %s" % name, check=False)
+    assert r.rc == 0, (r.rc, r.out, r.err)
+    assert guest.initstate(vm, name) == "live"
+    assert not guard_records(vm, start), guard_records(vm, start)
+
+
+def test_hotplug(vm):
+    """a hotplugged e1000 gets its driver through udev and modgate"""
+    assert guest.live_modules(vm)[HOTPLUG_MODULE] == 0, "e1000 is loaded already"
+    start = mark(vm)
+    vm.qmp("device_add", driver="e1000", id="modgate-guard-nic")
+    vm.sh("for i in $(seq 300); do grep -q '^%s ' /proc/modules && break; sleep 0.1; done; udevadm settle"
+          % HOTPLUG_MODULE, timeout=90)
+    assert guest.initstate(vm, HOTPLUG_MODULE) == "live"
+    recs = guest.records(vm, HOTPLUG_MODULE, "loaded")
+    assert len(recs) == 1 and recs[0]["MODGATE_SOURCE"] == "udev", recs
+    assert not guard_records(vm, start), guard_records(vm, start)
+
+
+def test_kernel_autoload(vm):
+    """an unprivileged AF_ALG bind makes the kernel ask, and the module loads through modgate"""
+    live = guest.live_modules(vm)
+    assert live["algif_hash"] == 0, "algif_hash is loaded already"
+    start = mark(vm)
+    out = vm.sh("setpriv --reuid=65534 --regid=65534 --clear-groups python3 -", stdin=AF_ALG_HASH, timeout=90).out
+    assert out.strip() == "bound", out
+    assert guest.initstate(vm, "algif_hash") == "live"
+    recs = guest.records(vm, "algif_hash", "loaded")
+    assert len(recs) == 1 and recs[0]["MODGATE_SOURCE"] == "kernel", recs
+    assert not guard_records(vm, start), guard_records(vm, start)
+
+
+def test_killed(vm):
+    """after SIGKILL of modgated, insmod is still refused, and the next request loads"""
+    pid = modgated_pid(vm)
+    assert pid != "0", "modgated is not running"
+    vm.sh("systemctl kill -s KILL modgated.service; "
+          "for i in $(seq 100); do [ \"$(systemctl show -P MainPID modgated.service)\" = 0 ] && break; sleep 0.1; done")
+    assert modgated_pid(vm) == "0", "modgated still runs"
+    start = mark(vm)
+    insmod_refused(vm, start, "modgated killed")
+    assert modgated_pid(vm) == "0", "something started modgated"
+    name, _ = fresh_module(vm)
+    reply, error = guest.load(vm, name)
+    assert error is None and reply["modules"][-1]["outcome"] == "loaded", (error, reply)
+    new = modgated_pid(vm)
+    assert new not in ("0", pid), new
+    # The new instance adopted the guard kept by PID 1, and wrote the refusal that came while no
+    # modgated ran.
+    logs = vm.journal("_SYSTEMD_UNIT=modgated.service", "_PID=" + new)
+    assert any(e.get("MESSAGE", "").startswith("The guard is attached (enforce") and "kept by PID 1" in e["MESSAGE"]
+               for e in logs), [e.get("MESSAGE") for e in logs][:20]
+    recs = wait_records(vm, start, "MODGATE_CALLER_COMM=insmod")
+    assert len(recs) == 1 and recs[0]["_PID"] == new, recs
+    assert guard_programs(vm) == ["modgate_load_data", "modgate_read_file"], "attached twice?"
+
+
+def test_idle_exit(vm):
+    """after an idle exit, insmod is still refused, and the next request loads"""
+    vm.sh("mkdir -p $(dirname %s) && printf '[Manager]\\nIdleExitSec=2s\\n' >%s && systemctl restart modgated.service"
+          % (DROPIN, DROPIN))
+    vm.sh("for i in $(seq 150); do systemctl -q is-active modgated.service || exit 0; sleep 0.2; done; exit 1",
+          timeout=60)
+    start = mark(vm)
+    insmod_refused(vm, start, "modgated idle")
+    name, _ = fresh_module(vm)
+    reply, error = guest.load(vm, name)
+    assert error is None and reply["modules"][-1]["outcome"] == "loaded", (error, reply)
+    assert len(wait_records(vm, start, "MODGATE_CALLER_COMM=insmod")) == 1
+
+
+def cleanup(vm):
+    vm.sh("rm -f %s; systemctl restart modgated.service" % DROPIN, check=False)
