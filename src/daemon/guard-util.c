@@ -152,3 +152,10 @@ int guard_event_key(const struct guard_event *e, char *buf, size_t size) {
                      guard_why_to_name(e->why) ?: "?");
         return n < 0 || (size_t) n >= size ? -ENOBUFS : 0;
 }
+
+bool guard_modprobe_replaced(const char *current) {
+        size_t n = strlen(GUARD_KERNEL_MODPROBE_DEFAULT);
+
+        return current && strncmp(current, GUARD_KERNEL_MODPROBE_DEFAULT, n) == 0 &&
+                (current[n] == 0 || strcmp(current + n, "\n") == 0);
+}

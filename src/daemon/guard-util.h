@@ -67,3 +67,12 @@ int guard_event_message(const struct guard_event *e, char **ret);
 
 /* What refusals are counted by, so that a flood from one caller does not hide another: "COMM:HOOK:WHY". */
 int guard_event_key(const struct guard_event *e, char *buf, size_t size);
+
+/* The kernel's own helper for request_module(), CONFIG_MODPROBE_PATH's default. */
+#define GUARD_KERNEL_MODPROBE_DEFAULT "/sbin/modprobe"
+
+/* Whether modgated points kernel.modprobe (now current, as /proc/sys/kernel/modprobe reads, a
+ * trailing newline or not) at modgate-modprobe before it attaches the guard: only while it is the
+ * kernel's default, whose loads the guard refuses. A helper the administrator chose (an empty one
+ * that turns autoloading off, or another program) is left as it is, and so is modgate-modprobe. */
+bool guard_modprobe_replaced(const char *current);

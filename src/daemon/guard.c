@@ -95,6 +95,10 @@ static bool lsm_active(void) {
                 guard_lsm_listed(buf);
 }
 
+bool guard_attachable(void) {
+        return HAVE_GUARD && lsm_active();
+}
+
 #if HAVE_GUARD
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {

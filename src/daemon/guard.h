@@ -35,6 +35,9 @@ typedef struct GuardState {
 /* A refusal the program recorded, checked (guard_event_check()). */
 typedef void (*guard_refusal_t)(const struct guard_event *e, void *userdata);
 
+/* Whether this modgated has the program and the kernel runs the BPF LSM: what guard_setup() needs. */
+bool guard_attachable(void);
+
 /* Sets up the guard in mode: adopts what the fd store keeps (fdstore_init() ran), or attaches anew,
  * or, for GUARD_OFF, detaches what the store keeps. Never fails for the guard's own sake: what did
  * not work is in the state (the caller logs it once). Returns 0, or -ENOMEM. */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <fcntl.h>
+#include <limits.h>
+#include <string.h>
 #include <sys/capability.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "capability.h"
 #include "fileio.h"
@@ -53,6 +56,45 @@ static void guard_log(const GuardState *s) {
                                "loads by others are recorded only afterwards.", s->unavailable ?: "unknown");
 }
 
+#define KERNEL_MODPROBE "/proc/sys/kernel/modprobe"
+
+/* Under the guard the kernel's request_module() loads only through modgated; while kernel.modprobe is
+ * still the kernel's /sbin/modprobe, the guard refuses what it loads (in enforce; permissive records
+ * refusals enforce would not make). That is the case early in the boot: systemd-sysctl.service's
+ * drop-in points it at modgate-modprobe, but a modprobe@ unit, udev or the boot list may start
+ * modgated before that unit runs, and binfmt_misc's automount, for one, asks the kernel for its module
+ * then. So modgated makes the same change itself before it attaches, where the build takes over
+ * kernel.modprobe and the helper is installed; a helper the administrator chose stays. */
+static void guard_kernel_modprobe(void) {
+#if MODPROBE_TAKEOVER
+        static const char value[] = MODGATE_MODPROBE_PATH "\n";
+        _cleanup_close_ int fd = -EBADF;
+        char current[PATH_MAX];
+        ssize_t n;
+        int r;
+
+        r = read_small_file_at(AT_FDCWD, KERNEL_MODPROBE, current, sizeof(current));
+        if (r < 0)
+                return (void) log_debug_errno(r, "Failed to read " KERNEL_MODPROBE ": %m");
+        if (!guard_modprobe_replaced(current))
+                return;
+        if (access(MODGATE_MODPROBE_PATH, X_OK) < 0)
+                return (void) log_warning_errno(errno, MODGATE_MODPROBE_PATH " is not there (%m): the guard "
+                                                "refuses the kernel's request_module() through "
+                                                GUARD_KERNEL_MODPROBE_DEFAULT ".");
+        fd = open(KERNEL_MODPROBE, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return (void) log_warning_errno(errno, "Failed to open " KERNEL_MODPROBE ", the guard refuses the "
+                                                "kernel's request_module() until it is set: %m");
+        n = write(fd, value, sizeof(value) - 1);
+        if (n != (ssize_t) sizeof(value) - 1)
+                return (void) log_warning_errno(n < 0 ? errno : EIO, "Failed to write " KERNEL_MODPROBE ", the "
+                                                "guard refuses the kernel's request_module() until it is set: %m");
+        log_info("kernel.modprobe = " MODGATE_MODPROBE_PATH ", before the guard is attached: the kernel's "
+                 "requests load through modgated from now on, not through " GUARD_KERNEL_MODPROBE_DEFAULT ".");
+#endif
+}
+
 int manager_guard_start(Manager *m) {
         GuardState s;
         bool from_cmdline;
@@ -60,6 +102,8 @@ int manager_guard_start(Manager *m) {
         int r;
 
         mode = guard_mode(m, &from_cmdline);
+        if (mode != GUARD_OFF && guard_attachable())
+                guard_kernel_modprobe();
         r = guard_setup(m->event, mode, from_cmdline, manager_record_guard, m, &m->guard);
         if (r < 0)
                 return log_oom();

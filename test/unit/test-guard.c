@@ -26,6 +26,20 @@ TEST(modes) {
         check(GUARD_MODE_DEFAULT == GUARD_PERMISSIVE);
 }
 
+TEST(modprobe_replaced) {
+        /* The kernel's default, as /proc/sys/kernel/modprobe reads it: the guard would refuse its loads. */
+        check(guard_modprobe_replaced("/sbin/modprobe\n"));
+        check(guard_modprobe_replaced("/sbin/modprobe"));
+        /* Already modgate's, or the administrator's choice: left as it is. */
+        check(!guard_modprobe_replaced("/usr/libexec/modgate/modgate-modprobe\n"));
+        check(!guard_modprobe_replaced("\n"));
+        check(!guard_modprobe_replaced(""));
+        check(!guard_modprobe_replaced("/bin/true\n"));
+        check(!guard_modprobe_replaced("/sbin/modprobe.real\n"));
+        check(!guard_modprobe_replaced("/sbin/modprobe\n\n"));
+        check(!guard_modprobe_replaced(NULL));
+}
+
 TEST(cmdline) {
         GuardMode m = GUARD_PERMISSIVE;
 
@@ -169,6 +183,7 @@ TEST(event_message) {
 
 int main(void) {
         RUN(modes);
+        RUN(modprobe_replaced);
         RUN(cmdline);
         RUN(lsm_list);
         RUN(kernel_dev);

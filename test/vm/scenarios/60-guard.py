@@ -105,6 +105,24 @@ def test_attached(vm):
     assert guard_programs(vm) == ["modgate_load_data", "modgate_read_file"]
 
 
+def test_early_boot(vm):
+    """the boot in enforce loses no module the kernel asked for before systemd-sysctl set kernel.modprobe"""
+    # modprobe@configfs.service starts modgated (and so the guard) before systemd-sysctl.service points
+    # kernel.modprobe at modgate-modprobe; binfmt_misc's automount asks the kernel for its module then.
+    # Through /sbin/modprobe the guard refused it, and the mount failed.
+    failed = vm.sh("systemctl list-units --failed --plain --no-legend").out.strip()
+    assert not failed, "units failed at boot:\n" + failed
+    early = guard_records(vm, 0)
+    assert not early, [e["MESSAGE"] for e in early]
+    assert vm.sh("cat /proc/sys/kernel/modprobe").out.strip() == "/usr/libexec/modgate/modgate-modprobe"
+    assert vm.sh("systemctl is-active proc-sys-fs-binfmt_misc.mount", check=False).out.strip() == "active"
+    assert guest.initstate(vm, "binfmt_misc") == "live"
+    recs = guest.records(vm, "binfmt_misc", "loaded")
+    assert len(recs) == 1 and recs[0]["MODGATE_SOURCE"] == "kernel", recs
+    logs = [e.get("MESSAGE", "") for e in vm.journal("_SYSTEMD_UNIT=modgated.service", "_BOOT_ID=" + vm.boot_id)]
+    print("# %s" % next((m for m in logs if m.startswith("kernel.modprobe = ")), "kernel.modprobe set by systemd-sysctl"))
+
+
 def test_insmod_refused(vm):
     """root's insmod of a module from the trusted tree gets EPERM, and the guard records it"""
     start = mark(vm)
