@@ -38,6 +38,8 @@ static const char *const store_names[_GUARD_FD_MAX] = {
         [GUARD_FD_EVENTS] = FDSTORE_GUARD_EVENTS,
 };
 
+bool guard_test_wrong_hash = false;
+
 struct Guard {
         GuardState state;
         int fds[_GUARD_FD_MAX];
@@ -391,10 +393,9 @@ int guard_approve(Guard *g, int fd, const uint8_t *sha256, GuardTicket *ret) {
         if (sha256) {
                 a.flags |= GUARD_APPROVAL_SHA256;
                 memcpy(a.sha256, sha256, sizeof(a.sha256));
-#ifdef GUARD_TEST_WRONG_HASH
-                /* A test build's modgated approves other bytes than it checked: the kernel must refuse. */
-                a.sha256[0] ^= 0xff;
-#endif
+                /* The test program's modgated approves other bytes than it checked: the kernel must refuse. */
+                if (guard_test_wrong_hash)
+                        a.sha256[0] ^= 0xff;
         }
         r = bpf_map_update_elem(g->fds[GUARD_FD_APPROVED], &key, &a, BPF_ANY);
         if (r < 0)

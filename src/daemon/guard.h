@@ -35,6 +35,10 @@ typedef struct GuardState {
 /* A refusal the program recorded, checked (guard_event_check()). */
 typedef void (*guard_refusal_t)(const struct guard_event *e, void *userdata);
 
+/* TESTS ONLY: set by modgated-test-wrong-hash's main(), never by modgated's. Every approval then
+ * carries another SHA-256 than the file's, which the kernel's own hash must refuse. */
+extern bool guard_test_wrong_hash;
+
 /* Whether this modgated has the program and the kernel runs the BPF LSM: what guard_setup() needs. */
 bool guard_attachable(void);
 

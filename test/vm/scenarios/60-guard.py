@@ -4,17 +4,23 @@ every module load but modgated's, root's insmod and a raw init_module() included
 what asks modgate still loads (modgatectl, udev's hotplug, the kernel's own request); and the guard
 stays attached when modgated is killed or exits idle."""
 
+import os
 import time
 
 import guest
 
 APPEND = "modgate.guard=enforce"
+# Three restarts of modgated, one with a test program, an idle exit and a hotplug, under TCG.
+TIMEOUT = 300
 GUARD = "45a3b6475ec4408a9ce9692356845553"
 DROPIN = "/etc/modgate/modgate.conf.d/60-modgate-vm-guard.conf"
 # Leaf modules (no dependencies) that nothing in the guest loads by itself, one per case that needs
 # a module not in the kernel yet.
-CANDIDATES = ["dummy", "ifb", "nlmon", "veth", "vcan", "bonding", "macvlan", "vxcan", "netdevsim", "tun"]
+CANDIDATES = ["dummy", "ifb", "nlmon", "veth", "vcan", "bonding", "macvlan", "vxcan", "netdevsim", "tun",
+              "tcp_bbr", "tcp_vegas", "tcp_nv", "tcp_lp", "tcp_dctcp", "tcp_bic", "tcp_westwood", "tcp_htcp"]
 HOTPLUG_MODULE = "e1000"
+WRONG_HASH_PROGRAM = "/usr/lib/modgate-vm/modgated-test-wrong-hash"
+WRONG_HASH_DROPIN = "/run/systemd/system/modgated.service.d/60-modgate-vm-wrong-hash.conf"
 
 # Runs in the guest: init_module(2) of a buffer, as root, straight through syscall(2); prints the errno.
 INIT_MODULE = r'''
@@ -191,6 +197,45 @@ def test_kernel_autoload(vm):
     assert not guard_records(vm, start), guard_records(vm, start)
 
 
+def restart_with(vm, program):
+    """modgated.service restarted with another ExecStart= (None: its own again)."""
+    if program:
+        vm.sh("mkdir -p $(dirname {0}) && printf '[Service]\\nExecStart=\\nExecStart={1}\\n' >{0}"
+              .format(WRONG_HASH_DROPIN, program))
+    else:
+        vm.sh("rm -f %s" % WRONG_HASH_DROPIN)
+    vm.sh("systemctl daemon-reload && systemctl restart modgated.service")
+
+
+def test_wrong_hash(vm):
+    """the kernel hashes the file itself: a modgated that approves another SHA-256 is refused"""
+    # modgated-test-wrong-hash (a test program of the build) checks each file as modgated does, and
+    # then approves a SHA-256 with one byte changed: dev, inode and change time are those of the
+    # file, so only the kernel's own hash of it can tell.
+    assert vm.sh("test -x %s" % WRONG_HASH_PROGRAM, check=False).rc == 0, "the image has no " + WRONG_HASH_PROGRAM
+    name, _ = fresh_module(vm)
+    restart_with(vm, WRONG_HASH_PROGRAM)
+    try:
+        start = mark(vm)
+        reply, error = guest.load(vm, name)
+        print("# %s: %s %s" % (name, error, reply))
+        assert guest.initstate(vm, name) == "absent"
+        assert error is not None or reply["modules"][-1]["outcome"] != "loaded", reply
+        recs = wait_records(vm, start, "MODGATE_GUARD_REASON=hash")
+        assert len(recs) == 1, recs
+        r = recs[0]
+        print("# %s" % r["MESSAGE"])
+        assert r["MODGATE_OUTCOME"] == "refused_guard" and r["MODGATE_SYSCALL"] == "finit_module", r
+        assert r["MODGATE_CALLER_EXE"] == os.path.basename(WRONG_HASH_PROGRAM), r
+        assert r["MODGATE_CALLER_PID"] == modgated_pid(vm), r
+    finally:
+        restart_with(vm, None)
+    # The same file, approved with its own hash by modgated: loaded.
+    reply, error = guest.load(vm, name)
+    assert error is None and reply["modules"][-1]["outcome"] == "loaded", (error, reply)
+    assert guest.initstate(vm, name) == "live"
+
+
 def test_killed(vm):
     """after SIGKILL of modgated, insmod is still refused, and the next request loads"""
     pid = modgated_pid(vm)
@@ -231,4 +276,5 @@ def test_idle_exit(vm):
 
 
 def cleanup(vm):
-    vm.sh("rm -f %s; systemctl restart modgated.service" % DROPIN, check=False)
+    vm.sh("rm -f %s %s; systemctl daemon-reload; systemctl restart modgated.service" % (DROPIN, WRONG_HASH_DROPIN),
+          check=False)
