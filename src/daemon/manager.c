@@ -547,11 +547,6 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded "
                                   "anew: %m");
-        /* Before anything can be loaded: the kernel refuses the others from here on. */
-        r = manager_guard_start(m);
-        if (r < 0)
-                return r;
-
         r = manager_pin_roots(m);
         if (r < 0)
                 return r;
@@ -583,7 +578,6 @@ int manager_startup(Manager *m) {
                 .kernel_compression = m->kernel_compression,
                 .cmdline_root_hashes = m->cmdline_root_hashes,
                 .probe_address = m->probe_address ?: PROBE_ADDRESS,
-                .guard = m->guard,
         };
         r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)
@@ -608,7 +602,6 @@ int manager_startup(Manager *m) {
         r = manager_follow_uevents(m);
         if (r < 0)
                 return r;
-        fdstore_done();
         r = manager_reconcile(m);
         if (r < 0)
                 return r;
@@ -620,6 +613,18 @@ int manager_startup(Manager *m) {
 
         (void) seal_startup(m);
         manager_log_enforcement(m);
+
+        /* Last before requests are answered, so that nothing is loaded without it, and not before: from
+         * here on the kernel refuses every load but modgated's, and a kernel's request that came while
+         * this instance was still starting would have waited for it (modgate-modprobe gives up after
+         * 15 s), where /sbin/modprobe loads it now, recorded as loaded outside. An adopted guard was
+         * attached all along. */
+        r = manager_guard_start(m);
+        if (r < 0)
+                return r;
+        m->load_context.guard = m->guard;
+        scheduler_set_guard(m->scheduler, m->guard);
+        fdstore_done();
 
         return manager_varlink_init(m);
 }

@@ -886,6 +886,10 @@ int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {
         return 0;
 }
 
+void scheduler_set_guard(Scheduler *s, Guard *g) {
+        s->ctx.guard = g;
+}
+
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         s->load_alone = names;
 }

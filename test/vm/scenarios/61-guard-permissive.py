@@ -8,6 +8,8 @@ import time
 import guest
 
 APPEND = "modgate.guard=permissive"
+# It reboots once, with another lsm= (a boot takes over 2 minutes under TCG on a busy machine).
+TIMEOUT = 480
 GUARD = "45a3b6475ec4408a9ce9692356845553"
 # Leaf modules that nothing in the guest loads by itself.
 CANDIDATES = ["dummy", "ifb", "nlmon", "veth", "vcan", "vxcan"]
