@@ -17,9 +17,13 @@
 #define FDSTORE_UEVENT_LOG "uevent-log"
 #define FDSTORE_HISTORY "history"
 #define FDSTORE_ROOTS "roots"
-/* The guard's (guard.c): its two links, which keep the program attached, and its three maps. */
+/* The guard's (guard.c): its links, which keep its programs attached (two for module loads, three
+ * that protect it), and its three maps. */
 #define FDSTORE_GUARD_READ "guard-read-file"
 #define FDSTORE_GUARD_LOAD "guard-load-data"
+#define FDSTORE_GUARD_BPF "guard-bpf"
+#define FDSTORE_GUARD_BPF_MAP "guard-bpf-map"
+#define FDSTORE_GUARD_PTRACE "guard-ptrace"
 #define FDSTORE_GUARD_CONFIG "guard-config"
 #define FDSTORE_GUARD_APPROVED "guard-approved"
 #define FDSTORE_GUARD_EVENTS "guard-events"

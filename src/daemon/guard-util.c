@@ -83,6 +83,11 @@ const char *guard_hook_to_string(unsigned hook) {
                 return "finit_module";
         case GUARD_HOOK_LOAD_DATA:
                 return "init_module";
+        case GUARD_HOOK_BPF:
+        case GUARD_HOOK_BPF_MAP:
+                return "bpf";
+        case GUARD_HOOK_PTRACE:
+                return "ptrace";
         default:
                 return NULL;
         }
@@ -95,6 +100,10 @@ static const char *const why_table[_GUARD_WHY_MAX][2] = {
         [GUARD_WHY_BLOB] = { "blob", "init_module() loads a module from memory, which has no origin to check" },
         [GUARD_WHY_NO_CONFIG] = { "unconfigured", "the guard was not yet told which process is modgated" },
         [GUARD_WHY_HASH] = { "hash", "the file's bytes, as the kernel reads them, are not those modgated checked" },
+        [GUARD_WHY_PROTECTED] = { "protected", "the guard's links and maps, and modgated's memory, are modgated's "
+                                  "alone" },
+        [GUARD_WHY_FMOD_RET] = { "fmod_ret", "a BPF program that may change what a security hook returns is not "
+                                 "loaded while the guard is attached" },
 };
 
 const char *guard_why_to_name(unsigned why) {
@@ -135,6 +144,12 @@ int guard_event_message(const struct guard_event *e, char **ret) {
                 snprintf(file, sizeof(file), " of a file (device %u:%u, inode %llu)",
                          major(guard_user_dev(e->dev)), minor(guard_user_dev(e->dev)),
                          (unsigned long long) e->ino);
+        else if (e->hook == GUARD_HOOK_BPF)
+                snprintf(file, sizeof(file), " (command %u)", e->detail);
+        else if (e->hook == GUARD_HOOK_BPF_MAP)
+                snprintf(file, sizeof(file), " of a new fd of one of its maps");
+        else if (e->hook == GUARD_HOOK_PTRACE)
+                snprintf(file, sizeof(file), " access to modgated (mode 0x%x)", e->detail);
         if (asprintf(ret, "The guard %s %s()%s by %s[%u] (uid %u, executable %s, cgroup %s): %s.",
                      refused ? "refused" : "would have refused (permissive mode)",
                      guard_hook_to_string(e->hook) ?: "?", file, comm, e->tgid, e->uid, exe[0] ? exe : "?",

@@ -15,6 +15,7 @@
 
 #if HAVE_GUARD
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "modgate-guard.skel.h"
@@ -24,6 +25,9 @@
 enum {
         GUARD_FD_READ,
         GUARD_FD_LOAD,
+        GUARD_FD_BPF,           /* the self-protection's three: absent where the kernel's bpf hook */
+        GUARD_FD_BPF_MAP,       /* has other arguments than the program's (GUARD_FD_BPF) */
+        GUARD_FD_PTRACE,
         GUARD_FD_CONFIG,
         GUARD_FD_APPROVED,
         GUARD_FD_EVENTS,
@@ -33,6 +37,9 @@ enum {
 static const char *const store_names[_GUARD_FD_MAX] = {
         [GUARD_FD_READ] = FDSTORE_GUARD_READ,
         [GUARD_FD_LOAD] = FDSTORE_GUARD_LOAD,
+        [GUARD_FD_BPF] = FDSTORE_GUARD_BPF,
+        [GUARD_FD_BPF_MAP] = FDSTORE_GUARD_BPF_MAP,
+        [GUARD_FD_PTRACE] = FDSTORE_GUARD_PTRACE,
         [GUARD_FD_CONFIG] = FDSTORE_GUARD_CONFIG,
         [GUARD_FD_APPROVED] = FDSTORE_GUARD_APPROVED,
         [GUARD_FD_EVENTS] = FDSTORE_GUARD_EVENTS,
@@ -43,6 +50,7 @@ bool guard_test_wrong_hash = false;
 struct Guard {
         GuardState state;
         int fds[_GUARD_FD_MAX];
+        __u32 hook_btf_ids[GUARD_HOOK_FUNCS];
         guard_refusal_t cb;
         void *userdata;
 #if HAVE_GUARD
@@ -56,13 +64,14 @@ static void fds_close(int fds[static _GUARD_FD_MAX]) {
                 fds[i] = safe_close(fds[i]);
 }
 
-/* What the store keeps: how many of the guard's fds it had. */
+/* What the store keeps: how many of the guard's fds it had (not counting the bpf hook's link, which a
+ * kernel may not have). */
 static unsigned fds_take(int fds[static _GUARD_FD_MAX]) {
         unsigned n = 0;
 
         for (size_t i = 0; i < _GUARD_FD_MAX; i++) {
                 fds[i] = fdstore_take(store_names[i]);
-                n += fds[i] >= 0;
+                n += fds[i] >= 0 && i != GUARD_FD_BPF;
         }
         return n;
 }
@@ -124,7 +133,15 @@ static uint64_t realtime_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
 }
 
-/* Who modgated is, for the program: this process and its executable. */
+static __u32 link_id(int fd) {
+        struct bpf_link_info info = {};
+        __u32 len = sizeof(info);
+
+        return fd >= 0 && bpf_link_get_info_by_fd(fd, &info, &len) >= 0 ? info.id : 0;
+}
+
+/* Who modgated is, for the program: this process and its executable; and what protects the guard,
+ * once it is attached: its links' ids and the functions it attaches to. */
 static int config_write(Guard *g, uint64_t attached_usec) {
         struct guard_config c = {
                 .mode = g->state.wanted,
@@ -139,7 +156,44 @@ static int config_write(Guard *g, uint64_t attached_usec) {
                 return -errno;
         c.exe_dev = guard_kernel_dev(st.st_dev);
         c.exe_ino = st.st_ino;
+        _Static_assert(GUARD_FD_PTRACE - GUARD_FD_READ + 1 == GUARD_LINKS, "a link fd for each link id");
+        for (size_t i = 0; i < GUARD_LINKS; i++)
+                c.link_ids[i] = link_id(g->fds[GUARD_FD_READ + i]);
+        memcpy(c.hook_btf_ids, g->hook_btf_ids, sizeof(c.hook_btf_ids));
         return bpf_map_update_elem(g->fds[GUARD_FD_CONFIG], &zero, &c, BPF_ANY);
+}
+
+/* The kernel's BTF: the ids of the functions the guard's programs attach to, and whether the bpf hook
+ * has the arguments its program reads (Linux 6.12's: cmd, attr, size). Returns 0 or -errno. */
+static int hooks_find(Guard *g, bool *ret_bpf_hook) {
+        static const char *const funcs[GUARD_HOOK_FUNCS] = {
+                "bpf_lsm_kernel_read_file", "bpf_lsm_kernel_load_data", "bpf_lsm_bpf", "bpf_lsm_bpf_map",
+                "bpf_lsm_ptrace_access_check",
+        };
+        struct btf *btf;
+        int r = 0;
+
+        *ret_bpf_hook = false;
+        btf = btf__load_vmlinux_btf();
+        if (!btf)
+                return -errno ?: -ENOENT;
+        for (size_t i = 0; i < GUARD_HOOK_FUNCS && funcs[i]; i++) {
+                const struct btf_type *t, *proto;
+                int id = btf__find_by_name_kind(btf, funcs[i], BTF_KIND_FUNC);
+
+                if (id <= 0) {
+                        r = -ENOENT;
+                        continue;
+                }
+                g->hook_btf_ids[i] = (__u32) id;
+                if (strcmp(funcs[i], "bpf_lsm_bpf") != 0)
+                        continue;
+                t = btf__type_by_id(btf, id);
+                proto = t ? btf__type_by_id(btf, t->type) : NULL;
+                *ret_bpf_hook = proto && btf_vlen(proto) == 3;
+        }
+        btf__free(btf);
+        return r;
 }
 
 static bool map_is(int fd, __u32 type, const char *name, __u32 key_size, __u32 value_size) {
@@ -164,8 +218,9 @@ static const char *stored_guard_check(const int fds[static _GUARD_FD_MAX], uint6
         struct guard_config c = {};
         __u32 zero = 0;
 
-        if (!link_is_lsm(fds[GUARD_FD_READ]) || !link_is_lsm(fds[GUARD_FD_LOAD]))
-                return "a link is not a BPF LSM link";
+        for (size_t i = GUARD_FD_READ; i <= GUARD_FD_PTRACE; i++)
+                if ((i != GUARD_FD_BPF || fds[i] >= 0) && !link_is_lsm(fds[i]))
+                        return "a link is not a BPF LSM link";
         if (!map_is(fds[GUARD_FD_CONFIG], BPF_MAP_TYPE_ARRAY, "guard_config", sizeof(__u32), sizeof(c)) ||
             !map_is(fds[GUARD_FD_APPROVED], BPF_MAP_TYPE_HASH, "guard_approved", sizeof(struct guard_file_key),
                     sizeof(struct guard_approval)) ||
@@ -199,11 +254,18 @@ static int dup_fd(int fd) {
 static int attach_new(Guard *g) {
         struct modgate_guard *skel;
         uint64_t now = realtime_usec();
+        bool bpf_hook;
         int r;
 
         skel = modgate_guard__open();
         if (!skel)
                 return -errno ?: -ENOMEM;
+        r = hooks_find(g, &bpf_hook);
+        if (r < 0)
+                goto finish;
+        /* A kernel whose bpf hook has other arguments: the rest protects the guard still. */
+        if (!bpf_hook)
+                (void) bpf_program__set_autoload(skel->progs.modgate_bpf, false);
         r = modgate_guard__load(skel);
         if (r < 0)
                 goto finish;
@@ -224,9 +286,21 @@ static int attach_new(Guard *g) {
                 goto finish;
         g->fds[GUARD_FD_READ] = dup_fd(bpf_link__fd(skel->links.modgate_read_file));
         g->fds[GUARD_FD_LOAD] = dup_fd(bpf_link__fd(skel->links.modgate_load_data));
-        r = g->fds[GUARD_FD_READ] < 0 ? g->fds[GUARD_FD_READ] : g->fds[GUARD_FD_LOAD] < 0 ? g->fds[GUARD_FD_LOAD] : 0;
-        if (r >= 0)
+        g->fds[GUARD_FD_BPF_MAP] = dup_fd(bpf_link__fd(skel->links.modgate_bpf_map));
+        g->fds[GUARD_FD_PTRACE] = dup_fd(bpf_link__fd(skel->links.modgate_ptrace));
+        if (bpf_hook)
+                g->fds[GUARD_FD_BPF] = dup_fd(bpf_link__fd(skel->links.modgate_bpf));
+        for (size_t i = GUARD_FD_READ; i <= GUARD_FD_PTRACE; i++)
+                if (g->fds[i] < 0 && (i != GUARD_FD_BPF || bpf_hook)) {
+                        r = g->fds[i];
+                        goto finish;
+                }
+        /* Now protected: its links' ids are known. */
+        r = config_write(g, now);
+        if (r >= 0) {
                 g->state.attached_usec = now;
+                g->state.protected_bpf = bpf_hook;
+        }
 finish:
         /* Detaches nothing that was duplicated: a link lasts while any fd of it is open. */
         modgate_guard__destroy(skel);
@@ -271,7 +345,8 @@ static void store(Guard *g) {
         if (!fdstore_available())
                 return;
         for (size_t i = 0; i < _GUARD_FD_MAX && r >= 0; i++)
-                r = fdstore_put_full(g->fds[i], store_names[i], false);
+                if (g->fds[i] >= 0)
+                        r = fdstore_put_full(g->fds[i], store_names[i], false);
         g->state.stored = r >= 0;
 }
 
@@ -282,7 +357,7 @@ static int attach_or_adopt(Guard *g, sd_event *e) {
         int r;
 
         n = fds_take(g->fds);
-        if (n > 0 && n < _GUARD_FD_MAX)
+        if (n > 0 && n < _GUARD_FD_MAX - 1)
                 wrong = "some of its links and maps are missing";
         else if (n > 0)
                 wrong = stored_guard_check(g->fds, &since);
@@ -293,14 +368,25 @@ static int attach_or_adopt(Guard *g, sd_event *e) {
                 fds_forget(g->fds);
         }
         if (since > 0) {
+                bool bpf_hook;
+
                 g->state.adopted = g->state.stored = true;
                 g->state.attached_usec = since;
+                g->state.protected_bpf = g->fds[GUARD_FD_BPF] >= 0;
+                (void) hooks_find(g, &bpf_hook);
                 r = config_write(g, since);
                 if (r < 0)
                         return r;
                 approved_clear(g);
         } else {
-                r = attach_new(g);
+                /* A guard replaced is detached when PID 1 closes its fds; until then it refuses the
+                 * load of programs on its hooks by another executable (after an upgrade): a few tries. */
+                for (unsigned i = 0;; i++) {
+                        r = attach_new(g);
+                        if (r != -EPERM || !wrong || i >= 20)
+                                break;
+                        (void) usleep(100 * 1000);
+                }
                 if (r < 0)
                         return r;
                 store(g);

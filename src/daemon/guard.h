@@ -26,6 +26,7 @@ typedef struct GuardState {
         bool attached;
         bool adopted;                   /* attached by an earlier instance, taken from the fd store */
         bool stored;                    /* kept in the fd store: it outlives this instance */
+        bool protected_bpf;             /* its bpf(2) hook is attached too (not where the hook differs) */
         uint64_t attached_usec;         /* CLOCK_REALTIME of the attach, by whichever instance */
         uint64_t refusals;              /* records read by this instance: refused, or would be */
         int error;                      /* why it is not attached though wanted, negative errno */

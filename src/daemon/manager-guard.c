@@ -48,6 +48,10 @@ static void guard_log(const GuardState *s) {
                          s->stored ? "" : "; no fd store, it detaches when modgated exits",
                          s->mode == GUARD_ENFORCE ? "the kernel refuses every module load but modgated's." :
                          "loads by other processes are recorded as the refusals they would be, and go on.");
+                if (!s->protected_bpf)
+                        log_notice("The guard's bpf(2) hook is not attached (this kernel's hook has other arguments "
+                                   "than the program reads): its links and maps are still refused to others by id "
+                                   "and through ptrace, but another BPF program may be attached to its hooks.");
         } else if (s->wanted == GUARD_OFF)
                 (void) log_full_errno(s->adopted ? LOG_NOTICE : LOG_INFO, 0, "The guard is off (%s)%s.", from,
                                s->adopted ? ": detached the one an earlier instance attached" : "");

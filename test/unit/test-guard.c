@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/sysmacros.h>
 
 #include "guard-util.h"
@@ -89,18 +90,21 @@ TEST(kernel_dev) {
 
 /* The layout both compilers must agree on: the program writes these, modgated reads them. */
 TEST(record_formats) {
-        check(sizeof(struct guard_config) == 40);
+        check(sizeof(struct guard_config) == 80);
         check(offsetof(struct guard_config, exe_dev) == 8);
         check(offsetof(struct guard_config, abi) == 32);
+        check(offsetof(struct guard_config, link_ids) == 36);
+        check(offsetof(struct guard_config, hook_btf_ids) == 56);
         check(sizeof(struct guard_file_key) == 16);
         check(sizeof(struct guard_approval) == 56);
         check(offsetof(struct guard_approval, tgid) == 12);
         check(offsetof(struct guard_approval, sha256) == 24);
-        check(sizeof(struct guard_event) == 184);
+        check(sizeof(struct guard_event) == 192);
         check(offsetof(struct guard_event, pid) == 48);
-        check(offsetof(struct guard_event, comm) == 72);
-        check(offsetof(struct guard_event, exe_name) == 88);
-        check(offsetof(struct guard_event, cgroup) == 120);
+        check(offsetof(struct guard_event, detail) == 72);
+        check(offsetof(struct guard_event, comm) == 80);
+        check(offsetof(struct guard_event, exe_name) == 96);
+        check(offsetof(struct guard_event, cgroup) == 128);
 }
 
 static struct guard_event insmod_event(void) {
@@ -128,7 +132,9 @@ TEST(event_check) {
         check(guard_event_check(&e, sizeof(e)) == 0);
         check(guard_event_check(&e, sizeof(e) - 1) == -EBADMSG);
         check(guard_event_check(&e, sizeof(e) + 8) == -EBADMSG);
-        e.hook = 7;
+        e.hook = 6;
+        check(guard_event_check(&e, sizeof(e)) == -EBADMSG);
+        e.hook = 0;
         check(guard_event_check(&e, sizeof(e)) == -EBADMSG);
         e = insmod_event();
         e.why = _GUARD_WHY_MAX;
@@ -181,6 +187,43 @@ TEST(event_message) {
         check_streq(key, "insmod:finit_module:hash");
 }
 
+/* The self-protection's refusals: the hook, and what the program puts in detail. */
+TEST(protection_messages) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+        struct guard_event e = insmod_event();
+        char key[64];
+
+        memcpy(e.comm, "bpftool", 8);
+        e.hook = GUARD_HOOK_BPF;
+        e.why = GUARD_WHY_PROTECTED;
+        e.detail = 30;  /* BPF_LINK_GET_FD_BY_ID */
+        check(guard_event_check(&e, sizeof(e)) == 0);
+        check(guard_event_message(&e, &a) == 0);
+        check_streq(a, "The guard refused bpf() (command 30) by bpftool[345] (uid 0, executable kmod, cgroup "
+                    "session-1.scope): the guard's links and maps, and modgated's memory, are modgated's alone.");
+        check(guard_event_key(&e, key, sizeof(key)) == 0);
+        check_streq(key, "bpftool:bpf:protected");
+
+        e.hook = GUARD_HOOK_BPF_MAP;
+        check(guard_event_message(&e, &b) == 0);
+        check(strstr(b, "refused bpf() of a new fd of one of its maps by bpftool[345] "));
+
+        e.hook = GUARD_HOOK_PTRACE;
+        e.detail = 0x11;
+        check(guard_event_message(&e, &c) == 0);
+        check(strstr(c, "refused ptrace() access to modgated (mode 0x11) by bpftool[345] "));
+        check(guard_event_key(&e, key, sizeof(key)) == 0);
+        check_streq(key, "bpftool:ptrace:protected");
+
+        e.hook = GUARD_HOOK_BPF;
+        e.why = GUARD_WHY_FMOD_RET;
+        e.detail = 5;   /* BPF_PROG_LOAD */
+        check(guard_event_message(&e, &d) == 0);
+        check(strstr(d, "refused bpf() (command 5) by bpftool[345] "));
+        check(strstr(d, ": a BPF program that may change what a security hook returns is not loaded while the guard "
+                     "is attached."));
+}
+
 int main(void) {
         RUN(modes);
         RUN(modprobe_replaced);
@@ -190,5 +233,6 @@ int main(void) {
         RUN(record_formats);
         RUN(event_check);
         RUN(event_message);
+        RUN(protection_messages);
         return tests_done();
 }

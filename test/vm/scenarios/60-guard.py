@@ -19,6 +19,7 @@ DROPIN = "/etc/modgate/modgate.conf.d/60-modgate-vm-guard.conf"
 CANDIDATES = ["dummy", "ifb", "nlmon", "veth", "vcan", "bonding", "macvlan", "vxcan", "netdevsim", "tun",
               "tcp_bbr", "tcp_vegas", "tcp_nv", "tcp_lp", "tcp_dctcp", "tcp_bic", "tcp_westwood", "tcp_htcp"]
 HOTPLUG_MODULE = "e1000"
+GUARD_PROGRAMS = ["modgate_bpf", "modgate_bpf_map", "modgate_load_data", "modgate_ptrace", "modgate_read_file"]
 WRONG_HASH_PROGRAM = "/usr/lib/modgate-vm/modgated-test-wrong-hash"
 WRONG_HASH_DROPIN = "/run/systemd/system/modgated.service.d/60-modgate-vm-wrong-hash.conf"
 
@@ -38,6 +39,54 @@ s = socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0)
 s.bind(("hash", "sha256"))
 print("bound")
 '''
+
+# Runs in the guest as root: what another root process can do to the guard through bpf(2) and ptrace.
+# Prints JSON: the errno of each attempt (0: it worked).
+TAMPER = r"""
+import ctypes, json, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+NR_BPF, NR_PIDFD_OPEN, NR_PIDFD_GETFD = 321, 434, 438
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(bytes(attr).ljust(152, b"\0"), 152)
+    r = libc.syscall(NR_BPF, cmd, buf, 152)
+    return (r, 0) if r >= 0 else (-1, ctypes.get_errno())
+out = {"links_refused": 0, "links_open": 0}
+# Every link in the kernel by its id (BPF_LINK_GET_NEXT_ID, BPF_LINK_GET_FD_BY_ID).
+start = 0
+while True:
+    buf = ctypes.create_string_buffer(struct.pack("II", start, 0).ljust(152, b"\0"), 152)
+    if libc.syscall(NR_BPF, 31, buf, 152) < 0:
+        break
+    start = struct.unpack_from("II", buf.raw)[1]
+    fd, err = bpf(30, struct.pack("I", start))
+    if fd >= 0:
+        os.close(fd)
+        out["links_open"] += 1
+    elif err == 1:
+        out["links_refused"] += 1
+# A map of the guard by its id (BPF_MAP_GET_FD_BY_ID).
+fd, out["map_fd_by_id"] = bpf(14, struct.pack("I", int(sys.argv[1])))
+# An fd of modgated's (pidfd_getfd: PTRACE_MODE_ATTACH).
+pidfd = libc.syscall(NR_PIDFD_OPEN, int(sys.argv[2]), 0)
+r = libc.syscall(NR_PIDFD_GETFD, pidfd, 3, 0)
+out["pidfd_getfd"] = 0 if r >= 0 else ctypes.get_errno()
+# fmod_ret (BPF_PROG_TYPE_TRACING, BPF_MODIFY_RETURN), and an LSM program on the guard's hook of
+# finit_module (BPF_PROG_TYPE_LSM, BPF_LSM_MAC, that function's BTF id): "r0 = 0; exit".
+insns = ctypes.create_string_buffer(bytes.fromhex("b700000000000000" "9500000000000000"), 16)
+lic = ctypes.create_string_buffer(b"GPL")
+def prog(ptype, atype, btf_id):
+    attr = bytearray(152)
+    struct.pack_into("IIQQ", attr, 0, ptype, 2, ctypes.addressof(insns), ctypes.addressof(lic))
+    struct.pack_into("I", attr, 68, atype)
+    struct.pack_into("I", attr, 108, btf_id)
+    fd, err = bpf(5, attr)
+    if fd >= 0:
+        os.close(fd)
+    return err
+out["fmod_ret"] = prog(26, 26, int(sys.argv[3]))
+out["lsm_on_hook"] = prog(29, 27, int(sys.argv[3]))
+print(json.dumps(out))
+"""
 
 
 def mark(vm):
@@ -107,8 +156,8 @@ def test_attached(vm):
     assert attached, [e.get("MESSAGE") for e in logs][:40]
     print("# %s" % attached[0])
     assert attached[0].startswith("The guard is attached (enforce, from modgate.guard= of the kernel command line"), attached
-    # Two BPF LSM programs, for the two hooks.
-    assert guard_programs(vm) == ["modgate_load_data", "modgate_read_file"]
+    # Five BPF LSM programs: two for module loads, three that protect the guard.
+    assert guard_programs(vm) == GUARD_PROGRAMS
 
 
 def test_early_boot(vm):
@@ -207,6 +256,47 @@ def test_kernel_autoload(vm):
     assert not guard_records(vm, start), guard_records(vm, start)
 
 
+def test_self_protection(vm):
+    """root cannot take the guard's links or maps, ptrace modgated, or put its own program on the guard's hooks"""
+    progs = [p for p in vm.sh("bpftool -j prog show").json() if p.get("name", "").startswith("modgate_")]
+    assert sorted(p["name"] for p in progs) == ["modgate_bpf", "modgate_bpf_map", "modgate_load_data",
+                                                "modgate_ptrace", "modgate_read_file"], progs
+    map_ids = sorted({i for p in progs for i in p.get("map_ids", [])})
+    assert len(map_ids) >= 3, progs
+    btf_id = vm.sh("bpftool btf dump file /sys/kernel/btf/vmlinux | "
+                   "sed -n \"s/^\\[\\([0-9]*\\)\\] FUNC 'bpf_lsm_kernel_read_file'.*/\\1/p\"").out.strip()
+    assert btf_id.isdigit(), btf_id
+    start = mark(vm)
+    # bpftool, as root with every capability: EPERM from the guard, where the kernel would let it.
+    for cmd in ("map dump id %d" % map_ids[0],
+                "map update id %d key 0 0 0 0 value %s" % (map_ids[0], " ".join(["0"] * 80))):
+        r = vm.sh("bpftool " + cmd, check=False)
+        print("# bpftool %s: exit %d: %s" % (cmd.split(" value")[0], r.rc, r.err.strip()[:160]))
+        assert r.rc != 0 and "Operation not permitted" in r.err, (cmd, r.rc, r.out, r.err)
+    got = vm.sh("python3 - %d %s %s" % (map_ids[0], modgated_pid(vm), btf_id), stdin=TAMPER).json()
+    print("# %s" % got)
+    assert got["links_refused"] == 5, got
+    assert got["map_fd_by_id"] == 1 and got["pidfd_getfd"] == 1, got
+    assert got["fmod_ret"] == 1 and got["lsm_on_hook"] == 1, got
+    want = {("bpftool", "bpf"), ("python3", "bpf"), ("python3", "ptrace")}
+    deadline = time.monotonic() + 30
+    while True:
+        recs = guard_records(vm, start, "MODGATE_GUARD_REASON=protected")
+        calls = {(r["MODGATE_CALLER_COMM"], r["MODGATE_SYSCALL"]) for r in recs}
+        if want <= calls or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    print("# %s" % sorted(calls))
+    assert want <= calls, calls
+    assert all(r["MODGATE_OUTCOME"] == "refused_guard" for r in recs), recs
+    assert len(wait_records(vm, start, "MODGATE_GUARD_REASON=fmod_ret")) == 1
+    # Still attached, all five, and modgated still loads.
+    assert len([p for p in vm.sh("bpftool -j prog show").json() if p.get("name", "").startswith("modgate_")]) == 5
+    name, _ = fresh_module(vm)
+    reply, error = guest.load(vm, name)
+    assert error is None and reply["modules"][-1]["outcome"] == "loaded", (error, reply)
+
+
 def restart_with(vm, program):
     """modgated.service restarted with another ExecStart= (None: its own again)."""
     if program:
@@ -268,7 +358,7 @@ def test_killed(vm):
                for e in logs), [e.get("MESSAGE") for e in logs][:20]
     recs = wait_records(vm, start, "MODGATE_CALLER_COMM=insmod")
     assert len(recs) == 1 and recs[0]["_PID"] == new, recs
-    assert guard_programs(vm) == ["modgate_load_data", "modgate_read_file"], "attached twice?"
+    assert guard_programs(vm) == GUARD_PROGRAMS, "attached twice?"
 
 
 def test_idle_exit(vm):
