@@ -52,6 +52,7 @@ struct Guard {
         int fds[_GUARD_FD_MAX];
         __u32 hook_btf_ids[GUARD_HOOK_FUNCS];
         guard_refusal_t cb;
+        void (*before_attach)(void);
         void *userdata;
 #if HAVE_GUARD
         struct ring_buffer *ring;
@@ -104,10 +105,6 @@ static bool lsm_active(void) {
 
         return read_small_file_at(AT_FDCWD, "/sys/kernel/security/lsm", buf, sizeof(buf)) >= 0 &&
                 guard_lsm_listed(buf);
-}
-
-bool guard_attachable(void) {
-        return HAVE_GUARD && lsm_active();
 }
 
 #if HAVE_GUARD
@@ -281,6 +278,9 @@ static int attach_new(Guard *g) {
         r = config_write(g, now);
         if (r < 0)
                 goto finish;
+        /* Loading took the time (BTF, the verifier): what must precede the attach comes now. */
+        if (g->before_attach)
+                g->before_attach();
         r = modgate_guard__attach(skel);
         if (r < 0)
                 goto finish;
@@ -402,7 +402,7 @@ static int attach_or_adopt(Guard *g, sd_event *e) {
 #endif
 
 int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, guard_refusal_t cb, void *userdata,
-                Guard **ret) {
+                void (*before_attach)(void), Guard **ret) {
         _cleanup_(guard_freep) Guard *g = NULL;
         int r = 0;
 
@@ -413,6 +413,7 @@ int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, guard_refusal_t 
                 g->fds[i] = -EBADF;
         g->cb = cb;
         g->userdata = userdata;
+        g->before_attach = before_attach;
         g->state = (GuardState) {
                 .mode = GUARD_OFF,
                 .wanted = mode,

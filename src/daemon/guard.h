@@ -40,14 +40,12 @@ typedef void (*guard_refusal_t)(const struct guard_event *e, void *userdata);
  * carries another SHA-256 than the file's, which the kernel's own hash must refuse. */
 extern bool guard_test_wrong_hash;
 
-/* Whether this modgated has the program and the kernel runs the BPF LSM: what guard_setup() needs. */
-bool guard_attachable(void);
-
 /* Sets up the guard in mode: adopts what the fd store keeps (fdstore_init() ran), or attaches anew,
  * or, for GUARD_OFF, detaches what the store keeps. Never fails for the guard's own sake: what did
- * not work is in the state (the caller logs it once). Returns 0, or -ENOMEM. */
+ * not work is in the state (the caller logs it once). before_attach (or NULL) is called when a new guard is
+ * loaded, right before its programs are attached. Returns 0, or -ENOMEM. */
 int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, guard_refusal_t cb, void *userdata,
-                Guard **ret);
+                void (*before_attach)(void), Guard **ret);
 Guard *guard_free(Guard *g);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Guard *, guard_free);
 

@@ -67,8 +67,9 @@ static void guard_log(const GuardState *s) {
  * refusals enforce would not make). That is the case early in the boot: systemd-sysctl.service's
  * drop-in points it at modgate-modprobe, but a modprobe@ unit, udev or the boot list may start
  * modgated before that unit runs, and binfmt_misc's automount, for one, asks the kernel for its module
- * then. So modgated makes the same change itself before it attaches, where the build takes over
- * kernel.modprobe and the helper is installed; a helper the administrator chose stays. */
+ * then. So modgated makes the same change itself right before it attaches (after the programs are
+ * loaded, which takes seconds, during which a request would wait for modgated), where the build takes
+ * over kernel.modprobe and the helper is installed; a helper the administrator chose stays. */
 static void guard_kernel_modprobe(void) {
 #if MODPROBE_TAKEOVER
         static const char value[] = MODGATE_MODPROBE_PATH "\n";
@@ -106,9 +107,8 @@ int manager_guard_start(Manager *m) {
         int r;
 
         mode = guard_mode(m, &from_cmdline);
-        if (mode != GUARD_OFF && guard_attachable())
-                guard_kernel_modprobe();
-        r = guard_setup(m->event, mode, from_cmdline, manager_record_guard, m, &m->guard);
+        r = guard_setup(m->event, mode, from_cmdline, manager_record_guard, m, guard_kernel_modprobe,
+                        &m->guard);
         if (r < 0)
                 return log_oom();
         guard_state(m->guard, &s);
