@@ -139,7 +139,7 @@ static const char *finit_error_to_string(int error) {
                        "compression)";
         case EPERM:
                 return "the kernel refused the load (lockdown, module_blacklist= on the command line, or a "
-                       "security module such as LoadPin or IPE)";
+                       "security module such as modgate's guard, whose record says why, LoadPin or IPE)";
         case EACCES:
                 return "a security module refused the kernel's read of the file (IMA appraisal, SELinux)";
         case EKEYREJECTED:
