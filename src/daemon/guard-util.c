@@ -100,10 +100,12 @@ static const char *const why_table[_GUARD_WHY_MAX][2] = {
         [GUARD_WHY_BLOB] = { "blob", "init_module() loads a module from memory, which has no origin to check" },
         [GUARD_WHY_NO_CONFIG] = { "unconfigured", "the guard was not yet told which process is modgated" },
         [GUARD_WHY_HASH] = { "hash", "the file's bytes, as the kernel reads them, are not those modgated checked" },
-        [GUARD_WHY_PROTECTED] = { "protected", "the guard's links and maps, and modgated's memory, are modgated's "
+        [GUARD_WHY_PROTECTED] = { "protected",
+                                  "the guard's links and maps, and modgated's memory, are modgated's "
                                   "alone" },
-        [GUARD_WHY_FMOD_RET] = { "fmod_ret", "a BPF program that may change what a security hook returns is not "
-                                 "loaded while the guard is attached" },
+        [GUARD_WHY_FMOD_RET] = { "fmod_ret",
+                                 "a BPF program that may change what a security hook returns is not loaded "
+                                 "while the guard is attached" },
 };
 
 const char *guard_why_to_name(unsigned why) {

@@ -480,7 +480,7 @@ int guard_approve(Guard *g, int fd, const uint8_t *sha256, GuardTicket *ret) {
         if (sha256) {
                 a.flags |= GUARD_APPROVAL_SHA256;
                 memcpy(a.sha256, sha256, sizeof(a.sha256));
-                /* The test program's modgated approves other bytes than it checked: the kernel must refuse. */
+                /* The test program approves other bytes than it checked: the kernel must refuse. */
                 if (guard_test_wrong_hash)
                         a.sha256[0] ^= 0xff;
         }

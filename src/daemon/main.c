@@ -582,8 +582,8 @@ int main(int argc, char *argv[]) {
 #ifdef GUARD_TEST_WRONG_HASH
         /* modgated-test-wrong-hash, a test program: every load it approves must be refused by the kernel. */
         guard_test_wrong_hash = true;
-        log_warning("This is modgated-test-wrong-hash, a test program: it approves another SHA-256 than each "
-                    "file's, and the guard must refuse every load it makes. Never for a real system.");
+        log_warning("This is modgated-test-wrong-hash, a test program: it approves another SHA-256 than "
+                    "each file's, and the guard must refuse every load it makes. Never for a real system.");
 #endif
         r = run(argc, argv);
 

@@ -49,9 +49,10 @@ static void guard_log(const GuardState *s) {
                          s->mode == GUARD_ENFORCE ? "the kernel refuses every module load but modgated's." :
                          "loads by other processes are recorded as the refusals they would be, and go on.");
                 if (!s->protected_bpf)
-                        log_notice("The guard's bpf(2) hook is not attached (this kernel's hook has other arguments "
-                                   "than the program reads): its links and maps are still refused to others by id "
-                                   "and through ptrace, but another BPF program may be attached to its hooks.");
+                        log_notice("The guard's bpf(2) hook is not attached (this kernel's hook has "
+                                   "other arguments than the program reads): its links and maps are still "
+                                   "refused to others by id and through ptrace, but another BPF program may "
+                                   "be attached to its hooks.");
         } else if (s->wanted == GUARD_OFF)
                 (void) log_full_errno(s->adopted ? LOG_NOTICE : LOG_INFO, 0, "The guard is off (%s)%s.", from,
                                s->adopted ? ": detached the one an earlier instance attached" : "");
@@ -89,12 +90,13 @@ static void guard_kernel_modprobe(void) {
                                                 GUARD_KERNEL_MODPROBE_DEFAULT ".");
         fd = open(KERNEL_MODPROBE, O_WRONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return (void) log_warning_errno(errno, "Failed to open " KERNEL_MODPROBE ", the guard refuses the "
-                                                "kernel's request_module() until it is set: %m");
+                return (void) log_warning_errno(errno, "Failed to open " KERNEL_MODPROBE ", the guard "
+                                                "refuses the kernel's request_module() until it is set: %m");
         n = write(fd, value, sizeof(value) - 1);
         if (n != (ssize_t) sizeof(value) - 1)
-                return (void) log_warning_errno(n < 0 ? errno : EIO, "Failed to write " KERNEL_MODPROBE ", the "
-                                                "guard refuses the kernel's request_module() until it is set: %m");
+                return (void) log_warning_errno(n < 0 ? errno : EIO, "Failed to write " KERNEL_MODPROBE
+                                                ", the guard refuses the kernel's request_module() until "
+                                                "it is set: %m");
         log_info("kernel.modprobe = " MODGATE_MODPROBE_PATH ", before the guard is attached: the kernel's "
                  "requests load through modgated from now on, not through " GUARD_KERNEL_MODPROBE_DEFAULT ".");
 #endif
