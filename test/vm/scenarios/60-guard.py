@@ -169,7 +169,8 @@ def test_early_boot(vm):
     # then, the request waited longer than modgate-modprobe's 15 s. Either way the mount failed.
     failed = vm.sh("systemctl list-units --failed --plain --no-legend").out.strip()
     assert not failed, "units failed at boot:\n" + failed
-    early = guard_records(vm, 0)
+    # Module loads only: the first case's bpftool asked for the guard's maps, which is refused too.
+    early = [e for e in guard_records(vm, 0) if e["MODGATE_SYSCALL"] in ("finit_module", "init_module")]
     assert not early, [e["MESSAGE"] for e in early]
     assert vm.sh("cat /proc/sys/kernel/modprobe").out.strip() == "/usr/libexec/modgate/modgate-modprobe"
     assert vm.sh("systemctl is-active proc-sys-fs-binfmt_misc.mount", check=False).out.strip() == "active"
@@ -278,7 +279,9 @@ def test_self_protection(vm):
     assert got["links_refused"] == 5, got
     assert got["map_fd_by_id"] == 1 and got["pidfd_getfd"] == 1, got
     assert got["fmod_ret"] == 1 and got["lsm_on_hook"] == 1, got
-    want = {("bpftool", "bpf"), ("python3", "bpf"), ("python3", "ptrace")}
+    # bpftool's refusals are counted, not recorded anew: `bpftool prog show` asked for the guard's maps
+    # (their metadata) within the minute, and was refused and recorded then.
+    want = {("python3", "bpf"), ("python3", "ptrace")}
     deadline = time.monotonic() + 30
     while True:
         recs = guard_records(vm, start, "MODGATE_GUARD_REASON=protected")
