@@ -552,7 +552,10 @@ def main():
             c = h.AsyncVarlink(alone_d.address)
             c.send(LOAD, {"name": name})
             conns.append(c)
-        wait_for("the first loads to start", lambda: all(h.module_state(n) == "coming" for n in first))
+        # Started, not necessarily all still in their init: on a loaded machine one may have finished
+        # before the last began (that they overlapped is asserted below, from the shim's records).
+        wait_for("the first loads to start",
+                 lambda: all(h.module_state(n) in ("coming", "live") for n in first))
         for name in [alone_name] + later:
             c = h.AsyncVarlink(alone_d.address)
             c.send(LOAD, {"name": name})
