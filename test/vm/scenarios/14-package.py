@@ -14,6 +14,7 @@ import glob
 import os
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 
 import guest
 
@@ -130,6 +131,21 @@ def test_reboot(vm):
     assert guest.initstate(vm, KERNEL_MODULE) == "live"
     recs = guest.records(vm, KERNEL_MODULE, "loaded")
     assert len(recs) == 1 and recs[0]["MODGATE_SOURCE"] == "kernel", recs
+
+
+def test_plot(vm):
+    """modgatectl plot: an SVG with one row for each module decision this boot's records name"""
+    svg = vm.sh("modgatectl plot").out
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    rows = [g.find(ns + "text").text.split(" (")[0] for g in root.iter(ns + "g") if g.get("class") == "module"]
+    recs = [r for r in vm.journal("_BOOT_ID=" + vm.boot_id, "_COMM=modgated", "_UID=0")
+            if r.get("MODGATE_MODULE") and r.get("MODGATE_OUTCOME") in ("loaded", "denied", "failed", "loaded_outside")]
+    assert rows and sorted(rows) == sorted(r["MODGATE_MODULE"] for r in recs), (rows, len(recs))
+    assert HOTPLUG_MODULE in rows and KERNEL_MODULE in rows, rows
+    with open(os.path.join(vm.workdir, "boot-plot.svg"), "w") as f:
+        f.write(svg)
+    print("# %d rows, %d bytes of SVG" % (len(rows), len(svg)))
 
 
 def test_upgrade(vm):
