@@ -38,7 +38,8 @@ static void help(void) {
                "  list [PATTERN...]       List this boot's record of each module\n"
                "  describe NAME...        Show one module's record: who asked, which file, what evidence\n"
                "  explain NAME|PATH...    Show what load would do, step by step; load nothing\n"
-               "  monitor [NAME...]       Follow requests, loads and refusals as they happen\n\n"
+               "  monitor [NAME...]       Follow requests, loads and refusals as they happen\n"
+               "  plot                    Write an SVG of this boot's module requests, from the journal\n\n"
                "Loading:\n"
                "  load NAME|PATH...       Load modules by name, alias, or file path beneath a trusted root\n"
                "  unload NAME...          Unload modules that nothing uses\n\n"
@@ -194,6 +195,7 @@ static const Verb verbs[] = {
         { "unload", 1, ANY, verb_unload },
         { "reload", 0, 0, verb_reload },
         { "seal", 0, 0, verb_seal },
+        { "plot", 0, 0, verb_plot },
 };
 
 static const Verb *verb_find(const char *name) {

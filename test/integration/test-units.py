@@ -132,6 +132,7 @@ def main():
             raise AssertionError("no %s in the build root (udev installs it)" % SYSTEM_DRIVERS_RULES)
         ours = rules_lines(dest + "/usr/lib/udev/rules.d/80-modgate.rules")
         assert ours[0] == 'ACTION!="add", GOTO="modgate_end"', ours
+        assert ours[1] == 'TEST!="/run/modgate/io.modgate", GOTO="modgate_end"', ours
         n = 0
         for line in rules_lines(SYSTEM_DRIVERS_RULES):
             m = re.match(r'(.*), RUN\{builtin\}\+="kmod load ?([^"]*)"$', line)
@@ -148,8 +149,9 @@ def main():
         # elsewhere (an initramfs made from this system) it does what udev's file does.
         override = rules_lines(dest + "/etc/udev/rules.d/80-drivers.rules")
         assert override[0] == 'ACTION!="add", GOTO="modgate_drivers_end"', override
+        # ... and its socket listens: not with modgate=off, nor before the package's postinst.
         assert override[1] == ('TEST=="%s/modgate-udev", TEST=="/usr/lib/udev/rules.d/80-modgate.rules", '
-                               'GOTO="modgate_drivers_end"' % LIBEXEC), override
+                               'TEST=="/run/modgate/io.modgate", GOTO="modgate_drivers_end"' % LIBEXEC), override
         assert override[-1] == 'LABEL="modgate_drivers_end"', override
         system = [x for x in rules_lines(SYSTEM_DRIVERS_RULES) if "RUN{builtin}" in x]
         assert sorted(override[2:-1]) == sorted(system), (override, system)
