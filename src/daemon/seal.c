@@ -125,6 +125,12 @@ bool seal_refuses(Manager *m) {
         return true;
 }
 
+KernelSeal seal_kernel(Manager *m) {
+        if (!seal_refuses(m))
+                return KERNEL_UNSEALED;
+        return m->seal.request ? KERNEL_SEALING : KERNEL_SEALED;
+}
+
 int seal_refuse(Manager *m, sd_varlink *link, const Requester *who, const char *method) {
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
 
