@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "decide.h"
 #include "hashmap.h"
 #include "kernel.h"
 #include "log.h"
@@ -599,56 +600,30 @@ static int on_coming_timer(sd_event_source *source, uint64_t usec, void *userdat
         return 0;
 }
 
-/* What is known before any file is opened: the kernel's state, install commands, remembered
- * denials. Returns true when that decided the job. */
+/* What is known before any file is opened (module_decide_early()). Returns true when that decided
+ * the job, or set it waiting for another loader. */
 static bool job_decide_early(Job *j, const ModuleSpec *spec) {
         Scheduler *s = j->scheduler;
-        ModuleState state;
-        const Denial *denial;
-        int r;
+        ModuleState state = MODULE_STATE_ABSENT;
+        const Denial *denial = spec->path ? hashmap_get(s->denials, spec->path) : NULL;
+        _cleanup_(module_early_done) ModuleEarly e = {};
+        int r = 0;
 
-        if (!spec->path) {
-                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
-                return true;
-        }
-
-        r = kernel_module_state(j->result.name, &state);
+        if (spec->path)
+                r = kernel_module_state(j->result.name, &state);
+        r = module_decide_early(spec, r, state, denial ? denial->reason : NULL, denial ? denial->error : 0, &e);
         if (r < 0) {
-                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerrordesc_np(-r));
+                job_finish_with(j, OUTCOME_FAILED, r, "%s", strerrordesc_np(-r));
                 return true;
         }
-        switch (state) {
-        case MODULE_STATE_LIVE:
-                job_finish_with(j, OUTCOME_ALREADY_LOADED, 0, NULL);
+        switch (e.verdict) {
+        case EARLY_DONE:
+                j->result.cached = e.cached;
+                if (e.command)
+                        j->result.command = strdup(spec->install_command);
+                job_finish_with(j, e.outcome, e.error, e.reason ? "%s" : NULL, e.reason);
                 return true;
-        case MODULE_STATE_BUILTIN:
-                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
-                return true;
-        case MODULE_STATE_GOING:
-                job_finish_with(j, OUTCOME_FAILED, EBUSY, "module is being removed");
-                return true;
-        default:
-                break;
-        }
-
-        /* Before waiting for another loader: if that one gives up, this job loads the module itself,
-         * and must have been refused by then if it is to be refused. */
-        if (spec->install_command) {
-                j->result.command = strdup(spec->install_command);
-                job_finish_with(j, OUTCOME_DENIED, EPERM,
-                                "modprobe.d has an install command for this module (%s); modgate never runs "
-                                "commands", spec->install_command);
-                return true;
-        }
-
-        denial = hashmap_get(s->denials, spec->path);
-        if (denial) {
-                j->result.cached = true;
-                job_finish_with(j, OUTCOME_DENIED, denial->error, "%s", denial->reason);
-                return true;
-        }
-
-        if (state == MODULE_STATE_COMING) {
+        case EARLY_COMING:
                 j->state = JOB_COMING;
                 j->coming_since = now_usec();
                 r = sd_event_add_time_relative(s->event, &j->coming_timer, CLOCK_MONOTONIC, COMING_POLL_USEC,
@@ -657,8 +632,9 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
                         job_finish_with(j, OUTCOME_FAILED, r, "cannot wait for the module: %s",
                                         strerrordesc_np(-r));
                 return true;
+        default:
+                return false;
         }
-        return false;
 }
 
 static bool name_in(char *const *names, const char *name) {
