@@ -115,14 +115,17 @@ static int decide_not_found(const LoadInput *in, LoadDecision *d, const char *on
                 s->blacklisted = strv_copy_n(p->blacklisted, p->n_blacklisted);
         if ((blacklisted && !s->blacklisted) ||
             strdup_or_null(blacklisted || (p && p->key_blacklisted) ?
-                           "only modules that modprobe.d blacklists match" : "no module matches", &s->reason) < 0)
+                           "only modules that modprobe.d blacklists match" : "no module matches",
+                           &s->reason) < 0)
                 return -ENOMEM;
         return sd_json_buildo(
                         &s->error_parameters,
-                        SD_JSON_BUILD_PAIR_CONDITION(!!(one ?: in->name), "name", SD_JSON_BUILD_STRING(one ?: in->name)),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!(one ?: in->name), "name",
+                                                     SD_JSON_BUILD_STRING(one ?: in->name)),
                         SD_JSON_BUILD_PAIR_CONDITION(!one && !!in->modalias, "modalias",
                                                      SD_JSON_BUILD_STRING(in->modalias)),
-                        SD_JSON_BUILD_PAIR_CONDITION(blacklisted, "blacklisted", SD_JSON_BUILD_STRV(s->blacklisted)));
+                        SD_JSON_BUILD_PAIR_CONDITION(blacklisted, "blacklisted",
+                                                     SD_JSON_BUILD_STRV(s->blacklisted)));
 }
 
 /* The index failed the request: LoadFailed with no module loaded. error: 0, or the errno to name. */
@@ -148,8 +151,8 @@ static int decide_resolution(const LoadInput *in, LoadDecision *d) {
         int r = in->resolve_error;
 
         if (in->index_error < 0) {
-                r = decide_failed(d, key, "the module index (modules.*.bin) cannot be read: missing or corrupt; "
-                                  "nothing was loaded", -in->index_error);
+                r = decide_failed(d, key, "the module index (modules.*.bin) cannot be read: missing or "
+                                  "corrupt; nothing was loaded", -in->index_error);
                 return r < 0 ? r : 0;
         }
         if (in->path && r == -EINVAL) {
@@ -174,7 +177,8 @@ static int decide_resolution(const LoadInput *in, LoadDecision *d) {
 
         /* A file is the module its name names: the same blacklist as a request by that name. */
         if (blacklist_hides(in))
-                return decide_not_found(in, d, in->path ? in->plan->specs[in->plan->n_specs - 1].name : in->name);
+                return decide_not_found(in, d, in->path ? in->plan->specs[in->plan->n_specs - 1].name :
+                                        in->name);
         return 1;
 }
 
@@ -189,9 +193,11 @@ static int module_step(const LoadInput *in, LoadDecision *d, size_t i, LoadVerdi
         s->record = DECISION_RECORD_POLICY;
         s->keep = true;
         s->module = i;
-        if (policy_rule_describe(policy_chain_rule(v, i), &s->rule) < 0 || policy_chain(in->plan, v, i, &s->reason) < 0)
+        if (policy_rule_describe(policy_chain_rule(v, i), &s->rule) < 0 ||
+            policy_chain(in->plan, v, i, &s->reason) < 0)
                 return -ENOMEM;
-        return sd_json_buildo(&s->error_parameters, SD_JSON_BUILD_PAIR_STRING("module", in->plan->specs[i].name),
+        return sd_json_buildo(&s->error_parameters,
+                              SD_JSON_BUILD_PAIR_STRING("module", in->plan->specs[i].name),
                               SD_JSON_BUILD_PAIR_STRING("rule", s->rule),
                               SD_JSON_BUILD_PAIR_STRING("reason", s->reason));
 }
@@ -202,6 +208,7 @@ static int module_step(const LoadInput *in, LoadDecision *d, size_t i, LoadVerdi
 static int decide_plan(const LoadInput *in, LoadDecision *d) {
         const Plan *plan = in->plan;
         _cleanup_free_ bool *drop = NULL;
+        const DecisionStep *s;
         size_t first;
         int r;
 
@@ -223,9 +230,11 @@ static int decide_plan(const LoadInput *in, LoadDecision *d) {
                 if (permissive(in))
                         continue;
                 drop[i] = true;
-                r = sd_json_variant_append_arraybo(&d->denied, SD_JSON_BUILD_PAIR_STRING("name", plan->specs[i].name),
-                                                   SD_JSON_BUILD_PAIR_STRING("rule", d->steps[d->n_steps - 1].rule),
-                                                   SD_JSON_BUILD_PAIR_STRING("reason", d->steps[d->n_steps - 1].reason));
+                s = d->steps + d->n_steps - 1;
+                r = sd_json_variant_append_arraybo(&d->denied,
+                                                   SD_JSON_BUILD_PAIR_STRING("name", plan->specs[i].name),
+                                                   SD_JSON_BUILD_PAIR_STRING("rule", s->rule),
+                                                   SD_JSON_BUILD_PAIR_STRING("reason", s->reason));
                 if (r < 0)
                         return r;
         }
@@ -253,11 +262,12 @@ static int decide_parameters(const LoadInput *in, LoadDecision *d) {
                 if (spec) {
                         s = step_add(d, LOAD_PARAMETER_DENIED, ERROR_PREFIX "ParameterDenied");
                         if (!s || strdup_or_null(in->parameters, &s->parameter) < 0 ||
-                            strdup_or_null("parameters are for one module, and this request matches several: ask "
-                                           "for the module by name", &s->reason) < 0)
+                            strdup_or_null("parameters are for one module, and this request matches "
+                                           "several: ask for the module by name", &s->reason) < 0)
                                 return -ENOMEM;
                         s->module = spec - plan->specs;
-                        return sd_json_buildo(&s->error_parameters, SD_JSON_BUILD_PAIR_STRING("module", spec->name),
+                        return sd_json_buildo(&s->error_parameters,
+                                              SD_JSON_BUILD_PAIR_STRING("module", spec->name),
                                               SD_JSON_BUILD_PAIR_STRING("parameter", s->parameter),
                                               SD_JSON_BUILD_PAIR_STRING("reason", s->reason));
                 }
@@ -266,7 +276,8 @@ static int decide_parameters(const LoadInput *in, LoadDecision *d) {
         if (!spec)
                 return 0;
 
-        v = policy_check_parameters(in->policy, spec->name, spec->options, in->parameters, buf, sizeof(buf), &word);
+        v = policy_check_parameters(in->policy, spec->name, spec->options, in->parameters, buf, sizeof(buf),
+                                    &word);
         if (v.verdict == VERDICT_ALLOW)
                 return 0;
         s = step_add(d, LOAD_PARAMETER_DENIED, ERROR_PREFIX "ParameterDenied");
@@ -276,10 +287,12 @@ static int decide_parameters(const LoadInput *in, LoadDecision *d) {
         s->record = DECISION_RECORD_POLICY;
         s->module = spec - plan->specs;
         if (v.admin_option)
-                k = asprintf(&s->reason, "%s would override the administrator's option for %s (\"%s\", from "
-                             "modprobe.d or the kernel command line)", s->parameter, spec->name, spec->options);
+                k = asprintf(&s->reason, "%s would override the administrator's option for %s (\"%s\", "
+                             "from modprobe.d or the kernel command line)", s->parameter, spec->name,
+                             spec->options);
         else if (policy_rule_describe(v.rule, &s->rule) >= 0)
-                k = asprintf(&s->reason, "%s is not allowed for %s by %s", s->parameter, spec->name, s->rule);
+                k = asprintf(&s->reason, "%s is not allowed for %s by %s", s->parameter, spec->name,
+                             s->rule);
         if (k < 0) {
                 s->reason = NULL;
                 return -ENOMEM;
@@ -354,8 +367,8 @@ static int early_done(ModuleEarly *e, Outcome o, int error, const char *reason) 
         return strdup_or_null(reason, &e->reason);
 }
 
-int module_decide_early(const ModuleSpec *spec, int state_error, ModuleState state, const char *denial_reason,
-                        int denial_error, ModuleEarly *ret) {
+int module_decide_early(const ModuleSpec *spec, int state_error, ModuleState state,
+                        const char *denial_reason, int denial_error, ModuleEarly *ret) {
         ModuleEarly e = {};
         int r;
 
@@ -366,8 +379,8 @@ int module_decide_early(const ModuleSpec *spec, int state_error, ModuleState sta
         if (state_error < 0) {
                 if (asprintf(&e.reason, "cannot read module state: %s", strerrordesc_np(-state_error)) < 0)
                         return -ENOMEM;
-                *ret = (ModuleEarly) { .verdict = EARLY_DONE, .outcome = OUTCOME_FAILED, .error = -state_error,
-                                       .reason = e.reason };
+                *ret = (ModuleEarly) { .verdict = EARLY_DONE, .outcome = OUTCOME_FAILED,
+                                       .error = -state_error, .reason = e.reason };
                 return 0;
         }
         if (state == MODULE_STATE_LIVE)
@@ -380,8 +393,8 @@ int module_decide_early(const ModuleSpec *spec, int state_error, ModuleState sta
         /* Before waiting for another loader: if that one gives up, this job loads the module itself,
          * and must have been refused by then if it is to be refused. */
         if (spec->install_command) {
-                if (asprintf(&e.reason, "modprobe.d has an install command for this module (%s); modgate never "
-                             "runs commands", spec->install_command) < 0)
+                if (asprintf(&e.reason, "modprobe.d has an install command for this module (%s); modgate "
+                             "never runs commands", spec->install_command) < 0)
                         return -ENOMEM;
                 *ret = (ModuleEarly) { .verdict = EARLY_DONE, .outcome = OUTCOME_DENIED, .error = EPERM,
                                        .reason = e.reason, .command = true };

@@ -124,5 +124,5 @@ void module_early_done(ModuleEarly *e);
 /* Pure: state_error is kernel_module_state()'s result for a module with a path (0 otherwise, state
  * then unused); denial_reason (NULL: none) and denial_error what an earlier load of the same file
  * was refused with. Returns 0 or -ENOMEM. */
-int module_decide_early(const ModuleSpec *spec, int state_error, ModuleState state, const char *denial_reason,
-                        int denial_error, ModuleEarly *ret);
+int module_decide_early(const ModuleSpec *spec, int state_error, ModuleState state,
+                        const char *denial_reason, int denial_error, ModuleEarly *ret);

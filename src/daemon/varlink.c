@@ -185,8 +185,8 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         r = load_judgement_apply(m, link, &who, &judgement, "Load");
         if (r <= 0)
                 return r;
-        return load_start(m, link, flags, &p, &who, load_judgement_plan(&judgement), judgement.decision.denied,
-                          arrival_usec);
+        return load_start(m, link, flags, &p, &who, load_judgement_plan(&judgement),
+                          judgement.decision.denied, arrival_usec);
 }
 
 /* The one parameter of Unload and Describe, a module name, checked and made canonical. Returns 1 with

@@ -153,7 +153,8 @@ TEST(denied_by_key) {
         check_streq(d.steps[0].error, "io.modgate.Manager.PolicyDenied");
         check_streq(param(d.steps, "request"), "net-pf-38");
         check_streq(param(d.steps, "rule"), CONF ":5 (DenyRequest=net-pf-*)");
-        check_streq(param(d.steps, "reason"), "request net-pf-38 denied by " CONF ":5 (DenyRequest=net-pf-*)");
+        check_streq(param(d.steps, "reason"),
+                    "request net-pf-38 denied by " CONF ":5 (DenyRequest=net-pf-*)");
         check(d.steps[0].record == DECISION_RECORD_POLICY && !d.steps[0].keep && !d.steps[0].would);
         check(d.steps[0].module == SIZE_MAX);
         load_decision_done(&d);
@@ -168,7 +169,8 @@ TEST(denied_by_key) {
 
 TEST(not_found) {
         _cleanup_(plan_freep) Plan *plan = make_plan();
-        LoadInput in = { .name = "nothing", .source = SOURCE_ADMIN, .resolved = true, .resolve_error = -ENOENT };
+        LoadInput in = { .name = "nothing", .source = SOURCE_ADMIN, .resolved = true,
+                         .resolve_error = -ENOENT };
         sd_json_variant *b;
         LoadDecision d;
         Policy p;
@@ -188,8 +190,8 @@ TEST(not_found) {
         /* Only blacklisted modules match an alias: named in the reply and the record. */
         check(strv_extend(&plan->blacklisted, "pcspkr") >= 0);
         plan->n_blacklisted = 1;
-        in = (LoadInput) { .modalias = "platform:pcspkr", .source = SOURCE_UDEV, .policy = &p, .resolved = true,
-                           .resolve_error = -ENOENT, .plan = plan };
+        in = (LoadInput) { .modalias = "platform:pcspkr", .source = SOURCE_UDEV, .policy = &p,
+                           .resolved = true, .resolve_error = -ENOENT, .plan = plan };
         check(load_decide(&in, &d) == 0);
         check(d.verdict == LOAD_NOT_FOUND);
         check_streq(param(d.steps, "modalias"), "platform:pcspkr");
@@ -275,8 +277,8 @@ TEST(index_failures) {
         check(d.verdict == LOAD_ERROR && d.error == -ENOMEM && !d.steps[0].error);
         load_decision_done(&d);
 
-        in = (LoadInput) { .path = "/tmp/not a module", .source = SOURCE_ADMIN, .policy = &p, .resolved = true,
-                           .resolve_error = -EINVAL };
+        in = (LoadInput) { .path = "/tmp/not a module", .source = SOURCE_ADMIN, .policy = &p,
+                           .resolved = true, .resolve_error = -EINVAL };
         check(load_decide(&in, &d) == 0);
         check(d.verdict == LOAD_INVALID_PATH);
         check_streq(d.steps[0].error, "io.modgate.Manager.InvalidPath");
@@ -345,7 +347,8 @@ TEST(softdep_left_out) {
         add(&p, RULE_DENY, "tun", 9);
         d = decide_vxlan(&p, plan, NULL);
         check(d.verdict == LOAD_ALLOW && d.n_steps == 1 && d.decided == 1);
-        check(d.steps[0].module == 2 && d.steps[0].verdict == LOAD_ALLOW && !d.steps[0].would && d.steps[0].keep);
+        check(d.steps[0].module == 2 && d.steps[0].verdict == LOAD_ALLOW);
+        check(!d.steps[0].would && d.steps[0].keep);
         check(!load_decision_first(&d));
         check(d.plan && d.plan->n_specs == 3);
         for (size_t i = 0; i < d.plan->n_specs; i++)
@@ -372,8 +375,8 @@ TEST(parameters_refused) {
         check_streq(param(d.steps, "parameter"), "udp_port=8472");
         check(!param(d.steps, "rule") && !d.steps[0].rule);
         check_streq(param(d.steps, "reason"),
-                    "udp_port=8472 would override the administrator's option for vxlan (\"udp_port=4789\", from "
-                    "modprobe.d or the kernel command line)");
+                    "udp_port=8472 would override the administrator's option for vxlan (\"udp_port=4789\", "
+                    "from modprobe.d or the kernel command line)");
         check(d.steps[0].record == DECISION_RECORD_POLICY && !d.steps[0].keep && d.steps[0].module == 3);
         load_decision_done(&d);
 
@@ -418,8 +421,9 @@ TEST(parameters_several) {
         check(d.steps[0].record == DECISION_RECORD_NONE);
         check_streq(param(d.steps, "module"), "tun");
         check_streq(param(d.steps, "parameter"), "debug=1");
-        check_streq(param(d.steps, "reason"), "parameters are for one module, and this request matches several: "
-                    "ask for the module by name");
+        check_streq(param(d.steps, "reason"),
+                    "parameters are for one module, and this request matches several: ask for the module "
+                    "by name");
         load_decision_done(&d);
         policy_done(&p);
 }
