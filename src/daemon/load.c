@@ -3,6 +3,7 @@
 /* Load, stage by stage: the request's key, its plan, the policy on the plan and on the parameters,
  * then the jobs, and the answer when they are done. Seal's final list goes the same way. */
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <systemd/sd-json.h>
@@ -10,7 +11,6 @@
 #include "load.h"
 #include "log.h"
 #include "policy.h"
-#include "seal.h"
 #include "strv.h"
 
 /* A Load call in flight: it waits for its jobs, which may be shared with other calls. */
@@ -313,14 +313,12 @@ static void record_step(Manager *m, const Requester *who, const LoadJudgement *j
                                       s->keep);
 }
 
-int load_judgement_apply(Manager *m, sd_varlink *link, const Requester *who, const LoadJudgement *j,
-                         const char *method) {
+int load_judgement_apply(Manager *m, sd_varlink *link, const Requester *who, const LoadJudgement *j) {
         const LoadDecision *d = &j->decision;
         const char *key = who->name ?: who->modalias ?: who->path;
         const DecisionStep *s;
 
-        if (d->verdict == LOAD_SEALED)
-                return seal_refuse(m, link, who, method);
+        assert(d->verdict != LOAD_SEALED);
         for (size_t i = 0; i < d->n_steps && i <= d->decided; i++)
                 record_step(m, who, j, d->steps + i);
         if (d->verdict == LOAD_ALLOW)
@@ -349,6 +347,14 @@ static LoadRequest *load_request_new(Manager *m, uint64_t arrival_usec) {
         return req;
 }
 
+int load_reply_busy(sd_varlink *link, const char *module) {
+        return sd_varlink_errorbo(link, "io.modgate.Manager.Busy",
+                                  SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from another file or "
+                                                            "with other parameters; ask again when that load is "
+                                                            "done"),
+                                  SD_JSON_BUILD_PAIR_STRING("module", module));
+}
+
 int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,
                const Requester *who, const Plan *plan, sd_json_variant *denied, uint64_t arrival_usec) {
         const char *conflict = NULL;
@@ -368,12 +374,7 @@ int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
         if (r < 0) {
                 load_request_free(req);
                 if (r == -EBUSY)
-                        return sd_varlink_errorbo(
-                                        link, "io.modgate.Manager.Busy",
-                                        SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from another file "
-                                                                  "or with other parameters; ask again when that "
-                                                                  "load is done"),
-                                        SD_JSON_BUILD_PAIR_STRING("module", conflict));
+                        return load_reply_busy(link, conflict);
                 return r;
         }
         req->n_jobs = plan->n_specs;

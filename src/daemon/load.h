@@ -31,11 +31,13 @@ int load_judge(Manager *m, const LoadParameters *p, KernelSeal seal, bool resolv
 /* The plan a Load goes on with: the index's, without the softdeps the policy left out. */
 const Plan *load_judgement_plan(const LoadJudgement *j);
 
-/* Writes the records of what j decided for who, and answers a refusal on link (method names the
- * call, for a refusal's record). Returns 1 to go on with load_judgement_plan(), else the reply's
- * result. */
-int load_judgement_apply(Manager *m, sd_varlink *link, const Requester *who, const LoadJudgement *j,
-                         const char *method);
+/* Writes the records of what j decided for who, and answers a refusal on link; not LOAD_SEALED, which
+ * seal_refuse() answers. Returns 1 to go on with load_judgement_plan(), else the reply's result. */
+int load_judgement_apply(Manager *m, sd_varlink *link, const Requester *who, const LoadJudgement *j);
+
+/* Busy: module (of the request) is loading from another file or with other parameters
+ * (scheduler_submit()'s -EBUSY). Returns the reply's result. */
+int load_reply_busy(sd_varlink *link, const char *module);
 
 /* The plan's jobs, joined with those in flight; link is answered when they are done (not at all for a
  * oneway call). arrival_usec is when the call came, for Status's latency. Returns 0 or the reply's

@@ -11,6 +11,7 @@
 
 #include "fileio.h"
 #include "kernel.h"
+#include "load.h"
 #include "log.h"
 #include "manager.h"
 #include "parse-util.h"
@@ -244,11 +245,7 @@ static int seal_submit(SealRequest *req, sd_varlink *link, Plan *const *plans, s
 
                 r = scheduler_submit(m->scheduler, plans[i], NULL, &req->who, &jobs, &conflict);
                 if (r == -EBUSY)
-                        return sd_varlink_errorbo(link, "io.modgate.Manager.Busy",
-                                                  SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from "
-                                                                            "another file or with other parameters; "
-                                                                            "ask again when that load is done"),
-                                                  SD_JSON_BUILD_PAIR_STRING("module", conflict));
+                        return load_reply_busy(link, conflict);
                 if (r < 0)
                         return r;
                 a = reallocarray(req->jobs, (req->n_jobs + plans[i]->n_specs) ?: 1, sizeof(Job *));

@@ -101,6 +101,22 @@ static int udev_device(Manager *m, const RequestContext *c, bool *ret_exists, ch
         return 0;
 }
 
+/* Who asks for a Load, as the request says; the peer's identity is added after. Borrows p's strings. */
+static Requester load_requester(const LoadParameters *p) {
+        return (Requester) {
+                .name = (char *) p->name,
+                .modalias = (char *) p->modalias,
+                .path = (char *) p->path,
+                .source = p->context.source,
+                .source_given = p->context_json && sd_json_variant_by_key(p->context_json, "source"),
+                .devpath = (char *) p->context.devpath,
+                .subsystem = (char *) p->context.subsystem,
+                .action = (char *) p->context.action,
+                .file = (char *) p->context.file,
+                .seqnum = p->context.seqnum,
+        };
+}
+
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
         _cleanup_(load_judgement_done) LoadJudgement judgement = {};
@@ -125,18 +141,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (m->n_requests >= REQUESTS_MAX)
                 return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
 
-        who = (Requester) {
-                .name = (char *) p.name,
-                .modalias = (char *) p.modalias,
-                .path = (char *) p.path,
-                .source = p.context.source,
-                .devpath = (char *) p.context.devpath,
-                .subsystem = (char *) p.context.subsystem,
-                .action = (char *) p.context.action,
-                .file = (char *) p.context.file,
-                .seqnum = p.context.seqnum,
-        };
-        who.source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source");
+        who = load_requester(&p);
         r = peer_identify(m->peers, link,
                           who.source_given && p.context.source == SOURCE_KERNEL ? PEER_KERNEL_HELPER : 0, &peer);
         if (r < 0)
@@ -182,7 +187,9 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         r = load_judge(m, &p, seal_kernel(m), false, &judgement);
         if (r < 0)
                 return log_error_errno(r, "Failed to decide on the request: %m");
-        r = load_judgement_apply(m, link, &who, &judgement, "Load");
+        if (judgement.decision.verdict == LOAD_SEALED)
+                return seal_refuse(m, link, &who, "Load");
+        r = load_judgement_apply(m, link, &who, &judgement);
         if (r <= 0)
                 return r;
         return load_start(m, link, flags, &p, &who, load_judgement_plan(&judgement),
@@ -394,7 +401,7 @@ static int seal_judge(Manager *m, sd_varlink *link, const Requester *caller, cha
                 who.name = names[i];
                 r = load_judge(m, &p, KERNEL_UNSEALED, false, &j);
                 if (r >= 0)
-                        r = load_judgement_apply(m, link, &who, &j, "Seal");
+                        r = load_judgement_apply(m, link, &who, &j);
                 if (r <= 0)
                         break;
                 /* A plan of the index's may go when the next name refreshes it: keep a copy. */
