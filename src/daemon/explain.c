@@ -29,10 +29,6 @@ static void explanation_done(Explanation *e) {
         free(e->reason);
 }
 
-static const char *denied_verdict(const Manager *m) {
-        return m->config.policy.mode == POLICY_PERMISSIVE ? "would_deny" : "denied";
-}
-
 /* The first decision stands: it is the one a Load would answer with. */
 static int decide(Explanation *e, const char *verdict, const char *rule, const char *reason) {
         if (e->verdict)
@@ -178,119 +174,62 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
                         SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)));
 }
 
-static int explain_key(Manager *m, const char *key, RequestSource source, Explanation *e, const char **ret) {
-        _cleanup_free_ char *rule = NULL, *reason = NULL;
-        PolicyVerdict v = policy_check_request(&m->config.policy, source, key);
-
-        *ret = v.verdict == VERDICT_DENY ? "deny" : "allow";
-        if (v.verdict == VERDICT_ALLOW)
-                return 0;
-        if (policy_rule_describe(v.rule, &rule) < 0 || asprintf(&reason, "request %s denied by %s", key, rule) < 0)
-                return -ENOMEM;
-        return decide(e, denied_verdict(m), rule, reason);
-}
-
-static int explain_parameters(Manager *m, const Plan *plan, const char *parameters, Explanation *e) {
-        _cleanup_free_ char *rule = NULL, *reason = NULL;
-        const char *word;
-        char buf[MODULE_PARAMETERS_MAX + 1];
-        size_t n_requested = 0;
-
-        for (size_t i = 0; i < plan->n_specs; i++)
-                n_requested += plan->specs[i].role == ROLE_REQUESTED;
-        /* As Load answers: parameters are for one module. */
-        if (parameters && *parameters && n_requested > 1)
-                return decide(e, "denied", NULL, "parameters are for one module, and this request matches several");
-
-        for (size_t i = 0; parameters && *parameters && i < plan->n_specs; i++) {
-                const ModuleSpec *s = plan->specs + i;
-                PolicyVerdict v;
-
-                if (s->role != ROLE_REQUESTED)
-                        continue;
-                v = policy_check_parameters(&m->config.policy, s->name, s->options, parameters, buf, sizeof(buf),
-                                            &word);
-                if (v.verdict == VERDICT_ALLOW)
-                        continue;
-                if ((v.rule && policy_rule_describe(v.rule, &rule) < 0) ||
-                    asprintf(&reason, "%s is not allowed for %s%s", word ?: parameters, s->name,
-                             v.admin_option ? ": it would override the administrator's option" : "") < 0)
-                        return -ENOMEM;
-                return decide(e, denied_verdict(m), rule, reason);
+/* The verdict of a step of the decision, in Explain's words. */
+static const char *step_verdict(const DecisionStep *s) {
+        switch (s->verdict) {
+        case LOAD_SEALED:
+                return "sealed";
+        case LOAD_NOT_FOUND:
+        case LOAD_INVALID_PATH:
+                return "not_found";
+        case LOAD_FAILED:
+                return "failed";
+        default:
+                return s->would ? "would_deny" : "denied";
         }
-        return 0;
-}
-
-static int resolve(Manager *m, const LoadParameters *p, const Plan **ret, Plan **ret_owned) {
-        int r = manager_refresh_index(m);
-
-        if (r < 0)
-                return r;
-        if (p->path) {
-                r = resolver_plan_path(m->resolver, p->path, ret_owned);
-                *ret = *ret_owned;
-                return r;
-        }
-        return resolver_plan_key(m->resolver, p->name ?: p->modalias, ret);
 }
 
 /* What the event loop knows: the policy, the index, the modules' states. The files are checked after,
  * on the reader pool. */
 static int explain_prepare(Manager *m, const LoadParameters *p, ExplainWork *w) {
-        _cleanup_(plan_freep) Plan *owned = NULL;
-        _cleanup_free_ ModuleVerdict *v = NULL;
-        const char *key = p->name ?: p->modalias;
-        RequestSource source = p->context.source;
-        const Plan *plan = NULL;
-        size_t first;
+        _cleanup_(load_judgement_done) LoadJudgement j = {};
+        const DecisionStep *first;
+        const Plan *plan;
         int r;
 
         w->ctx = &m->load_context;
         w->mode = m->config.policy.mode;
         memcpy(w->policy_digest, m->policy_digest, sizeof(w->policy_digest));
-        w->source = source;
+        w->source = p->context.source;
         w->all_live = true;
-        if (strdup_or_null(key, &w->key) < 0)
+        if (strdup_or_null(p->name ?: p->modalias, &w->key) < 0)
                 return -ENOMEM;
 
         /* A Load is refused before anything else once the kernel is sealed; the rest still says what
          * the policy and the files would have decided. */
-        if (seal_refuses(m) && decide(&w->e, "sealed", NULL, m->seal.request ? "the kernel is being sealed" :
-                                      "the kernel is sealed (kernel.modules_disabled=1)") < 0)
+        r = load_judge(m, p, seal_kernel(m), true, &j);
+        if (r < 0)
+                return r;
+        if (j.input.index_error < 0)
+                return j.input.index_error;
+        if (j.decision.error < 0)
+                return j.decision.error;
+        w->key_policy = j.decision.key_policy;
+        first = load_decision_first(&j.decision);
+        if (first && decide(&w->e, step_verdict(first), first->rule, first->reason) < 0)
                 return -ENOMEM;
-        if (key && explain_key(m, key, source, &w->e, &w->key_policy) < 0)
-                return -ENOMEM;
-        r = resolve(m, p, &plan, &owned);
-        if (r >= 0 && plan->n_blacklisted > 0) {
+
+        plan = j.input.plan;
+        if (plan && j.input.resolve_error >= 0 && plan->n_blacklisted > 0) {
                 w->blacklisted = strv_copy_n(plan->blacklisted, plan->n_blacklisted);
                 if (!w->blacklisted)
                         return -ENOMEM;
         }
-        if (r == -ENOENT || r == -EINVAL || (r >= 0 && (p->name || p->path) && plan->key_blacklisted &&
-                                             (source == SOURCE_BOOT || source == SOURCE_UDEV)))
-                return decide(&w->e, "not_found", NULL, r == -EINVAL ? "file name is not a module name" :
-                              plan && plan->n_blacklisted + plan->key_blacklisted > 0 ?
-                              "only modules that modprobe.d blacklists match" : "no module matches");
-        if (r == -ELOOP)
-                return decide(&w->e, "failed", NULL, "the module index has a dependency loop");
-        if (r < 0)
-                return r;
+        /* Not found: nothing to show of the modules. */
+        if (!j.decision.modules)
+                return 0;
 
         w->have_specs = plan->n_specs > 0;
-        r = policy_judge_plan(&m->config.policy, source, plan, &v, &first);
-        if (r >= 0 && first != SIZE_MAX) {
-                _cleanup_free_ char *rule = NULL, *reason = NULL;
-
-                if (policy_rule_describe(policy_chain_rule(v, first), &rule) < 0 ||
-                    policy_chain(plan, v, first, &reason) < 0)
-                        return -ENOMEM;
-                r = decide(&w->e, denied_verdict(m), rule, reason);
-        }
-        if (r >= 0)
-                r = explain_parameters(m, plan, p->parameters, &w->e);
-        if (r < 0)
-                return r;
-
         w->modules = calloc(plan->n_specs ?: 1, sizeof(ExplainModule));
         if (!w->modules)
                 return -ENOMEM;
@@ -298,7 +237,7 @@ static int explain_prepare(Manager *m, const LoadParameters *p, ExplainWork *w) 
         for (size_t i = 0; i < plan->n_specs; i++) {
                 bool live;
 
-                r = explain_module(m, plan, v, i, &live, w->modules + i);
+                r = explain_module(m, plan, j.decision.modules, i, &live, w->modules + i);
                 if (r < 0)
                         return r;
                 if (plan->specs[i].role == ROLE_REQUESTED && !live)

@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "decide.h"
 #include "hashmap.h"
 #include "kernel.h"
 #include "log.h"
@@ -21,14 +22,6 @@
 #define COMING_POLL_USEC (20U * 1000U)
 #define COMING_WAIT_MAX_USEC (10U * 60U * 1000000U)
 #define DENIALS_MAX 4096U
-/* Loads beyond Workers=: the kernel's own requests (a module's init asking for another, which waits
- * for it), and a pool that grows while every worker has been inside a load for STUCK_USEC. The
- * kernel runs at most 50 usermode modprobe helpers at once; so many loads blocked in an init is
- * already a machine in trouble. */
-#define EXTRA_WORKERS_MAX 48U
-#define STUCK_USEC (2U * 1000000U)
-/* Checks ahead kept (what a module file's bytes said), for jobs that wait for what they need. */
-#define PREPARED_MAX 64U
 
 typedef enum JobState {
         JOB_WAITING,    /* for the modules it needs */
@@ -352,14 +345,41 @@ static int scheduler_spawn(Scheduler *s) {
         return 0;
 }
 
-/* Whether j may start now. A module in LoadAlone= starts when nothing else runs, and nothing else
- * starts while it runs; except what the kernel asks for, which may be what that very init waits for. */
-static bool job_may_start(Scheduler *s, const Job *j) {
-        if (j->kernel)
-                return s->n_running < s->n_workers + EXTRA_WORKERS_MAX;
-        if (s->alone_running || s->n_running >= s->n_workers + s->n_extra)
+/* The workers as the pure rules below see them. */
+static WorkerLanes scheduler_lanes(const Scheduler *s) {
+        return (WorkerLanes) {
+                .running = s->n_running,
+                .preparing = s->n_preparing,
+                .prepared = s->n_prepared,
+                .workers = s->n_workers,
+                .extra = s->n_extra,
+                .cpus = s->n_cpus,
+                .alone_running = s->alone_running,
+        };
+}
+
+bool lanes_may_start(const WorkerLanes *l, bool kernel, bool alone) {
+        if (kernel)
+                return l->running < l->workers + EXTRA_WORKERS_MAX;
+        if (l->alone_running || l->running >= l->workers + l->extra)
                 return false;
-        return !j->alone || s->n_running == 0;
+        return !alone || l->running == 0;
+}
+
+bool lanes_may_prepare(const WorkerLanes *l) {
+        return l->running + l->preparing < l->workers && l->preparing < l->cpus &&
+                l->prepared + l->preparing < PREPARED_MAX;
+}
+
+bool lanes_stuck(const WorkerLanes *l, bool ready) {
+        return ready && l->running >= l->workers + l->extra && l->extra < EXTRA_WORKERS_MAX;
+}
+
+/* Whether j may start now (lanes_may_start()). */
+static bool job_may_start(Scheduler *s, const Job *j) {
+        WorkerLanes l = scheduler_lanes(s);
+
+        return lanes_may_start(&l, j->kernel, j->alone);
 }
 
 static void job_run(Scheduler *s, Job *j) {
@@ -406,9 +426,13 @@ static Job *next_to_prepare(Scheduler *s) {
  * (job_run()): at most Workers= of them over the daemon's life, since checks ahead only start
  * within Workers=. */
 static void scheduler_dispatch_prepares(Scheduler *s) {
-        while (s->n_running + s->n_preparing < s->n_workers && s->n_preparing < s->n_cpus &&
-               s->n_prepared + s->n_preparing < PREPARED_MAX && !s->stopping) {
-                Job *j = next_to_prepare(s);
+        for (;;) {
+                WorkerLanes l = scheduler_lanes(s);
+                Job *j;
+
+                if (!lanes_may_prepare(&l) || s->stopping)
+                        return;
+                j = next_to_prepare(s);
 
                 if (!j)
                         return;
@@ -449,9 +473,9 @@ static void scheduler_dispatch(Scheduler *s) {
  * or just slow; either way one more worker lets the queue move. */
 static int on_stuck_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         Scheduler *s = userdata;
+        WorkerLanes l = scheduler_lanes(s);
 
-        if (s->ready.head && s->n_running >= s->n_workers + s->n_extra &&
-            s->n_extra < EXTRA_WORKERS_MAX) {
+        if (lanes_stuck(&l, !!s->ready.head)) {
                 const Job *oldest = NULL, *j;
                 size_t state = 0;
 
@@ -471,13 +495,13 @@ static int on_stuck_timer(sd_event_source *source, uint64_t usec, void *userdata
 }
 
 static void scheduler_arm_stuck_timer(Scheduler *s) {
+        WorkerLanes l = scheduler_lanes(s);
         uint64_t newest = 0;
         size_t state = 0;
         Job *j;
         int r;
 
-        if (!s->ready.head || s->n_running < s->n_workers + s->n_extra || s->alone_running ||
-            s->n_extra >= EXTRA_WORKERS_MAX) {
+        if (!lanes_stuck(&l, !!s->ready.head) || s->alone_running) {
                 (void) sd_event_source_set_enabled(s->stuck_timer, SD_EVENT_OFF);
                 return;
         }
@@ -599,56 +623,31 @@ static int on_coming_timer(sd_event_source *source, uint64_t usec, void *userdat
         return 0;
 }
 
-/* What is known before any file is opened: the kernel's state, install commands, remembered
- * denials. Returns true when that decided the job. */
+/* What is known before any file is opened (module_decide_early()). Returns true when that decided
+ * the job, or set it waiting for another loader. */
 static bool job_decide_early(Job *j, const ModuleSpec *spec) {
         Scheduler *s = j->scheduler;
-        ModuleState state;
-        const Denial *denial;
-        int r;
+        ModuleState state = MODULE_STATE_ABSENT;
+        const Denial *denial = spec->path ? hashmap_get(s->denials, spec->path) : NULL;
+        _cleanup_(module_early_done) ModuleEarly e = {};
+        int r = 0;
 
-        if (!spec->path) {
-                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
-                return true;
-        }
-
-        r = kernel_module_state(j->result.name, &state);
+        if (spec->path)
+                r = kernel_module_state(j->result.name, &state);
+        r = module_decide_early(spec, r, state, denial ? denial->reason : NULL, denial ? denial->error : 0,
+                                &e);
         if (r < 0) {
-                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerrordesc_np(-r));
+                job_finish_with(j, OUTCOME_FAILED, r, "%s", strerrordesc_np(-r));
                 return true;
         }
-        switch (state) {
-        case MODULE_STATE_LIVE:
-                job_finish_with(j, OUTCOME_ALREADY_LOADED, 0, NULL);
+        switch (e.verdict) {
+        case EARLY_DONE:
+                j->result.cached = e.cached;
+                if (e.command)
+                        j->result.command = strdup(spec->install_command);
+                job_finish_with(j, e.outcome, e.error, e.reason ? "%s" : NULL, e.reason);
                 return true;
-        case MODULE_STATE_BUILTIN:
-                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
-                return true;
-        case MODULE_STATE_GOING:
-                job_finish_with(j, OUTCOME_FAILED, EBUSY, "module is being removed");
-                return true;
-        default:
-                break;
-        }
-
-        /* Before waiting for another loader: if that one gives up, this job loads the module itself,
-         * and must have been refused by then if it is to be refused. */
-        if (spec->install_command) {
-                j->result.command = strdup(spec->install_command);
-                job_finish_with(j, OUTCOME_DENIED, EPERM,
-                                "modprobe.d has an install command for this module (%s); modgate never runs "
-                                "commands", spec->install_command);
-                return true;
-        }
-
-        denial = hashmap_get(s->denials, spec->path);
-        if (denial) {
-                j->result.cached = true;
-                job_finish_with(j, OUTCOME_DENIED, denial->error, "%s", denial->reason);
-                return true;
-        }
-
-        if (state == MODULE_STATE_COMING) {
+        case EARLY_COMING:
                 j->state = JOB_COMING;
                 j->coming_since = now_usec();
                 r = sd_event_add_time_relative(s->event, &j->coming_timer, CLOCK_MONOTONIC, COMING_POLL_USEC,
@@ -657,8 +656,9 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
                         job_finish_with(j, OUTCOME_FAILED, r, "cannot wait for the module: %s",
                                         strerrordesc_np(-r));
                 return true;
+        default:
+                return false;
         }
-        return false;
 }
 
 static bool name_in(char *const *names, const char *name) {
@@ -668,7 +668,7 @@ static bool name_in(char *const *names, const char *name) {
         return false;
 }
 
-static int join_parameters(const char *a, const char *b, char **ret) {
+int join_parameters(const char *a, const char *b, char **ret) {
         if (!a && !b) {
                 *ret = NULL;
                 return 0;
@@ -744,24 +744,37 @@ static int job_link_all(Job *j, const ModuleSpec *spec, Job **jobs) {
         return 0;
 }
 
-/* A request joins a load in flight only when it would have done the same: same file, same
- * parameters. Anything else would report a load it did not get. */
+int job_joinable(const char *job_path, const char *job_parameters, const ModuleSpec *spec,
+                 const char *parameters) {
+        _cleanup_free_ char *want = NULL;
+
+        if (join_parameters(spec->options, parameters, &want) < 0)
+                return -ENOMEM;
+        return streq_ptr(job_path, spec->path) && streq_ptr(job_parameters, want);
+}
+
+/* A request joins a load in flight only when it would have done the same (job_joinable()). */
 static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters, const char **ret) {
         for (size_t i = 0; i < plan->n_specs; i++) {
                 const ModuleSpec *spec = plan->specs + i;
-                _cleanup_free_ char *want = NULL;
                 Job *j = hashmap_get(s->jobs, spec->name);
+                int r;
 
                 if (!j || spec->role != ROLE_REQUESTED)
                         continue;
-                if (join_parameters(spec->options, parameters, &want) < 0)
-                        return -ENOMEM;
-                if (!streq_ptr(j->result.path, spec->path) || !streq_ptr(j->result.parameters, want)) {
+                r = job_joinable(j->result.path, j->result.parameters, spec, parameters);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
                         *ret = j->result.name;
                         return -EBUSY;
                 }
         }
         return 0;
+}
+
+bool join_takes_kernel_lane(bool kernel, RequestSource source) {
+        return source == SOURCE_KERNEL && !kernel;
 }
 
 /* Another request for a job in flight: counted always, and kept for the record while there is room
@@ -770,12 +783,9 @@ static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters,
  * it joins takes the kernel's lane from then on, or it would wait behind what waits for it. Returns
  * whether the job just took the lane. */
 static bool job_join(Job *j, const Requester *who) {
-        bool promoted = false;
+        bool promoted = join_takes_kernel_lane(j->kernel, who->source);
 
-        if (who->source == SOURCE_KERNEL && !j->kernel) {
-                j->kernel = true;
-                promoted = true;
-        }
+        j->kernel = j->kernel || promoted;
         j->n_requesters++;
         if (j->n_joined >= REQUESTERS_JOINED_MAX)
                 return promoted;

@@ -11,6 +11,7 @@
 
 #include "fileio.h"
 #include "kernel.h"
+#include "load.h"
 #include "log.h"
 #include "manager.h"
 #include "parse-util.h"
@@ -123,6 +124,12 @@ bool seal_refuses(Manager *m) {
         journal_record_sealed(NULL, NULL, NULL);
         manager_emit(m, "sealed", NULL, NULL);
         return true;
+}
+
+KernelSeal seal_kernel(Manager *m) {
+        if (!seal_refuses(m))
+                return KERNEL_UNSEALED;
+        return m->seal.request ? KERNEL_SEALING : KERNEL_SEALED;
 }
 
 int seal_refuse(Manager *m, sd_varlink *link, const Requester *who, const char *method) {
@@ -238,11 +245,7 @@ static int seal_submit(SealRequest *req, sd_varlink *link, Plan *const *plans, s
 
                 r = scheduler_submit(m->scheduler, plans[i], NULL, &req->who, &jobs, &conflict);
                 if (r == -EBUSY)
-                        return sd_varlink_errorbo(link, "io.modgate.Manager.Busy",
-                                                  SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from "
-                                                                            "another file or with other parameters; "
-                                                                            "ask again when that load is done"),
-                                                  SD_JSON_BUILD_PAIR_STRING("module", conflict));
+                        return load_reply_busy(link, conflict);
                 if (r < 0)
                         return r;
                 a = reallocarray(req->jobs, (req->n_jobs + plans[i]->n_specs) ?: 1, sizeof(Job *));

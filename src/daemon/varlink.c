@@ -101,14 +101,28 @@ static int udev_device(Manager *m, const RequestContext *c, bool *ret_exists, ch
         return 0;
 }
 
+/* Who asks for a Load, as the request says; the peer's identity is added after. Borrows p's strings. */
+static Requester load_requester(const LoadParameters *p) {
+        return (Requester) {
+                .name = (char *) p->name,
+                .modalias = (char *) p->modalias,
+                .path = (char *) p->path,
+                .source = p->context.source,
+                .source_given = p->context_json && sd_json_variant_by_key(p->context_json, "source"),
+                .devpath = (char *) p->context.devpath,
+                .subsystem = (char *) p->context.subsystem,
+                .action = (char *) p->context.action,
+                .file = (char *) p->context.file,
+                .seqnum = p->context.seqnum,
+        };
+}
+
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
-        _cleanup_(plan_freep) Plan *owned = NULL;
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
+        _cleanup_(load_judgement_done) LoadJudgement judgement = {};
         Manager *m = userdata;
         LoadParameters p = {};
         LoadRefusal refusal = {};
-        const Plan *plan = NULL;
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
         _cleanup_free_ char *device_modalias = NULL, *device_subsystem = NULL;
         char device_unknown[512] = "";
@@ -127,18 +141,7 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (m->n_requests >= REQUESTS_MAX)
                 return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
 
-        who = (Requester) {
-                .name = (char *) p.name,
-                .modalias = (char *) p.modalias,
-                .path = (char *) p.path,
-                .source = p.context.source,
-                .devpath = (char *) p.context.devpath,
-                .subsystem = (char *) p.context.subsystem,
-                .action = (char *) p.context.action,
-                .file = (char *) p.context.file,
-                .seqnum = p.context.seqnum,
-        };
-        who.source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source");
+        who = load_requester(&p);
         r = peer_identify(m->peers, link,
                           who.source_given && p.context.source == SOURCE_KERNEL ? PEER_KERNEL_HELPER : 0, &peer);
         if (r < 0)
@@ -180,26 +183,17 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (r <= 0)
                 return r;
         manager_record_request(m, "Load", &who);
-        if (seal_refuses(m))
+
+        r = load_judge(m, &p, seal_kernel(m), false, &judgement);
+        if (r < 0)
+                return log_error_errno(r, "Failed to decide on the request: %m");
+        if (judgement.decision.verdict == LOAD_SEALED)
                 return seal_refuse(m, link, &who, "Load");
-
-        r = load_judge_key(m, link, &p, &who);
+        r = load_judgement_apply(m, link, &who, &judgement);
         if (r <= 0)
                 return r;
-
-        r = load_plan(m, link, &p, &who, &plan, &owned);
-        if (r <= 0)
-                return r;
-
-        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
-        if (r <= 0)
-                return r;
-
-        r = load_judge_parameters(m, link, &p, &who, plan);
-        if (r <= 0)
-                return r;
-
-        return load_start(m, link, flags, &p, &who, plan, denied, arrival_usec);
+        return load_start(m, link, flags, &p, &who, load_judgement_plan(&judgement),
+                          judgement.decision.denied, arrival_usec);
 }
 
 /* The one parameter of Unload and Describe, a module name, checked and made canonical. Returns 1 with
@@ -400,30 +394,28 @@ static int seal_judge(Manager *m, sd_varlink *link, const Requester *caller, cha
         if (!plans)
                 return -ENOMEM;
         for (i = 0; r > 0 && i < n; i++) {
-                _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
+                _cleanup_(load_judgement_done) LoadJudgement j = {};
                 LoadParameters p = { .name = names[i], .context = { .source = SOURCE_ADMIN, .seqnum = -1 } };
                 Requester who = *caller;
-                const Plan *plan = NULL;
-                Plan *owned = NULL;
 
                 who.name = names[i];
-                r = load_judge_key(m, link, &p, &who);
-                if (r > 0)
-                        r = load_plan(m, link, &p, &who, &plan, &owned);
-                if (r > 0)
-                        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
+                r = load_judge(m, &p, KERNEL_UNSEALED, false, &j);
+                if (r >= 0)
+                        r = load_judgement_apply(m, link, &who, &j);
+                if (r <= 0)
+                        break;
                 /* A plan of the index's may go when the next name refreshes it: keep a copy. */
-                if (r > 0 && !owned) {
-                        _cleanup_free_ bool *none = calloc(plan->n_specs ?: 1, sizeof(bool));
+                plans[i] = TAKE_PTR(j.decision.plan);
+                if (!plans[i]) {
+                        _cleanup_free_ bool *none = calloc(j.input.plan->n_specs ?: 1, sizeof(bool));
 
-                        r = none ? plan_filter(plan, none, &owned) : -ENOMEM;
+                        r = none ? plan_filter(j.input.plan, none, plans + i) : -ENOMEM;
                         if (r >= 0)
                                 r = 1;
                 }
-                plans[i] = owned;
         }
         if (r <= 0) {
-                plans_free(plans, i);
+                plans_free(plans, n);
                 return r;
         }
         *ret = plans;
