@@ -14,6 +14,7 @@
 #include "config-parse.h"
 #include "config.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "macro.h"
 #include "manifest.h"
 #include "module-name.h"
@@ -492,39 +493,27 @@ int config_normalize_root_hash(char *s) {
 
 int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *word = malloc(strlen(cmdline) + 1);
 
-        for (const char *p = cmdline + strspn(cmdline, CONF_WHITESPACE "\n"); *p; p += strspn(p, CONF_WHITESPACE "\n")) {
-                size_t n = strcspn(p, CONF_WHITESPACE "\n");
-                _cleanup_free_ char *word = strndup(p, n);
-                const char *v;
+        if (!word)
+                return -ENOMEM;
+        /* As systemd-veritysetup-generator reads them, which sets up the images they name. */
+        for (const char *p = cmdline; (p = systemd_cmdline_next_word(p, word));) {
+                _cleanup_free_ char *hash = NULL;
+                const char *v = systemd_cmdline_value(word, "roothash") ?: systemd_cmdline_value(word, "usrhash");
 
-                p += n;
-                if (!word)
+                if (!v)
+                        continue;
+                hash = strdup(v);
+                if (!hash)
                         return -ENOMEM;
-                if (strncmp(word, "roothash=", 9) == 0)
-                        v = word + 9;
-                else if (strncmp(word, "usrhash=", 8) == 0)
-                        v = word + 8;
-                else
+                if (config_normalize_root_hash(hash) < 0 || strv_contains(l, hash))
                         continue;
-                memmove(word, v, strlen(v) + 1);
-                if (config_normalize_root_hash(word) < 0 || strv_contains(l, word))
-                        continue;
-                if (strv_consume(&l, TAKE_PTR(word)) < 0)
+                if (strv_consume(&l, TAKE_PTR(hash)) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
         return 0;
-}
-
-int config_read_cmdline_root_hashes(char ***ret) {
-        char cmdline[8192];
-        int r;
-
-        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
-        if (r < 0)
-                return r;
-        return config_cmdline_root_hashes(cmdline, ret);
 }
 
 int config_normalize_fsverity_digest(char *s) {

@@ -80,11 +80,10 @@ unsigned config_evidence(const Config *c);
 
 /* Checks and normalizes (to lowercase) a dm-verity root hash: 32 to 128 hex digits, an even number. */
 int config_normalize_root_hash(char *s);
-/* The dm-verity root hashes a kernel command line names (systemd's roothash= and usrhash=), each
- * once, normalized; malformed ones are left out. Returns 0 or -ENOMEM. */
+/* The dm-verity root hashes a kernel command line names (systemd's roothash= and usrhash=, split by
+ * systemd's rules: kernel-cmdline.h), each once, normalized; malformed ones are left out. Returns 0
+ * or -ENOMEM. */
 int config_cmdline_root_hashes(const char *cmdline, char ***ret);
-/* The same for the running kernel's /proc/cmdline. Returns 0, or the error reading it, or -ENOMEM. */
-int config_read_cmdline_root_hashes(char ***ret);
 
 /* The same for an fs-verity digest as `fsverity measure` prints it: "sha256:" and 64 hex digits, or
  * "sha512:" and 128. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "conf-files.h"
+#include "kernel-cmdline.h"
 #include "load-plain.h"
 #include "log.h"
 #include "macro.h"
@@ -21,7 +22,6 @@
 #include "strv.h"
 
 #define CMDLINE_SOURCE "kernel command line"
-#define CMDLINE_SIZE_MAX (64U * 1024U)
 /* The whole list at once: the daemon orders the loads by their dependencies itself, so a name whose
  * chain is long must not wait behind others for a slot while the daemon idles. Each request is a
  * connection; this cap keeps them well below the fds a process has by default (1024) and the
@@ -139,11 +139,11 @@ static int read_container_cmdline(char **ret) {
         fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-        args = malloc(CMDLINE_SIZE_MAX);
-        out = malloc(CMDLINE_SIZE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
+        args = malloc(KERNEL_CMDLINE_MAX);
+        out = malloc(KERNEL_CMDLINE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
         if (!args || !out)
                 return -ENOMEM;
-        while (n < CMDLINE_SIZE_MAX && (k = read(fd, args + n, CMDLINE_SIZE_MAX - n)) > 0)
+        while (n < KERNEL_CMDLINE_MAX && (k = read(fd, args + n, KERNEL_CMDLINE_MAX - n)) > 0)
                 n += (size_t) k;
 
         /* argv[0] is the init program; quotes inside a word are dropped, it is quoted whole. */
@@ -169,7 +169,7 @@ static int read_cmdline(char **ret) {
         }
         if (access("/run/systemd/container", F_OK) >= 0)
                 return read_container_cmdline(ret);
-        return read_file("/proc/cmdline", CMDLINE_SIZE_MAX, ret);
+        return kernel_cmdline_read(NULL, ret);
 }
 
 static int add_names(BootList *b, char **names, const char *source) {
@@ -306,7 +306,11 @@ static int load_all(const BootList *b) {
                 return log_oom();
 
         for (size_t i = 0; i < n; i++) {
-                contexts[i] = (RequestContext) { .source = SOURCE_BOOT, .file = b->sources[i], .seqnum = -1 };
+                contexts[i] = (RequestContext) {
+                        .source = SOURCE_BOOT,
+                        .file = b->sources[i],
+                        .seqnum = -1,
+                };
                 reqs[i] = (PlainRequest) { .name = b->names[i], .context = contexts + i };
         }
         /* No start timeout: modgated.socket is ordered before this service, and a daemon that is

@@ -86,7 +86,8 @@ static const ConfSetting *setting_find(const ConfParser *p, const char *section,
         return NULL;
 }
 
-static const char *section_find(const ConfParser *p, const char *name, int (*cmp)(const char *, const char *)) {
+static const char *section_find(const ConfParser *p, const char *name,
+                                int (*cmp)(const char *, const char *)) {
         for (size_t i = 0; i < p->n_settings; i++)
                 if (cmp(p->settings[i].section, name) == 0)
                         return p->settings[i].section;
@@ -136,8 +137,9 @@ static int unknown_section(ConfParser *p, const char *name) {
                 return conf_error(p, -ENOMEM, "out of memory");
         for (size_t i = 0; i < p->n_settings; i++)
                 if (section_first_row(p, i)) {
-                        n++;
-                        fprintf(f, "%s[%s]", n == 1 ? "" : n == total ? " and " : ", ", p->settings[i].section);
+                        const char *sep = ++n == 1 ? "" : n == total ? " and " : ", ";
+
+                        fprintf(f, "%s[%s]", sep, p->settings[i].section);
                 }
         if (fclose(f) != 0)
                 return conf_error(p, -ENOMEM, "out of memory");
@@ -159,7 +161,8 @@ static int parse_header(ConfParser *p, const char *line, size_t n) {
                 return conf_error(p, -EBADMSG, "section header %.*s is missing ']'", (int) n, line);
         rest = end + 1 + strspn(end + 1, CONF_WHITESPACE);
         if (rest < line + n && !(rest[0] == ';' && rest > end + 1))
-                return conf_error(p, -EBADMSG, "unexpected text after ']' in section header %.*s", (int) n, line);
+                return conf_error(p, -EBADMSG, "unexpected text after ']' in section header %.*s",
+                                  (int) n, line);
 
         name = strndup(line + 1, (size_t) (end - line - 1));
         if (!name)
@@ -195,7 +198,8 @@ static int check_key_order(ConfParser *p, const ConfSetting *setting) {
                 return conf_error(p, -EINVAL, "%s= comes before %s= in a [%s] section: %s= must come first",
                                   setting->key, first->key, p->section, first->key);
         if (setting == first && p->named)
-                return conf_error(p, -EINVAL, "%s= is given twice in one [%s] section", setting->key, p->section);
+                return conf_error(p, -EINVAL, "%s= is given twice in one [%s] section",
+                                  setting->key, p->section);
         return 0;
 }
 
@@ -261,8 +265,8 @@ static int parse_line(ConfParser *p, const char *line, size_t n) {
         size_t skip;
 
         if (n > p->line_max)
-                return conf_error(p, -EBADMSG, "line is longer than %zu bytes; a list setting can be split over "
-                                  "several assignments", p->line_max);
+                return conf_error(p, -EBADMSG, "line is longer than %zu bytes; a list setting can be split "
+                                  "over several assignments", p->line_max);
         problem = line_bytes_problem(line, n, buf);
         if (problem)
                 return conf_error(p, -EBADMSG, "line %s", problem);

@@ -42,8 +42,8 @@ typedef struct ConfParser ConfParser;
 typedef int (*ConfSettingParser)(ConfParser *p, const char *key, const char *value);
 
 typedef enum ConfSettingFlags {
-        CONF_SETTING_REQUIRED = 1u << 0,        /* the section must have it: it says what the section is about */
-        CONF_SETTING_FIRST = 1u << 1,           /* and must come before the section's other keys, once */
+        CONF_SETTING_REQUIRED = 1u << 0,        /* the section must have it: it says what it is about */
+        CONF_SETTING_FIRST = 1u << 1,           /* and must come before its other keys, once */
 } ConfSettingFlags;
 
 /* One row of the table: the sections are those that the table names, in the order it first names

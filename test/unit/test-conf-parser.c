@@ -74,7 +74,8 @@ static void check_error(const char *text, int error, const char *message) {
 TEST(table) {
         Seen s;
 
-        check(parse("[Guard]\nMode=a\n[Item]\nName=n\nSize=1\n[Guard]\nLevel=2\n[Place]\nPath=/p\n", &s, NULL) == 0);
+        check(parse("[Guard]\nMode=a\n[Item]\nName=n\nSize=1\n[Guard]\nLevel=2\n[Place]\nPath=/p\n",
+                    &s, NULL) == 0);
         check_streq(s.log, "Guard:1 Mode=a Item:3 Name=n Size=1 Guard:6 Level=2 Place:8 Path=/p ");
 
         /* The sections, each named once, in the table's order. */
@@ -86,14 +87,16 @@ TEST(table) {
                     "x.conf:2: unknown key level= in section [Guard] (did you mean Level=?)");
         check_error("[Item]\nSize=1\nName=n\n", -EINVAL,
                     "x.conf:2: Size= comes before Name= in a [Item] section: Name= must come first");
-        check_error("[Item]\nName=n\nName=m\n", -EINVAL, "x.conf:3: Name= is given twice in one [Item] section");
+        check_error("[Item]\nName=n\nName=m\n", -EINVAL,
+                    "x.conf:3: Name= is given twice in one [Item] section");
         /* A required key is given only when its parser took it. */
         check_error("[Place]\nPath=bad\n", -EINVAL, "x.conf:2: Path=bad is bad");
         check_error("[Place]\n[Guard]\n", -EINVAL, "x.conf:1: [Place] section has no Path=");
         check_error("# one\n[Place]\n", -EINVAL, "x.conf:2: [Place] section has no Path=");
         /* The table's line cap, and the first error ends the reading. */
         check_error("[Guard]\nMode=0123456789012345678901234567890123456\n", -EBADMSG,
-                    "x.conf:2: line is longer than 40 bytes; a list setting can be split over several assignments");
+                    "x.conf:2: line is longer than 40 bytes; a list setting can be split over several "
+                    "assignments");
         check_error("[Guard]\nMode=bad\nMode\n", -EINVAL, "x.conf:2: Mode=bad is bad");
 }
 
