@@ -500,8 +500,10 @@ int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
         /* As systemd-veritysetup-generator reads them, which sets up the images they name. */
         for (const char *p = cmdline; (p = systemd_cmdline_next_word(p, word));) {
                 _cleanup_free_ char *hash = NULL;
-                const char *v = systemd_cmdline_value(word, "roothash") ?: systemd_cmdline_value(word, "usrhash");
+                const char *v = systemd_cmdline_value(word, "roothash");
 
+                if (!v)
+                        v = systemd_cmdline_value(word, "usrhash");
                 if (!v)
                         continue;
                 hash = strdup(v);

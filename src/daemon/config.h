@@ -134,8 +134,9 @@ void config_init_defaults(Config *c);
 void config_done(Config *c);
 
 /* Applies one file to c, read by conf_parse_buffer() (conf-parser.h) with the table of settings in
- * config.c. The syntax is that of systemd unit files, without line continuation or quoting: [Section] headers, Key=Value (or Key:Value) assignments, comment lines
- * starting with '#' or ';', blank lines; a ';' after whitespace starts a comment in a value too.
+ * config.c. The syntax is that of systemd unit files, without line continuation or quoting:
+ * [Section] headers, Key=Value (or Key:Value) assignments, comment lines starting with '#' or ';',
+ * blank lines; a ';' after whitespace starts a comment in a value too.
  * Whitespace around keys and values, and the indentation of a line, is ignored; CRLF line ends and a
  * UTF-8 byte order mark are accepted. A line has at most CONFIG_LINE_MAX bytes. A later assignment
  * overrides an earlier one; list settings accumulate, and an empty assignment empties the list (and

@@ -143,7 +143,7 @@ int modprobe_options_sources(const char *root, const char *cmdline, const char *
                 if (r < 0)
                         return r;
         }
-        if (cmdline && kmod_cmdline_sets_options(cmdline, name) && add_source(&list, "the kernel command line", 0) < 0)
+        if (kmod_cmdline_sets_options(cmdline, name) && add_source(&list, "the kernel command line", 0) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(list);
         return 0;

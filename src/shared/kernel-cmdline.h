@@ -41,7 +41,8 @@ void kernel_arg_normalize(char *word);
 /* libkmod's kmod_config_parse_kcmdline(): whether the command line gives module name options, with
  * words MODULE.PARAM[=VALUE], where a double quote may open a word, and double quotes in a value keep
  * blanks in it; a word with a quote elsewhere, a second '.' before its value, or '=' before its '.'
- * is no option, and a quote left open hides the rest. modprobe.blacklist= gives no options. */
+ * is no option, and a quote left open hides the rest. modprobe.blacklist= gives no options; a NULL
+ * command line, none. */
 bool kmod_cmdline_sets_options(const char *cmdline, const char *name);
 
 /* systemd's proc_cmdline_parse() (extract_first_word() with EXTRACT_UNQUOTE, EXTRACT_RELAX and

@@ -116,7 +116,8 @@ static void check_names(char **names, bool quoted) {
                 int r;
 
                 fuzz_assert(**n && !strchr(*n, ',') && (quoted || !strpbrk(*n, " \t\n")));
-                r = plain_request_message(&(PlainRequest) { .name = *n }, USEC_INFINITY, &text, &len, &refusal);
+                r = plain_request_message(&(PlainRequest) { .name = *n }, USEC_INFINITY, &text, &len,
+                                          &refusal);
                 fuzz_assert(r == 0 || r == 1 || r == -ENOMEM);
                 fuzz_assert(r != 1 || streq_ptr(refusal.error, "io.modgate.Manager.InvalidName"));
         }

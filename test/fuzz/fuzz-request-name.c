@@ -25,12 +25,12 @@ static bool all_graph(const char *s, bool space) {
  * name, modgate-modprobe a modalias) rather than refuse it. */
 static int client_sends(const char *name, const char *modalias, RequestSource source) {
         const RequestContext context = { .source = source, .seqnum = -1 };
+        const PlainRequest req = { .name = name, .modalias = modalias, .context = &context };
         _cleanup_free_ char *text = NULL;
         LoadRefusal refusal = {};
         size_t len;
 
-        return plain_request_message(&(PlainRequest) { .name = name, .modalias = modalias, .context = &context },
-                                     USEC_INFINITY, &text, &len, &refusal);
+        return plain_request_message(&req, USEC_INFINITY, &text, &len, &refusal);
 }
 
 static void check_module_name(const char *s) {
