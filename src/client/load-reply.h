@@ -8,8 +8,8 @@
 #include "parse-util.h"
 #include "request.h"
 
-/* What the clients make of io.modgate.Manager.Load's answers: pure, libc only, shared by the
- * sd-varlink client (load-client.h) and the plain one (load-plain.h). */
+/* What the clients make of io.modgate.Manager.Load's answers: pure, libc only, for the plain client
+ * (load-plain.h) that every helper asks with. */
 
 #define MODGATE_VARLINK_ADDRESS "/run/modgate/io.modgate"
 

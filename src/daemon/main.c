@@ -17,6 +17,7 @@
 #include "conf-files.h"
 #include "config.h"
 #include "enforcement.h"
+#include "kernel-cmdline.h"
 #include "log.h"
 #include "manager.h"
 #include "manifest.h"
@@ -332,10 +333,12 @@ static void print_verity(const RootConfig *c, Origin *o, char **cmdline_hashes) 
  * differs), and the manifest. The answer to "will my modules load?" before the daemon runs. */
 static void print_roots(const Config *c) {
         _cleanup_strv_free_ char **cmdline_hashes = NULL;
+        _cleanup_free_ char *cmdline = NULL;
         RootConfig *roots = NULL;
         int n;
 
-        if (config_read_cmdline_root_hashes(&cmdline_hashes) == -ENOMEM)
+        n = kernel_cmdline_read(NULL, &cmdline);
+        if (n == -ENOMEM || (n >= 0 && config_cmdline_root_hashes(cmdline, &cmdline_hashes) < 0))
                 return (void) log_oom();
 
         n = config_trusted_roots(c, &roots);

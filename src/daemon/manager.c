@@ -23,6 +23,7 @@
 #include "fdstore.h"
 #include "history.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "kernel.h"
 #include "loader.h"
 #include "log.h"
@@ -129,6 +130,7 @@ Manager *manager_free(Manager *m) {
                 trusted_root_free(m->roots[i]);
         free(m->roots);
         strv_free(m->cmdline_root_hashes);
+        free(m->kernel_cmdline);
         udev_rule_names_free(m->udev_rule_names, m->n_udev_rule_names);
         free(m->udev_rules_stamp);
         free(m->probe_address);
@@ -313,20 +315,16 @@ finish:
         return r;
 }
 
-/* The kernel command line's module_blacklist=, modprobe.blacklist= and modgate.mode= join the
- * configuration's policy, and over the result goes the digest that names it. */
-static int policy_complete(Policy *p, char ret_digest[SHA256_HEX_SIZE]) {
+/* The kernel command line's module_blacklist=, modprobe.blacklist= and modgate.mode= (cmdline, NULL
+ * when it could not be read) join the configuration's policy, and over the result goes the digest
+ * that names it. */
+static int policy_complete(Policy *p, const char *cmdline, char ret_digest[SHA256_HEX_SIZE]) {
         _cleanup_strv_free_ char **ignored = NULL;
         _cleanup_free_ char *text = NULL;
         uint8_t digest[SHA256_DIGEST_SIZE];
-        char cmdline[8192];
         int r;
 
-        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
-        if (r < 0)
-                log_warning_errno(r, "Failed to read /proc/cmdline, its module_blacklist= and modgate.mode= are "
-                                  "not applied: %m");
-        else {
+        if (cmdline) {
                 r = policy_add_cmdline(p, cmdline, &ignored);
                 if (r < 0)
                         return r;
@@ -359,18 +357,26 @@ static void manager_log_policy(Manager *m, const char *verb) {
                  policy_mode_to_string(p->mode), p->global.default_deny ? "deny" : "allow", policy_n_rules(p));
 }
 
-/* roothash= and usrhash= name the images the boot loader and the initrd verified: allowed for every
+/* Read once, at start: the kernel's command line is fixed while the kernel runs, so a reload has
+ * nothing new to read there. (What could differ is a file mounted over /proc/cmdline in the daemon's
+ * mount namespace, as the tests do before a daemon starts: it is taken in at the next start only.)
+ * roothash= and usrhash= name the images the boot loader and the initrd verified: allowed for every
  * root. */
 static int manager_read_cmdline(Manager *m) {
         int r;
 
-        r = config_read_cmdline_root_hashes(&m->cmdline_root_hashes);
+        r = kernel_cmdline_read(NULL, &m->kernel_cmdline);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0) {
-                log_warning_errno(r, "Failed to read /proc/cmdline, no roothash= or usrhash= is allowed: %m");
+                log_warning_errno(r, "Failed to read /proc/cmdline, its module_blacklist=, "
+                                  "modprobe.blacklist=, modgate.mode=, module options, roothash= and "
+                                  "usrhash= are not applied: %m");
                 return 0;
         }
+        r = config_cmdline_root_hashes(m->kernel_cmdline, &m->cmdline_root_hashes);
+        if (r < 0)
+                return log_oom();
         for (char **h = m->cmdline_root_hashes; h && *h; h++)
                 log_info("The kernel command line allows dm-verity root hash %s.", *h);
         return 0;
@@ -551,9 +557,13 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return r;
 
+        r = manager_read_cmdline(m);
+        if (r < 0)
+                return r;
+
         /* The index is read through the pinned root, like every module file. */
         (void) snprintf(index_dir, sizeof(index_dir), "/proc/self/fd/%d", m->roots[0]->fd);
-        r = resolver_new(m->roots[0]->path, index_dir, &m->resolver);
+        r = resolver_new(m->roots[0]->path, index_dir, m->kernel_cmdline, &m->resolver);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the module index of %s: %m", m->roots[0]->path);
 
@@ -561,13 +571,9 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read /sys/module/compression: %m");
 
-        r = manager_read_cmdline(m);
-        if (r < 0)
-                return r;
-
         manager_record_ignored_inputs(m);
 
-        r = policy_complete(&m->config.policy, m->policy_digest);
+        r = policy_complete(&m->config.policy, m->kernel_cmdline, m->policy_digest);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the module policy: %m");
         manager_log_policy(m, "Loaded");
@@ -733,7 +739,7 @@ int manager_reload(Manager *m, char **ret_error) {
         config_init_defaults(&c);
         r = config_load(&c, NULL, &error);
         if (r >= 0)
-                r = policy_complete(&c.policy, digest);
+                r = policy_complete(&c.policy, m->kernel_cmdline, digest);
         if (r < 0) {
                 log_error_errno(r, "Invalid configuration, keeping the running one: %s", error ?: "out of memory");
                 (void) sd_notify(false, "READY=1\nSTATUS=Processing requests (configuration not reloaded)...");

@@ -47,6 +47,7 @@ typedef struct Manager {
         size_t n_roots;
         Resolver *resolver;
         Compression kernel_compression;
+        char *kernel_cmdline;           /* read once at start; NULL when it could not be read */
         char **cmdline_root_hashes;     /* roothash= and usrhash= on the kernel command line */
         char *probe_address;            /* --prober=; NULL: PROBE_ADDRESS */
         UdevRuleName *udev_rule_names;  /* the modules udev's rules name to modgate-udev, as last read */

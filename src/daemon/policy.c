@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel-cmdline.h"
 #include "module-name.h"
 #include "policy.h"
 #include "strv.h"
@@ -208,66 +209,20 @@ PolicyVerdict policy_check_module(const Policy *p, RequestSource source, const c
         return (PolicyVerdict) { .verdict = VERDICT_ALLOW, .rule = allow };
 }
 
-/* The kernel reads parameter names with '-' and '_' alike (parameq()). */
-static void parameter_key_normalize(char *s) {
-        for (; *s && *s != '='; s++)
-                if (*s == '-')
-                        *s = '_';
-}
-
-/* The blanks between words, as the kernel's isspace() has them. */
-#define KERNEL_BLANKS " \t\n\v\f\r"
-
-/* The next "key[=value]" word of a parameter string or a kernel command line, where double quotes
- * keep blanks in a value as the kernel's next_arg() does. Returns its length, 0 at the end. */
-static size_t next_parameter(const char **p) {
-        const char *s = *p + strspn(*p, KERNEL_BLANKS);
-        bool quoted = false;
-        size_t n = 0;
-
-        for (; s[n] && (quoted || !strchr(KERNEL_BLANKS, s[n])); n++)
-                if (s[n] == '"')
-                        quoted = !quoted;
-        *p = s;
-        return n;
-}
-
-/* A word as the kernel reads it (next_arg()): a leading double quote quotes the whole word and goes,
- * with its closing one; a value in quotes loses them; '-' and '_' are alike in the key. In place. */
-static void parameter_word_normalize(char *w) {
-        size_t n = strlen(w);
-        char *v;
-
-        if (w[0] == '"') {
-                memmove(w, w + 1, n--);
-                if (n > 0 && w[n - 1] == '"')
-                        w[--n] = '\0';
-        }
-        v = strchr(w, '=');
-        if (v && v[1] == '"') {
-                size_t m = strlen(v + 1);
-
-                memmove(v + 1, v + 2, m);
-                if (m > 1 && v[m - 1] == '"')
-                        v[m - 1] = '\0';
-        }
-        parameter_key_normalize(w);
-}
-
 /* Whether the options string sets the key of word (normalized). */
 static bool options_set_key(const char *options, const char *word) {
         size_t klen = strcspn(word, "=");
         char k[MODULE_PARAMETERS_MAX + 1];
 
         for (const char *p = options ?: ""; ; ) {
-                size_t n = next_parameter(&p);
+                size_t n = kernel_next_arg(&p);
 
                 if (n == 0)
                         return false;
                 if (n < sizeof(k)) {
                         memcpy(k, p, n);
                         k[n] = '\0';
-                        parameter_word_normalize(k);
+                        kernel_arg_normalize(k);
                         if (strcspn(k, "=") == klen && memcmp(k, word, klen) == 0)
                                 return true;
                 }
@@ -316,7 +271,7 @@ PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const
 
         *ret_word = NULL;
         for (const char *s = parameters ?: ""; ; ) {
-                size_t n = next_parameter(&s);
+                size_t n = kernel_next_arg(&s);
 
                 if (n == 0)
                         break;
@@ -325,7 +280,7 @@ PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const
                 memcpy(buf, s, n);
                 buf[n] = '\0';
                 s += n;
-                parameter_word_normalize(buf);
+                kernel_arg_normalize(buf);
                 *ret_word = buf;
                 if (options_set_key(admin_options, buf))
                         return (PolicyVerdict) { .verdict = VERDICT_DENY, .admin_option = true };
@@ -348,7 +303,7 @@ int policy_rule_describe(const PolicyRule *r, char **ret) {
         return k < 0 ? -ENOMEM : 0;
 }
 
-/* The value of a kernel command line word "name=value" as parameter_word_normalize() left it, or NULL
+/* The value of a kernel command line word "name=value" as kernel_arg_normalize() left it, or NULL
  * when the word is not that option. */
 static const char *cmdline_value(const char *word, const char *name) {
         size_t n = strlen(name);
@@ -382,50 +337,75 @@ static int cmdline_add_denies(Policy *p, const char *option, const char *value, 
         return 0;
 }
 
-static int cmdline_word(Policy *p, char *word, char ***ignored) {
+/* module_blacklist= and modprobe.blacklist=, as the kernel and libkmod read them. */
+static int cmdline_add_blacklists(Policy *p, const char *cmdline, char ***ignored) {
         static const char *const blacklists[] = { "module_blacklist", "modprobe.blacklist" };
-        _cleanup_free_ char *text = NULL;
-        const char *v;
-        PolicyMode m;
 
-        /* As the kernel reads it: without its quotes, '-' and '_' alike in the option's name. */
-        parameter_word_normalize(word);
-        for (size_t i = 0; i < ELEMENTSOF(blacklists); i++) {
-                v = cmdline_value(word, blacklists[i]);
-                if (v)
-                        return cmdline_add_denies(p, blacklists[i], v, ignored);
-        }
-        v = cmdline_value(word, "modgate.mode");
-        if (!v)
-                return 0;
-        if (asprintf(&text, "modgate.mode=%s", v) < 0)
-                return -ENOMEM;
-        m = policy_mode_from_string(v);
-        if (m < 0)
-                return strv_consume(ignored, TAKE_PTR(text));
-        p->mode = m;
-        return policy_rule_set(&p->mode_rule, RULE_DEFAULT, NULL, POLICY_CMDLINE, 0, text);
-}
-
-int policy_add_cmdline(Policy *p, const char *cmdline, char ***ret_ignored) {
-        _cleanup_strv_free_ char **ignored = NULL;
-        const char *s = cmdline;
-        int r;
-
-        for (;;) {
+        for (const char *s = cmdline;;) {
                 _cleanup_free_ char *word = NULL;
-                size_t n = next_parameter(&s);
+                size_t n = kernel_next_arg(&s);
 
                 if (n == 0)
-                        break;
+                        return 0;
                 word = strndup(s, n);
                 if (!word)
                         return -ENOMEM;
                 s += n;
-                r = cmdline_word(p, word, &ignored);
+                kernel_arg_normalize(word);
+                for (size_t i = 0; i < ELEMENTSOF(blacklists); i++) {
+                        const char *v = cmdline_value(word, blacklists[i]);
+                        int r;
+
+                        if (!v)
+                                continue;
+                        r = cmdline_add_denies(p, blacklists[i], v, ignored);
+                        if (r < 0)
+                                return r;
+                        break;
+                }
+        }
+}
+
+/* modgate.mode=, our own option, read as systemd reads its own; the last one counts. */
+static int cmdline_set_mode(Policy *p, const char *cmdline, char ***ignored) {
+        _cleanup_free_ char *word = malloc(strlen(cmdline) + 1);
+
+        if (!word)
+                return -ENOMEM;
+        for (const char *s = cmdline; (s = systemd_cmdline_next_word(s, word));) {
+                _cleanup_free_ char *text = NULL;
+                const char *v = systemd_cmdline_value(word, "modgate.mode");
+                PolicyMode m;
+                int r;
+
+                if (!v)
+                        continue;
+                if (asprintf(&text, "modgate.mode=%s", v) < 0)
+                        return -ENOMEM;
+                m = policy_mode_from_string(v);
+                if (m < 0) {
+                        r = strv_consume(ignored, TAKE_PTR(text));
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                p->mode = m;
+                r = policy_rule_set(&p->mode_rule, RULE_DEFAULT, NULL, POLICY_CMDLINE, 0, text);
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+int policy_add_cmdline(Policy *p, const char *cmdline, char ***ret_ignored) {
+        _cleanup_strv_free_ char **ignored = NULL;
+        int r;
+
+        r = cmdline_add_blacklists(p, cmdline, &ignored);
+        if (r >= 0)
+                r = cmdline_set_mode(p, cmdline, &ignored);
+        if (r < 0)
+                return r;
         *ret_ignored = TAKE_PTR(ignored);
         return 0;
 }

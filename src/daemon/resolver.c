@@ -40,8 +40,7 @@ struct Resolver {
         int watch_fd;           /* inotify on the index and modprobe.d directories; -1: stat them instead */
         int index_wd;
         bool stale;             /* the watch saw a change that no reload has taken in yet */
-        char cmdline[8192];     /* the kernel command line, read once: it never changes, and libkmod's
-                                 * options from it are what records name as their source */
+        char *cmdline;          /* the kernel command line, as the Manager read it; NULL: none */
 };
 
 typedef struct Builder {
@@ -218,7 +217,7 @@ static int resolver_watch_read(Resolver *r) {
         return lost ? -ESTALE : changed;
 }
 
-int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
+int resolver_new(const char *dirname, const char *index_dir, const char *cmdline, Resolver **ret) {
         _cleanup_(resolver_freep) Resolver *r = NULL;
         int q;
 
@@ -238,8 +237,11 @@ int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
         q = context_new(r->index_dir, &r->ctx);
         if (q < 0)
                 return q;
-        if (read_line_at(AT_FDCWD, "/proc/cmdline", r->cmdline, sizeof(r->cmdline)) < 0)
-                r->cmdline[0] = '\0';
+        if (cmdline) {
+                r->cmdline = strdup(cmdline);
+                if (!r->cmdline)
+                        return -ENOMEM;
+        }
 
         *ret = TAKE_PTR(r);
         return 0;
@@ -254,6 +256,7 @@ Resolver *resolver_free(Resolver *r) {
         hashmap_free(r->plans);
         free(r->dirname);
         free(r->index_dir);
+        free(r->cmdline);
         free(r);
         return NULL;
 }

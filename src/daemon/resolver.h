@@ -55,8 +55,9 @@ int plan_filter(const Plan *p, const bool *drop, Plan **ret);
 
 /* dirname is the trusted root as paths in plans name it; the index is read beneath index_dir (the
  * pinned root's fd as /proc/self/fd/N, so that a mount over the path later changes nothing), or
- * beneath dirname when it is NULL. */
-int resolver_new(const char *dirname, const char *index_dir, Resolver **ret);
+ * beneath dirname when it is NULL. cmdline is the kernel command line (NULL: none), copied: the
+ * module options libkmod takes from it are what records name as their source. */
+int resolver_new(const char *dirname, const char *index_dir, const char *cmdline, Resolver **ret);
 Resolver *resolver_free(Resolver *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Resolver *, resolver_free);
 

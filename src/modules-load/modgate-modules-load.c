@@ -12,17 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <systemd/sd-json.h>
 
 #include "conf-files.h"
-#include "load-client.h"
+#include "kernel-cmdline.h"
+#include "load-plain.h"
 #include "log.h"
 #include "macro.h"
 #include "modules-load-conf.h"
 #include "strv.h"
 
 #define CMDLINE_SOURCE "kernel command line"
-#define CMDLINE_SIZE_MAX (64U * 1024U)
 /* The whole list at once: the daemon orders the loads by their dependencies itself, so a name whose
  * chain is long must not wait behind others for a slot while the daemon idles. Each request is a
  * connection; this cap keeps them well below the fds a process has by default (1024) and the
@@ -140,11 +139,11 @@ static int read_container_cmdline(char **ret) {
         fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-        args = malloc(CMDLINE_SIZE_MAX);
-        out = malloc(CMDLINE_SIZE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
+        args = malloc(KERNEL_CMDLINE_MAX);
+        out = malloc(KERNEL_CMDLINE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
         if (!args || !out)
                 return -ENOMEM;
-        while (n < CMDLINE_SIZE_MAX && (k = read(fd, args + n, CMDLINE_SIZE_MAX - n)) > 0)
+        while (n < KERNEL_CMDLINE_MAX && (k = read(fd, args + n, KERNEL_CMDLINE_MAX - n)) > 0)
                 n += (size_t) k;
 
         /* argv[0] is the init program; quotes inside a word are dropped, it is quoted whole. */
@@ -170,7 +169,7 @@ static int read_cmdline(char **ret) {
         }
         if (access("/run/systemd/container", F_OK) >= 0)
                 return read_container_cmdline(ret);
-        return read_file("/proc/cmdline", CMDLINE_SIZE_MAX, ret);
+        return kernel_cmdline_read(NULL, ret);
 }
 
 static int add_names(BootList *b, char **names, const char *source) {
@@ -259,7 +258,7 @@ static int collect_all(BootList *b) {
 }
 
 /* Logs the outcome for one module; returns whether it fails the run. */
-static bool report(const LoadRequest *req, const char *source) {
+static bool report(const PlainRequest *req, const char *source) {
         switch (req->result.verdict) {
         case LOAD_VERDICT_LOADED:
                 if (req->result.n_loaded > 0)
@@ -291,24 +290,9 @@ static bool report(const LoadRequest *req, const char *source) {
         }
 }
 
-static int build_contexts(const BootList *b, sd_json_variant **contexts) {
-        for (size_t i = 0; b->names && b->names[i]; i++) {
-                /* Consecutive modules of one file share its context. */
-                if (i > 0 && strcmp(b->sources[i], b->sources[i - 1]) == 0) {
-                        contexts[i] = sd_json_variant_ref(contexts[i - 1]);
-                        continue;
-                }
-                int r = sd_json_buildo(contexts + i, SD_JSON_BUILD_PAIR_STRING("source", "boot"),
-                                       SD_JSON_BUILD_PAIR_STRING("file", b->sources[i]));
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 static int load_all(const BootList *b) {
-        _cleanup_free_ sd_json_variant **contexts = NULL;
-        _cleanup_free_ LoadRequest *reqs = NULL;
+        _cleanup_free_ RequestContext *contexts = NULL;
+        _cleanup_free_ PlainRequest *reqs = NULL;
         size_t n = strv_length(b->names);
         bool failed = false;
         int r;
@@ -316,30 +300,34 @@ static int load_all(const BootList *b) {
         if (n == 0)
                 return 0;
 
-        contexts = calloc(n, sizeof(sd_json_variant *));
-        reqs = calloc(n, sizeof(LoadRequest));
+        contexts = calloc(n, sizeof(RequestContext));
+        reqs = calloc(n, sizeof(PlainRequest));
         if (!contexts || !reqs)
                 return log_oom();
 
-        r = build_contexts(b, contexts);
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                reqs[i] = (LoadRequest) { .name = b->names[i], .context = contexts[i] };
-        if (r >= 0)
-                r = load_requests_run(&(LoadOptions) {
-                                              .address = arg_address,
-                                              .timeout_usec = USEC_INFINITY,
-                                              .max_parallel = MAX_PARALLEL,
-                                      },
-                                      reqs, n);
+        for (size_t i = 0; i < n; i++) {
+                contexts[i] = (RequestContext) {
+                        .source = SOURCE_BOOT,
+                        .file = b->sources[i],
+                        .seqnum = -1,
+                };
+                reqs[i] = (PlainRequest) { .name = b->names[i], .context = contexts + i };
+        }
+        /* No start timeout: modgated.socket is ordered before this service, and a daemon that is
+         * slow to start is waited for as long as TimeoutSec= allows. */
+        r = plain_requests_run(&(PlainOptions) {
+                                       .address = arg_address,
+                                       .timeout_usec = USEC_INFINITY,
+                                       .max_parallel = MAX_PARALLEL,
+                               },
+                               reqs, n);
         if (r < 0)
                 log_error_errno(r, "Failed to talk to modgated: %m");
         else
                 for (size_t i = 0; i < n; i++)
                         failed = report(reqs + i, b->sources[i]) || failed;
 
-        load_requests_done(reqs, n);
-        for (size_t i = 0; i < n; i++)
-                sd_json_variant_unref(contexts[i]);
+        plain_requests_done(reqs, n);
         return r < 0 ? r : failed ? -EIO : 0;
 }
 
