@@ -509,8 +509,9 @@ def main():
            "records", case_completion)
     t.case("seal: a final list, then every load and unload refused with exit 6", case_seal)
 
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons), always=True)
+    t.run()
     h.dump_stderr(daemons)
-    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons))
     journal.stop()
     return t.done()
 

@@ -226,8 +226,9 @@ def main():
     t.case("modgated -n warns about configuration someone other than root can change, and names what /run "
            "holds", case_test_config_warns)
 
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*[d for d in daemons if d is not d1]), always=True)
+    t.run()
     h.dump_stderr(daemons)
-    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*[d for d in daemons if d is not d1]))
     journal.stop()
     return t.done()
 

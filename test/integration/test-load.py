@@ -446,8 +446,9 @@ def main():
                 if os.path.exists(p):
                     os.unlink(p)
 
-    t.case("SIGTERM stops every daemon cleanly, with nothing leaked", case_clean_exit)
+    t.case("SIGTERM stops every daemon cleanly, with nothing leaked", case_clean_exit, always=True)
     t.case("modgate.conf and drop-ins configure the daemon; a typo stops it with file and line", case_config)
+    t.run()
     for d in daemons:
         d.stop()
     journal.stop()

@@ -311,8 +311,9 @@ def main():
     t.case("modgatectl explain, load --dry-run and reload", case_modgatectl)
     t.case("modgate.mode=permissive: the load goes on and would-deny is recorded", case_permissive)
 
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons), always=True)
+    t.run()
     h.dump_stderr(daemons)
-    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons))
     journal.stop()
     return t.done()
 

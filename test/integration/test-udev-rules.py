@@ -167,6 +167,7 @@ def main():
            "follows; only modgate's copies are removed", case_added_masked_removed)
     t.case("a directory, a binary file and bad arguments are named errors or skipped, nothing lost",
            case_bad_input)
+    t.run()
     shutil.rmtree(work, ignore_errors=True)
     return t.done()
 
