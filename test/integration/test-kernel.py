@@ -260,7 +260,7 @@ def main():
 
     t.case("Unload of a module with holders: ModuleInUse naming them, no delete_module", case_unload_holders)
     t.case("Unload succeeds with O_NONBLOCK, the shim records 0, /sys/module/NAME and its holder links go",
-           case_unload_success)
+           case_unload_success, needs=(case_unload_holders,))
     t.case("Unload of a module with references: ModuleInUse with the refcount, no delete_module",
            case_unload_refcount)
     t.case("Unload of a coming or going module: UnloadFailed EBUSY with the state, no delete_module",
