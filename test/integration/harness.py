@@ -620,12 +620,12 @@ class Tap:
                     why[p["number"]] = of
                     need(p, of)
 
-        for c in [c for c in self.cases if c["number"] in why and why[c["number"]] is None]:
-            need(c, c)
         if why:
             for c in self.cases:
                 if c["always"]:
                     why.setdefault(c["number"], None)
+        for c in [c for c in self.cases if c["number"] in why and why[c["number"]] is None]:
+            need(c, c)
         return [(c, why[c["number"]]) for c in self.cases if c["number"] in why]
 
     def list(self):
