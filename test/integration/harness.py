@@ -598,7 +598,8 @@ class Tap:
         if strict:
             return []
         return [c for c in self.cases
-                if fnmatch.fnmatchcase(c["name"], selector) or fnmatch.fnmatchcase(self._ident(c) or "", selector)]
+                if fnmatch.fnmatchcase(c["name"], selector)
+                or fnmatch.fnmatchcase(self._ident(c) or "", selector)]
 
     def _selection(self):
         """The cases registered so far that the command line asks for, each with the case it is a
@@ -613,9 +614,10 @@ class Tap:
         def need(c, of):
             for selector in c["needs"]:
                 found = self._find(selector, strict=True)
-                assert len(found) == 1, "case %d needs %r, which names %d cases" % (c["number"], selector, len(found))
+                assert len(found) == 1, "case %d needs %r, which names %d cases" % (
+                    c["number"], selector, len(found))
                 p = found[0]
-                assert p["number"] < c["number"], "case %d needs a later case, %d" % (c["number"], p["number"])
+                assert p["number"] < c["number"], "case %d needs a later one, %d" % (c["number"], p["number"])
                 if p["number"] not in why:
                     why[p["number"]] = of
                     need(p, of)
@@ -632,7 +634,8 @@ class Tap:
         for c in self.cases:
             extra = ""
             if c["needs"]:
-                extra += "  (needs %s)" % ", ".join(str(self._find(n, strict=True)[0]["number"]) for n in c["needs"])
+                numbers = (str(self._find(n, strict=True)[0]["number"]) for n in c["needs"])
+                extra += "  (needs %s)" % ", ".join(numbers)
             if c["always"]:
                 extra += "  (runs with any case)"
             print("%d\t%s%s" % (c["number"], c["name"], extra), flush=True)
@@ -647,8 +650,8 @@ class Tap:
         for c, of in self._selection():
             if c["number"] <= self.ran:
                 if of is not None and c["number"] not in self.done_numbers:
-                    self._one("case %d needs case %d, which ran before it was chosen" % (of["number"], c["number"]),
-                              lambda: None, force_fail=True)
+                    self._one("case %d needs case %d, which ran before it was chosen" % (
+                        of["number"], c["number"]), None, force_fail=True)
                 continue
             name = c["name"]
             if of is not None:
@@ -696,8 +699,8 @@ class Tap:
             return 0
         for selector in self.chosen:
             if not self._find(selector, strict=False):
-                print("# no case matches %r; %s --list shows them" % (selector, os.path.basename(sys.argv[0])),
-                      flush=True)
+                print("# no case matches %r; %s --list shows them" % (
+                    selector, os.path.basename(sys.argv[0])), flush=True)
                 self.failed += 1
         print("1..%d" % self.n, flush=True)
         return 1 if self.failed else 0

@@ -228,7 +228,8 @@ def main():
     t.case("GetInterfaceDescription describes every method of io.modgate.Manager and the Sealed error",
            case_describe_interface)
     t.case("Load and Unload: the reply, /sys/module, finit_module and delete_module, the journal", case_load_unload)
-    t.case("Explain, List, Describe and Reload answer as documented", case_read_only, needs=(case_load_unload,))
+    t.case("Explain, List, Describe and Reload answer as documented", case_read_only,
+           needs=(case_load_unload,))
     t.case("Status reports the mode, the policy, the roots, the counters and sealed=false", case_status)
     t.case("Monitor streams a ready event, then a Load's request, started and loaded", case_monitor)
 
@@ -468,7 +469,8 @@ sys.stdin.read()
     # Its runtime directory is the next instance's, as systemd's RuntimeDirectory= (kept) would make it.
     seal_runtime = os.path.join(work, "seal-run")
     os.makedirs(seal_runtime)
-    ds = h.Lazy(lambda: start("seal", env={"MODGATE_SHIM_DELAY_MS": "1500", "RUNTIME_DIRECTORY": seal_runtime}))
+    ds = h.Lazy(lambda: start("seal", env={"MODGATE_SHIM_DELAY_MS": "1500",
+                                           "RUNTIME_DIRECTORY": seal_runtime}))
 
     def case_seal_refusals():
         n = len(ds.shim_records())

@@ -497,7 +497,8 @@ def main():
     t.case("unload: not loaded, no exit function, in use, success", case_unload, needs=(case_load,))
     t.case("explain: the verdict's exit status, text and JSON", case_explain, needs=(case_load,))
     t.case("list: a table with a footer, patterns, JSON", case_list, needs=(case_load,))
-    t.case("describe: systemctl status's shape, JSON per module, NoRecord", case_describe, needs=(case_load,))
+    t.case("describe: systemctl status's shape, JSON per module, NoRecord", case_describe,
+           needs=(case_load,))
     t.case("reload: the digest; a broken file exits 1 naming it", case_reload)
     t.case("status: mode, roots, workers, counters; JSON", case_status, needs=(case_load, case_load_refused))
     t.case("monitor: the ready event, events as they come, a module filter, SIGINT and SIGTERM end it",
@@ -508,7 +509,8 @@ def main():
            "SYSTEMD_COLORS say", case_terminal, needs=(case_load,))
     t.case("bash completion: verbs, options and their values, the index's names and aliases, the daemon's "
            "records", case_completion)
-    t.case("seal: a final list, then every load and unload refused with exit 6", case_seal, needs=(case_load,))
+    t.case("seal: a final list, then every load and unload refused with exit 6", case_seal,
+           needs=(case_load,))
 
     t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons), always=True)
     t.run()

@@ -422,8 +422,8 @@ def main():
 
     # --- d: every errno of finit_module() --------------------------------------------------------
 
-    fail_d = h.Lazy(lambda: daemon("errno", env={"MODGATE_SHIM_FAIL": ",".join("%s:%d" % (n, e)
-                                                                               for e, n in errno_mods.items())}))
+    fail_env = ",".join("%s:%d" % (n, e) for e, n in errno_mods.items())
+    fail_d = h.Lazy(lambda: daemon("errno", env={"MODGATE_SHIM_FAIL": fail_env}))
 
     def case_errnos():
         bad = []

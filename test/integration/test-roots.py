@@ -854,7 +854,8 @@ def main():
                                                     d.stderr_text()[-3000:]))
         assert not bad, "\n".join(bad)
 
-    t.case("every daemon ran to the end, called no init_module, and exits 0 on SIGTERM", case_clean_exit, always=True)
+    t.case("every daemon ran to the end, called no init_module, and exits 0 on SIGTERM", case_clean_exit,
+           always=True)
     t.run()
 
     for d in daemons:

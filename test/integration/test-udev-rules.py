@@ -165,7 +165,8 @@ def main():
            "someone else's in /run, is reported with its line and left alone", case_override_and_etc,
            needs=(case_idempotent,))
     t.case("a rule added later is copied; masked, changed, removed or no longer calling the builtin, its copy "
-           "follows; only modgate's copies are removed", case_added_masked_removed, needs=(case_override_and_etc,))
+           "follows; only modgate's copies are removed", case_added_masked_removed,
+           needs=(case_override_and_etc,))
     t.case("a directory, a binary file and bad arguments are named errors or skipped, nothing lost",
            case_bad_input, needs=(case_added_masked_removed,))
     t.run()
