@@ -10,6 +10,7 @@ private /sys/module.
 """
 
 import array
+import atexit
 import ctypes
 import fcntl
 import fnmatch
@@ -29,6 +30,20 @@ import time
 import traceback
 
 CLONE_NEWNS = 0x00020000
+
+# Every daemon, journald and container this run started. A run of chosen cases can leave running
+# what a later case would have stopped; they are killed at exit, so that nothing holds this mount
+# namespace (and its tmpfs copies of the module tree) once the test has ended.
+_STARTED = []
+
+
+@atexit.register
+def _kill_leftovers():
+    for x in _STARTED:
+        proc = getattr(x, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
 MODULE_INIT_COMPRESSED_FILE = 4
 
 
@@ -171,6 +186,7 @@ class Journal:
             os.makedirs("/run/systemd/journald.conf.d")
             with open("/run/systemd/journald.conf.d/50-test.conf", "w") as f:
                 f.write("[Journal]\nRateLimitIntervalSec=30s\nRateLimitBurst=%d\n" % rate_limit_burst)
+        _STARTED.append(self)
         self.proc = subprocess.Popen(["/usr/lib/systemd/systemd-journald"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
@@ -304,6 +320,7 @@ class Daemon:
     def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=(), store=None):
         self.store = store
         self.proc = None
+        _STARTED.append(self)
         self._handling = threading.Lock()
         self.address = "/run/modgate/%s.sock" % name
         self.shim_log = os.path.join(workdir, name + ".shim.log")
@@ -1423,6 +1440,7 @@ class Container:
                "--bind=%s:/sys/module" % self.sys_module,
                "--boot", "--", "systemd.unit=basic.target", *cmdline]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.console, stderr=self.console)
+        _STARTED.append(self)
         self.leader = self._find_leader(boot_timeout)
         self.state = self._wait_booted(boot_timeout)
 
