@@ -230,7 +230,8 @@ def main():
     t.case("Load and Unload: the reply, /sys/module, finit_module and delete_module, the journal", case_load_unload)
     t.case("Explain, List, Describe and Reload answer as documented", case_read_only,
            needs=(case_load_unload,))
-    t.case("Status reports the mode, the policy, the roots, the counters and sealed=false", case_status)
+    t.case("Status reports the mode, the policy, the roots, the counters and sealed=false", case_status,
+           needs=(case_load_unload,))
     t.case("Monitor streams a ready event, then a Load's request, started and loaded", case_monitor)
 
     # --- what is not a valid call ------------------------------------------------------------------
