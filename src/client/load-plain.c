@@ -11,6 +11,7 @@
 
 #include "load-plain.h"
 #include "macro.h"
+#include "time-util.h"
 #include "varlink-plain.h"
 
 static void write_context(JsonWriter *w, const RequestContext *c) {

@@ -264,13 +264,6 @@ void load_result_done(LoadResult *res) {
         res->error_id = res->detail = NULL;
 }
 
-uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* The daemon starts its timer when it reads the request, which may sit in the socket while the
  * daemon starts: a quarter of the time is left for that, so that Timeout arrives before our own
  * deadline. */

@@ -68,6 +68,3 @@ uint64_t load_busy_retry_at(unsigned busy, uint64_t first_busy, uint64_t now, ui
 
 /* "60", "1.5", "60s", "500ms": a timeout for --timeout=, more than 0 and at most an hour. */
 int parse_timeout(const char *s, uint64_t *ret_usec);
-
-/* CLOCK_MONOTONIC in microseconds. */
-uint64_t now_usec(void);

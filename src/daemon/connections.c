@@ -16,6 +16,7 @@
 #include "log.h"
 #include "manager.h"
 #include "peer.h"
+#include "time-util.h"
 
 /* A connection watched for silence and for input without end. sd-varlink reads what the client sends
  * and says nothing of it: a duplicate of the socket, watched edge-triggered, is woken by each arrival

@@ -18,6 +18,7 @@
 #include "kernel.h"
 #include "module-name.h"
 #include "strv.h"
+#include "time-util.h"
 
 struct History {
         int fd;                 /* a memfd kept in PID 1's fd store; -EBADF: memory only */

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "policy.h"
 #include "strv.h"
+#include "time-util.h"
 
 /* A Load call in flight: it waits for its jobs, which may be shared with other calls. */
 typedef struct LoadRequest {

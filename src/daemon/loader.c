@@ -17,6 +17,7 @@
 #include "module-name.h"
 #include "probe-client.h"
 #include "root-identity.h"
+#include "time-util.h"
 
 static const char *const outcome_table[_OUTCOME_MAX] = {
         [OUTCOME_LOADED] = "loaded",
@@ -28,20 +29,6 @@ static const char *const outcome_table[_OUTCOME_MAX] = {
 
 const char *outcome_to_string(Outcome o) {
         return o >= 0 && o < _OUTCOME_MAX ? outcome_table[o] : NULL;
-}
-
-uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
-}
-
-uint64_t realtime_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
 }
 
 /* What the checks and the load found, freed; what the job set is left. */

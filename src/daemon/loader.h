@@ -106,7 +106,3 @@ int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead);
 /* The same checks on the file as loader_load(), without loading it: for Explain. r has a reason when
  * one failed. Runs on any thread. Returns 0, or -ENOMEM. */
 int loader_check(const LoadContext *ctx, ModuleResult *r);
-
-uint64_t now_usec(void);
-/* CLOCK_REALTIME in µs: when, for records and events. */
-uint64_t realtime_usec(void);

@@ -33,6 +33,7 @@
 #include "probe-client.h"
 #include "root-identity.h"
 #include "strv.h"
+#include "time-util.h"
 #include "udev-rules.h"
 #include "udevd-check.h"
 #include "varlink.h"

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "monitor.h"
 #include "strv.h"
+#include "time-util.h"
 
 typedef struct Subscriber {
         sd_varlink *link;

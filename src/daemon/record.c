@@ -13,6 +13,7 @@
 #include "manager.h"
 #include "module-name.h"
 #include "strv.h"
+#include "time-util.h"
 
 static void write_summary(const ChatterSummary *s, void *userdata) {
         journal_record_summary(s, *(unsigned *) userdata);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "module-name.h"
 #include "scheduler.h"
+#include "time-util.h"
 
 /* A module in state "coming" is being loaded by someone else (PID 1, an initrd, another loader):
  * poll until it is live or gone. */

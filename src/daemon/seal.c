@@ -17,6 +17,7 @@
 #include "parse-util.h"
 #include "seal.h"
 #include "strv.h"
+#include "time-util.h"
 #include "varlink.h"
 
 /* An accepted Seal: its final list loading, and every other load in flight, waited for. */

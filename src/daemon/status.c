@@ -11,6 +11,7 @@
 #include "root-identity.h"
 #include "status.h"
 #include "strv.h"
+#include "time-util.h"
 
 static int root_evidence(const TrustedRoot *t, sd_json_variant **ret) {
         _cleanup_strv_free_ char **l = NULL;

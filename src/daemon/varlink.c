@@ -21,6 +21,7 @@
 #include "seal.h"
 #include "status.h"
 #include "strv.h"
+#include "time-util.h"
 #include "varlink-io.modgate.Manager.h"
 #include "varlink.h"
 

@@ -30,6 +30,7 @@
 #include "loop-util.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "time-util.h"
 #include "varlink-io.modgate.Probe.h"
 
 #define IDLE_EXIT_USEC (10 * USEC_PER_SEC)
@@ -39,13 +40,6 @@
 static char *arg_listen = NULL;
 static const char *arg_control = "/dev/mapper/control";
 static uint64_t last_activity;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000U;
-}
 
 /* DM_TABLE_STATUS of the device: its live table's lines (table) or status lines (!table). */
 static int dm_table_status(unsigned major, unsigned minor, bool table, struct dm_ioctl **ret) {
