@@ -5,7 +5,7 @@
 #include <sys/types.h>
 
 #include "chatter.h"
-#include "loader.h"
+#include "module-result.h"
 #include "request.h"
 
 /* The message ids of modgate's journal records; explained in catalog/modgate.catalog. */

@@ -14,11 +14,11 @@
 #include "load.h"
 #include "log.h"
 #include "manager.h"
+#include "module-result.h"
 #include "parse-util.h"
 #include "seal.h"
 #include "strv.h"
 #include "time-util.h"
-#include "varlink.h"
 
 /* An accepted Seal: its final list loading, and every other load in flight, waited for. */
 struct SealRequest {

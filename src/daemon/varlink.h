@@ -9,6 +9,3 @@
 
 int manager_varlink_init(Manager *m);
 void manager_free_requests(Manager *m);
-
-/* Appends one module's result to a reply's modules array, as Load gives it. */
-int module_result_build_json(const ModuleResult *r, sd_json_variant **array);
