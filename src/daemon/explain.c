@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 
 #include "explain.h"
+#include "journal.h"
 #include "kernel.h"
 #include "load.h"
 #include "loader.h"
@@ -295,6 +296,8 @@ static void explain_done(void *userdata, bool cancelled) {
 
         if (cancelled)
                 return;
+        /* The checks may have pinned a root. */
+        journal_record_root_pins(w->ctx->roots, w->ctx->n_roots);
         r = w->error < 0 ? w->error : explain_reply(w, &reply);
         reader_reply(w->link, r, reply, "explain the request");
 }

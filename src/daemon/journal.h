@@ -119,6 +119,10 @@ void journal_record_sealed_refusal(const Requester *who, const char *method, boo
  * when this is the first); changed when the two differ. */
 void journal_record_root(const char *path, const char *identity, const char *recorded, bool changed);
 
+/* On the main thread: what the fresh pins of the roots found since the last call (a pin may happen on
+ * a worker thread, which writes no records), each recorded once. */
+void journal_record_root_pins(TrustedRoot *const *roots, size_t n_roots);
+
 /* Files that once were read and no longer are (modgate.conf in /run/modgate, /run/modprobe.d): what
  * they are (input, "configuration" or "modprobe.d"), and the files, which are left as they are. */
 void journal_record_input_ignored(const char *input, char *const *files);

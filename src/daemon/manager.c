@@ -23,6 +23,7 @@
 #include "fdstore.h"
 #include "history.h"
 #include "fileio.h"
+#include "journal.h"
 #include "kernel-cmdline.h"
 #include "kernel.h"
 #include "loader.h"
@@ -296,6 +297,7 @@ static int manager_pin_roots(Manager *m) {
                 }
 
                 r = trusted_root_pin(t, root_verify, m);
+                journal_record_root_pins(&t, 1);
                 if (r == -ENOMEM) {
                         r = log_oom();
                         goto finish;

@@ -13,7 +13,6 @@
 
 #include "fdstore.h"
 #include "fileio.h"
-#include "journal.h"
 #include "log.h"
 #include "macro.h"
 #include "origin.h"
@@ -195,6 +194,27 @@ int root_identity_check(const char *path, const RootIdentity *id, RootIdentity *
         return r;
 }
 
+/* What the pin found, for the main thread to record (trusted_root_take_pinned()). */
+static int root_pinned(TrustedRoot *r, const char *identity, const char *recorded, bool changed) {
+        _cleanup_free_ char *i = NULL, *w = NULL;
+
+        i = strdup(identity);
+        if (!i)
+                return -ENOMEM;
+        if (recorded) {
+                w = strdup(recorded);
+                if (!w)
+                        return -ENOMEM;
+        }
+        trusted_root_pinned_done(&r->pinned);
+        r->pinned = (TrustedRootPinned) {
+                .identity = TAKE_PTR(i),
+                .recorded = TAKE_PTR(w),
+                .changed = changed,
+        };
+        return 0;
+}
+
 int root_identity_verify(TrustedRoot *r, const char *probe_address) {
         char now[512], was[512];
         RootIdentity id, recorded;
@@ -213,8 +233,7 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
                 strncat(now, " roothash=unknown", sizeof(now) - strlen(now) - 1);
         if (!keep) {
                 /* Said once at start: nothing is kept without a store. */
-                journal_record_root(r->path, now, NULL, false);
-                return 0;
+                return root_pinned(r, now, NULL, false);
         }
 
         /* Nothing is recorded that is not known: a later pin that can read the table records it. */
@@ -224,27 +243,28 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
                 if (q == 0) {
                         log_warning("Trusted root %s is on a device-mapper device whose table cannot be read now: its "
                                     "identity is not recorded until it can be.", r->path);
-                        journal_record_root(r->path, now, NULL, false);
-                        return 0;
+                        return root_pinned(r, now, NULL, false);
                 }
                 if (q > 0)
                         q = -ESTALE;
         }
         if (q == -EBADMSG) {
+                if (root_pinned(r, now, "unreadable", true) < 0)
+                        return -ENOMEM;
                 if (asprintf(&r->changed, "the record of its first pin this boot cannot be read") < 0)
                         return (r->changed = NULL), -ENOMEM;
-                journal_record_root(r->path, now, "unreadable", true);
                 return 0;
         }
         if (q == -ENOMEM)
                 return q;
         if (q == -ESTALE) {
                 root_identity_format(&recorded, was, sizeof(was));
+                if (root_pinned(r, now, was, true) < 0)
+                        return -ENOMEM;
                 if (asprintf(&r->changed, "recorded %s, now %s", was, now) < 0) {
                         r->changed = NULL;
                         return -ENOMEM;
                 }
-                journal_record_root(r->path, now, was, true);
                 return 0;
         }
         if (q < 0) {
@@ -252,6 +272,5 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
                                   r->path);
                 return 0;
         }
-        journal_record_root(r->path, now, q == 0 ? NULL : now, false);
-        return 0;
+        return root_pinned(r, now, q == 0 ? NULL : now, false);
 }

@@ -43,6 +43,6 @@ int root_identity_store_open(bool store);
 int root_identity_check(const char *path, const RootIdentity *id, RootIdentity *ret_recorded);
 
 /* Everything above for a root that was just pinned: its identity is found, checked and recorded,
- * and journalled; when it changed, r->changed says how, and nothing beneath it is loaded. Without a
+ * and left in r->pinned for the main thread to journal (journal_record_root_pins()); when it changed, r->changed says how, and nothing beneath it is loaded. Without a
  * store, nothing is kept across restarts (said once, at start). Returns 0 or -ENOMEM. */
 int root_identity_verify(TrustedRoot *r, const char *probe_address);

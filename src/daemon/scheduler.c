@@ -12,6 +12,7 @@
 
 #include "decide.h"
 #include "hashmap.h"
+#include "journal.h"
 #include "kernel.h"
 #include "log.h"
 #include "module-name.h"
@@ -253,6 +254,8 @@ static void job_record(Job *j) {
                 .n = j->n_requesters,
         };
 
+        /* A root the load (or a check ahead) pinned first: its record before the module's. */
+        journal_record_root_pins(s->ctx.roots, s->ctx.n_roots);
         if (s->record)
                 s->record(&who, &j->result, s->record_userdata);
         else

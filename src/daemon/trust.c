@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -475,6 +476,22 @@ int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata) {
         return q;
 }
 
+void trusted_root_pinned_done(TrustedRootPinned *p) {
+        free(p->identity);
+        free(p->recorded);
+        *p = (TrustedRootPinned) {};
+}
+
+void trusted_root_take_pinned(TrustedRoot *r, TrustedRootPinned *ret) {
+        assert(r);
+        assert(ret);
+
+        pthread_mutex_lock(&r->lock);
+        *ret = r->pinned;
+        r->pinned = (TrustedRootPinned) {};
+        pthread_mutex_unlock(&r->lock);
+}
+
 TrustedRoot *trusted_root_free(TrustedRoot *r) {
         if (!r)
                 return NULL;
@@ -483,6 +500,7 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
         free(r->path);
         free(r->real_path);
         free(r->changed);
+        trusted_root_pinned_done(&r->pinned);
         strv_free(r->root_hashes);
         strv_free(r->fsverity_digests);
         manifest_free(r->manifest);
