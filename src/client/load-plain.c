@@ -12,6 +12,7 @@
 #include "load-plain.h"
 #include "macro.h"
 #include "time-util.h"
+#include "varlink-errors.h"
 #include "varlink-plain.h"
 
 static void write_context(JsonWriter *w, const RequestContext *c) {
@@ -51,7 +52,7 @@ int plain_request_message(const PlainRequest *req, uint64_t daemon_timeout, char
         /* JSON carries UTF-8 only: a name or a modalias of other bytes names no module. */
         if (what && !utf8_is_valid(what, strlen(what))) {
                 *ret_refusal = (LoadRefusal) {
-                        .error = req->name ? "io.modgate.Manager.InvalidName" : "io.modgate.Manager.InvalidModalias",
+                        .error = req->name ? MANAGER_ERROR_INVALID_NAME : MANAGER_ERROR_INVALID_MODALIAS,
                         .reason = "not UTF-8",
                 };
                 return 1;
@@ -180,7 +181,7 @@ static int call_reply(Run *run, Call *c) {
         if (r < 0)
                 return call_broken(c, r, reason);
 
-        if (reply.error && strcmp(reply.error, "io.modgate.Manager.Busy") == 0) {
+        if (reply.error && strcmp(reply.error, MANAGER_ERROR_BUSY) == 0) {
                 uint64_t now = now_usec();
 
                 if (c->busy++ == 0)

@@ -10,8 +10,8 @@
 
 #include "load-reply.h"
 #include "macro.h"
+#include "varlink-errors.h"
 
-#define ERROR_PREFIX "io.modgate.Manager."
 
 static const char *const verdict_table[_LOAD_VERDICT_MAX] = {
         [LOAD_VERDICT_LOADED] = "loaded",
@@ -39,27 +39,28 @@ static size_t field_elements(const JsonValue *v, const char *key) {
 }
 
 static bool error_is(const char *error_id, const char *name) {
-        return strncmp(error_id, ERROR_PREFIX, strlen(ERROR_PREFIX)) == 0 &&
-                strcmp(error_id + strlen(ERROR_PREFIX), name) == 0;
+        return strcmp(error_id, name) == 0;
 }
 
 LoadVerdict load_verdict_from_reply(const char *error_id, const JsonValue *parameters) {
         static const char *const invalid[] = {
-                "InvalidName", "InvalidModalias", "InvalidPath", "InvalidModuleParameters", "InvalidRequest",
+                MANAGER_ERROR_INVALID_NAME, MANAGER_ERROR_INVALID_MODALIAS, MANAGER_ERROR_INVALID_PATH,
+                MANAGER_ERROR_INVALID_MODULE_PARAMETERS, MANAGER_ERROR_INVALID_REQUEST,
         };
 
         if (!error_id)
                 return LOAD_VERDICT_LOADED;
 
-        if (error_is(error_id, "ModuleNotFound"))
+        if (error_is(error_id, MANAGER_ERROR_MODULE_NOT_FOUND))
                 return field_elements(parameters, "blacklisted") > 0 ? LOAD_VERDICT_BLACKLISTED
                                                                       : LOAD_VERDICT_NOT_FOUND;
-        if (error_is(error_id, "UntrustedOrigin") || error_is(error_id, "PolicyDenied") ||
-            error_is(error_id, "ParameterDenied"))
+        if (error_is(error_id, MANAGER_ERROR_UNTRUSTED_ORIGIN) ||
+            error_is(error_id, MANAGER_ERROR_POLICY_DENIED) ||
+            error_is(error_id, MANAGER_ERROR_PARAMETER_DENIED))
                 return LOAD_VERDICT_DENIED;
-        if (error_is(error_id, "InstallCommandRefused"))
+        if (error_is(error_id, MANAGER_ERROR_INSTALL_COMMAND_REFUSED))
                 return LOAD_VERDICT_INSTALL_REFUSED;
-        if (error_is(error_id, "Timeout"))
+        if (error_is(error_id, MANAGER_ERROR_TIMEOUT))
                 return LOAD_VERDICT_TIMEOUT;
         for (size_t i = 0; i < ELEMENTSOF(invalid); i++)
                 if (error_is(error_id, invalid[i]))
@@ -148,7 +149,7 @@ static void describe_error(FILE *f, const char *error_id, const JsonValue *param
                 break;
         case LOAD_VERDICT_DENIED:
                 /* The policy's reason names its rule already: "vxlan needs udp_tunnel, denied by F:3 ...". */
-                if (!error_is(error_id, "UntrustedOrigin")) {
+                if (!error_is(error_id, MANAGER_ERROR_UNTRUSTED_ORIGIN)) {
                         fprintf(f, "the module policy denies it: %s", reason ?: "no reason given");
                         break;
                 }
@@ -166,13 +167,13 @@ static void describe_error(FILE *f, const char *error_id, const JsonValue *param
                         fputs("?", f);
                 break;
         case LOAD_VERDICT_FAILED:
-                if (error_is(error_id, "Busy")) {
+                if (error_is(error_id, MANAGER_ERROR_BUSY)) {
                         fprintf(f, "modgated stayed busy until no time was left: %s", reason ?: "busy");
                         if (module)
                                 fprintf(f, " (%s)", module);
                         break;
                 }
-                if (!error_is(error_id, "LoadFailed")) {
+                if (!error_is(error_id, MANAGER_ERROR_LOAD_FAILED)) {
                         fprintf(f, "modgated answered %s", error_id);
                         break;
                 }

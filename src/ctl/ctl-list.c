@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* list and describe: this boot's record of each module (List, Describe). */
 
@@ -172,7 +173,7 @@ int verb_describe(char **args, size_t n) {
 
         for (size_t i = 0; i < n; i++)
                 if (!module_name_is_valid(args[i]))
-                        return ctl_log_refusal(args[i], "io.modgate.Manager.InvalidName", NULL);
+                        return ctl_log_refusal(args[i], MANAGER_ERROR_INVALID_NAME, NULL);
         r = ctl_connect(&vl);
         if (r < 0)
                 return r;

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* load, unload and explain: one call per argument, on one connection. */
 
@@ -61,7 +62,7 @@ static int build_load(const char *arg, sd_json_variant **ret) {
 
 static int build_unload(const char *arg, sd_json_variant **ret) {
         if (!module_name_is_valid(arg))
-                return ctl_log_refusal(arg, "io.modgate.Manager.InvalidName", NULL);
+                return ctl_log_refusal(arg, MANAGER_ERROR_INVALID_NAME, NULL);
         if (sd_json_buildo(ret, SD_JSON_BUILD_PAIR_STRING("name", arg)) < 0)
                 return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         return 0;

@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* reload and seal: what changes the daemon or the kernel as a whole. */
 
@@ -35,7 +36,7 @@ static int seal_parameters(sd_json_variant **ret) {
 
         for (char **name = arg_seal_load; name && *name; name++) {
                 if (!module_name_is_valid(*name))
-                        return ctl_log_refusal(*name, "io.modgate.Manager.InvalidName", NULL);
+                        return ctl_log_refusal(*name, MANAGER_ERROR_INVALID_NAME, NULL);
                 if (sd_json_variant_append_arrayb(&names, SD_JSON_BUILD_STRING(*name)) < 0)
                         return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         }
@@ -108,8 +109,8 @@ int verb_seal(char **args, size_t n) {
         if (error) {
                 /* A name of the final list that cannot load refuses the whole Seal: say which. */
                 r = ctl_log_error("seal", json_str(reply, "name") ?: json_str(reply, "module") ?: "seal", error, reply);
-                if (!streq_ptr(error, "io.modgate.Manager.Sealed") &&
-                    !streq_ptr(error, "io.modgate.Manager.PermissionDenied"))
+                if (!streq_ptr(error, MANAGER_ERROR_SEALED) &&
+                    !streq_ptr(error, MANAGER_ERROR_PERMISSION_DENIED))
                         log_error("Nothing was sealed.");
                 return r;
         }

@@ -15,6 +15,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* monitor: follows Monitor's events until SIGINT or SIGTERM, one line each (or the daemon's JSON). */
 
@@ -146,7 +147,7 @@ static int monitor_parameters(char **args, size_t n, sd_json_variant **ret) {
 
         for (size_t i = 0; i < n; i++) {
                 if (!module_name_is_valid(args[i]))
-                        return ctl_log_refusal(args[i], "io.modgate.Manager.InvalidName", NULL);
+                        return ctl_log_refusal(args[i], MANAGER_ERROR_INVALID_NAME, NULL);
                 if (sd_json_variant_append_arrayb(&names, SD_JSON_BUILD_STRING(args[i])) < 0)
                         return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         }

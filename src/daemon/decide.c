@@ -9,8 +9,8 @@
 
 #include "decide.h"
 #include "strv.h"
+#include "varlink-errors.h"
 
-#define ERROR_PREFIX "io.modgate.Manager."
 
 static void decision_step_done(DecisionStep *s) {
         free(s->parameter);
@@ -55,7 +55,7 @@ static int decide_seal(const LoadInput *in, LoadDecision *d) {
         if (in->seal == KERNEL_UNSEALED)
                 return 0;
         /* Answered by seal_refuse(), which counts the repeats: after a seal the kernel goes on asking. */
-        s = step_add(d, LOAD_SEALED, ERROR_PREFIX "Sealed");
+        s = step_add(d, LOAD_SEALED, MANAGER_ERROR_SEALED);
         if (!s)
                 return -ENOMEM;
         return strdup_or_null(in->seal == KERNEL_SEALING ? "the kernel is being sealed" :
@@ -74,7 +74,7 @@ static int decide_key(const LoadInput *in, LoadDecision *d) {
         d->key_policy = v.verdict == VERDICT_DENY ? "deny" : "allow";
         if (v.verdict == VERDICT_ALLOW)
                 return 0;
-        s = step_add(d, LOAD_DENIED, ERROR_PREFIX "PolicyDenied");
+        s = step_add(d, LOAD_DENIED, MANAGER_ERROR_POLICY_DENIED);
         if (!s)
                 return -ENOMEM;
         s->would = permissive(in);
@@ -105,7 +105,7 @@ static int decide_not_found(const LoadInput *in, LoadDecision *d, const char *on
         bool blacklisted = one || (p && p->n_blacklisted > 0);
         DecisionStep *s;
 
-        s = step_add(d, LOAD_NOT_FOUND, ERROR_PREFIX "ModuleNotFound");
+        s = step_add(d, LOAD_NOT_FOUND, MANAGER_ERROR_MODULE_NOT_FOUND);
         if (!s)
                 return -ENOMEM;
         s->record = DECISION_RECORD_NOT_FOUND;
@@ -130,7 +130,7 @@ static int decide_not_found(const LoadInput *in, LoadDecision *d, const char *on
 
 /* The index failed the request: LoadFailed with no module loaded. error: 0, or the errno to name. */
 static int decide_failed(LoadDecision *d, const char *key, const char *reason, int error) {
-        DecisionStep *s = step_add(d, LOAD_FAILED, ERROR_PREFIX "LoadFailed");
+        DecisionStep *s = step_add(d, LOAD_FAILED, MANAGER_ERROR_LOAD_FAILED);
 
         if (!s || strdup_or_null(reason, &s->reason) < 0)
                 return -ENOMEM;
@@ -156,7 +156,7 @@ static int decide_resolution(const LoadInput *in, LoadDecision *d) {
                 return r < 0 ? r : 0;
         }
         if (in->path && r == -EINVAL) {
-                s = step_add(d, LOAD_INVALID_PATH, ERROR_PREFIX "InvalidPath");
+                s = step_add(d, LOAD_INVALID_PATH, MANAGER_ERROR_INVALID_PATH);
                 if (!s || strdup_or_null("file name is not a module name", &s->reason) < 0)
                         return -ENOMEM;
                 return sd_json_buildo(&s->error_parameters, SD_JSON_BUILD_PAIR_STRING("path", in->path),
@@ -185,7 +185,7 @@ static int decide_resolution(const LoadInput *in, LoadDecision *d) {
 /* A policy step on plan module i, denied itself or through a hard dependency. */
 static int module_step(const LoadInput *in, LoadDecision *d, size_t i, LoadVerdict verdict, bool would) {
         const ModuleVerdict *v = d->modules;
-        DecisionStep *s = step_add(d, verdict, ERROR_PREFIX "PolicyDenied");
+        DecisionStep *s = step_add(d, verdict, MANAGER_ERROR_POLICY_DENIED);
 
         if (!s)
                 return -ENOMEM;
@@ -260,7 +260,7 @@ static int decide_parameters(const LoadInput *in, LoadDecision *d) {
                 if (plan->specs[i].role != ROLE_REQUESTED)
                         continue;
                 if (spec) {
-                        s = step_add(d, LOAD_PARAMETER_DENIED, ERROR_PREFIX "ParameterDenied");
+                        s = step_add(d, LOAD_PARAMETER_DENIED, MANAGER_ERROR_PARAMETER_DENIED);
                         if (!s || strdup_or_null(in->parameters, &s->parameter) < 0 ||
                             strdup_or_null("parameters are for one module, and this request matches "
                                            "several: ask for the module by name", &s->reason) < 0)
@@ -280,7 +280,7 @@ static int decide_parameters(const LoadInput *in, LoadDecision *d) {
                                     &word);
         if (v.verdict == VERDICT_ALLOW)
                 return 0;
-        s = step_add(d, LOAD_PARAMETER_DENIED, ERROR_PREFIX "ParameterDenied");
+        s = step_add(d, LOAD_PARAMETER_DENIED, MANAGER_ERROR_PARAMETER_DENIED);
         if (!s || strdup_or_null(word ?: in->parameters, &s->parameter) < 0)
                 return -ENOMEM;
         s->would = permissive(in);

@@ -13,6 +13,7 @@
 #include "policy.h"
 #include "strv.h"
 #include "time-util.h"
+#include "varlink-errors.h"
 
 /* A Load call in flight: it waits for its jobs, which may be shared with other calls. */
 typedef struct LoadRequest {
@@ -141,17 +142,17 @@ static int load_request_reply(LoadRequest *req) {
                                 SD_JSON_BUILD_PAIR_CONDITION(!!req->denied, "denied",
                                                              SD_JSON_BUILD_VARIANT(req->denied)));
         if (f->command)
-                return sd_varlink_errorbo(req->link, "io.modgate.Manager.InstallCommandRefused",
+                return sd_varlink_errorbo(req->link, MANAGER_ERROR_INSTALL_COMMAND_REFUSED,
                                           SD_JSON_BUILD_PAIR_STRING("module", f->name),
                                           SD_JSON_BUILD_PAIR_STRING("command", f->command),
                                           SD_JSON_BUILD_PAIR_VARIANT("modules", array));
         if (f->outcome == OUTCOME_DENIED)
-                return sd_varlink_errorbo(req->link, "io.modgate.Manager.UntrustedOrigin",
+                return sd_varlink_errorbo(req->link, MANAGER_ERROR_UNTRUSTED_ORIGIN,
                                           SD_JSON_BUILD_PAIR_STRING("module", f->name),
                                           SD_JSON_BUILD_PAIR_CONDITION(!!f->path, "path", SD_JSON_BUILD_STRING(f->path)),
                                           SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "untrusted origin"),
                                           SD_JSON_BUILD_PAIR_VARIANT("modules", array));
-        return sd_varlink_errorbo(req->link, "io.modgate.Manager.LoadFailed",
+        return sd_varlink_errorbo(req->link, MANAGER_ERROR_LOAD_FAILED,
                                   SD_JSON_BUILD_PAIR_STRING("module", f->name),
                                   SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "load failed"),
                                   SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errno", SD_JSON_BUILD_INTEGER(f->error)),
@@ -200,7 +201,7 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
                         r = sd_json_variant_append_arrayb(&pending,
                                                           SD_JSON_BUILD_STRING(job_result(req->jobs[i])->name));
         if (r >= 0)
-                r = sd_varlink_errorbo(req->link, "io.modgate.Manager.Timeout",
+                r = sd_varlink_errorbo(req->link, MANAGER_ERROR_TIMEOUT,
                                        SD_JSON_BUILD_PAIR_VARIANT("pending", pending));
         if (r < 0 && r != -EBADR)
                 log_debug_errno(r, "Failed to send timeout reply: %m");
@@ -215,9 +216,9 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 int load_reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefusal *f) {
         if (f->field)
                 return sd_varlink_error_invalid_parameter_name(link, f->field);
-        if (strcmp(f->error, "io.modgate.Manager.InvalidName") == 0)
+        if (strcmp(f->error, MANAGER_ERROR_INVALID_NAME) == 0)
                 return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("name", p->name));
-        if (strcmp(f->error, "io.modgate.Manager.InvalidPath") == 0)
+        if (strcmp(f->error, MANAGER_ERROR_INVALID_PATH) == 0)
                 return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("path", p->path),
                                           SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
         return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
@@ -334,7 +335,7 @@ static LoadRequest *load_request_new(Manager *m, uint64_t arrival_usec) {
 }
 
 int load_reply_busy(sd_varlink *link, const char *module) {
-        return sd_varlink_errorbo(link, "io.modgate.Manager.Busy",
+        return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
                                   SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from another file or "
                                                             "with other parameters; ask again when that load is "
                                                             "done"),

@@ -8,8 +8,6 @@
 #include "manager.h"
 #include "request.h"
 
-#define reply_invalid(link, error, ...) sd_varlink_errorbo(link, "io.modgate.Manager." error, __VA_ARGS__)
-
 /* A request that load_parameters_parse() refused, answered with its named error. */
 int load_reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefusal *f);
 

@@ -10,6 +10,7 @@
 #include "module-name.h"
 #include "seal.h"
 #include "strv.h"
+#include "varlink-errors.h"
 
 /* What sd_varlink_dispatch() does, without the link: unknown fields and wrong types are an
  * InvalidParameter naming the field. */
@@ -108,8 +109,8 @@ int method_reply_refusal(sd_varlink *link, const MethodRefusal *f) {
         if (f->field)
                 return sd_varlink_error_invalid_parameter_name(link, f->field);
         if (strcmp(f->error, "InvalidName") == 0)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.InvalidName",
+                return sd_varlink_errorbo(link, MANAGER_ERROR_INVALID_NAME,
                                           SD_JSON_BUILD_PAIR_STRING("name", f->name));
-        return sd_varlink_errorbo(link, "io.modgate.Manager.InvalidRequest",
+        return sd_varlink_errorbo(link, MANAGER_ERROR_INVALID_REQUEST,
                                   SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
 }

@@ -18,6 +18,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "probe-client.h"
+#include "varlink-errors.h"
 
 #define PROBE_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
@@ -112,12 +113,12 @@ int probe_reply_parse(const char *error_id, sd_json_variant *reply, DmTable *t) 
         int r;
 
         if (error_id) {
-                if (strcmp(error_id, "io.modgate.Probe.DeviceChanged") == 0)
+                if (strcmp(error_id, PROBE_ERROR_DEVICE_CHANGED) == 0)
                         return probe_failed(t, ESTALE, "it is another device than the one the file is on (its diskseq "
                                             "changed: removed and made again)");
-                if (strcmp(error_id, "io.modgate.Probe.NoSuchDevice") == 0)
+                if (strcmp(error_id, PROBE_ERROR_NO_SUCH_DEVICE) == 0)
                         return probe_failed(t, ENODEV, "it is gone");
-                if (strcmp(error_id, "io.modgate.Probe.NotDeviceMapper") == 0)
+                if (strcmp(error_id, PROBE_ERROR_NOT_DEVICE_MAPPER) == 0)
                         return probe_failed(t, ENODEV, "the prober says it is not a device-mapper device");
                 s = sd_json_variant_string(sd_json_variant_by_key(reply, "reason"));
                 return probe_failed(t, EIO, "the prober answered %s%s%s", error_id, s ? ": " : "", s ?: "");
@@ -377,12 +378,12 @@ int probe_loop_reply_parse(const char *error_id, sd_json_variant *reply, Origin 
         if (error_id) {
                 const char *s = sd_json_variant_string(sd_json_variant_by_key(reply, "reason"));
 
-                if (strcmp(error_id, "io.modgate.Probe.DeviceChanged") == 0)
+                if (strcmp(error_id, PROBE_ERROR_DEVICE_CHANGED) == 0)
                         why = "the prober says it is another loop device than the one the file system is on (its "
                               "diskseq changed: detached and bound again)";
-                else if (strcmp(error_id, "io.modgate.Probe.NoSuchDevice") == 0)
+                else if (strcmp(error_id, PROBE_ERROR_NO_SUCH_DEVICE) == 0)
                         why = "the prober says it is gone";
-                else if (strcmp(error_id, "io.modgate.Probe.NotLoop") == 0)
+                else if (strcmp(error_id, PROBE_ERROR_NOT_LOOP) == 0)
                         why = "the prober says it is not a loop device, or reads no file";
                 else
                         return set_unknown(o, "the prober answered %s%s%s", error_id, s ? ": " : "", s ?: "");

@@ -19,6 +19,7 @@
 #include "seal.h"
 #include "strv.h"
 #include "time-util.h"
+#include "varlink-errors.h"
 
 /* An accepted Seal: its final list loading, and every other load in flight, waited for. */
 struct SealRequest {
@@ -141,7 +142,7 @@ int seal_refuse(Manager *m, sd_varlink *link, const Requester *who, const char *
          * are counted into the summary, so that they cannot crowd out the records that matter. */
         if (manager_chatter_first(m, CHATTER_SEALED, who, method, key))
                 journal_record_sealed_refusal(who, method, !m->seal.sealed);
-        return sd_varlink_errorbo(link, "io.modgate.Manager.Sealed",
+        return sd_varlink_errorbo(link, MANAGER_ERROR_SEALED,
                                   SD_JSON_BUILD_PAIR_CONDITION(m->seal.sealed_usec > 0, "sealedAt",
                                                                SD_JSON_BUILD_UNSIGNED(m->seal.sealed_usec)));
 }

@@ -22,6 +22,7 @@
 #include "status.h"
 #include "strv.h"
 #include "time-util.h"
+#include "varlink-errors.h"
 #include "varlink-io.modgate.Manager.h"
 #include "varlink.h"
 
@@ -47,7 +48,8 @@ static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, 
                 return 1;
         log_debug("Refused %s from pid %d: %s", method, (int) peer->pid, why);
         manager_record_refused_caller(m, who, method, why);
-        return sd_varlink_errorbo(link, "io.modgate.Manager.PermissionDenied", SD_JSON_BUILD_PAIR_STRING("reason", why));
+        return sd_varlink_errorbo(link, MANAGER_ERROR_PERMISSION_DENIED,
+                                  SD_JSON_BUILD_PAIR_STRING("reason", why));
 }
 
 /* Who the peer is, into peer and who (which borrows peer's strings: peer must outlive it), and
@@ -140,7 +142,8 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
                 return load_reply_refusal(link, &p, &refusal);
 
         if (m->n_requests >= REQUESTS_MAX)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
+                return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
+                                          SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
 
         who = load_requester(&p);
         r = peer_identify(m->peers, link,
@@ -312,7 +315,8 @@ static int vl_method_describe(sd_varlink *link, sd_json_variant *parameters, sd_
                 return r;
         e = history_get(m->history, name);
         if (!e)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.NoRecord", SD_JSON_BUILD_PAIR_STRING("module", name));
+                return sd_varlink_errorbo(link, MANAGER_ERROR_NO_RECORD,
+                                          SD_JSON_BUILD_PAIR_STRING("module", name));
         return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_VARIANT("module", e));
 }
 
@@ -336,7 +340,7 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.ConfigurationInvalid",
+                return sd_varlink_errorbo(link, MANAGER_ERROR_CONFIGURATION_INVALID,
                                           SD_JSON_BUILD_PAIR_STRING("reason", error ?: strerror(-r)));
         return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
                                   SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)));
@@ -373,7 +377,8 @@ static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_v
                 return r;
         r = monitors_add(m->monitors, link, TAKE_PTR(modules));
         if (r == -EBUSY)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many Monitor calls"));
+                return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
+                                          SD_JSON_BUILD_PAIR_STRING("reason", "too many Monitor calls"));
         return r;
 }
 

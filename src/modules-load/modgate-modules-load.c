@@ -20,6 +20,7 @@
 #include "macro.h"
 #include "modules-load-conf.h"
 #include "strv.h"
+#include "varlink-errors.h"
 
 #define CMDLINE_SOURCE "kernel command line"
 /* The whole list at once: the daemon orders the loads by their dependencies itself, so a name whose
@@ -274,7 +275,7 @@ static bool report(const PlainRequest *req, const char *source) {
                 return false;
         case LOAD_VERDICT_INVALID:
                 /* No module can have such a name: for systemd-modules-load it would not be found. */
-                if (req->result.error_id && strcmp(req->result.error_id, "io.modgate.Manager.InvalidName") == 0) {
+                if (req->result.error_id && strcmp(req->result.error_id, MANAGER_ERROR_INVALID_NAME) == 0) {
                         log_error("Module '%s' (%s) not found: not a module name.", req->name, source);
                         return false;
                 }

@@ -31,6 +31,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "time-util.h"
+#include "varlink-errors.h"
 #include "varlink-io.modgate.Probe.h"
 
 #define IDLE_EXIT_USEC (10 * USEC_PER_SEC)
@@ -102,7 +103,7 @@ static int reply_failed(sd_varlink *link, const char *what, int error) {
                 snprintf(reason, sizeof(reason), "%s", what);
         else
                 snprintf(reason, sizeof(reason), "%s: %s", what, strerrordesc_np(abs(error)) ?: "unknown error");
-        return sd_varlink_errorbo(link, "io.modgate.Probe.Failed", SD_JSON_BUILD_PAIR_STRING("reason", reason));
+        return sd_varlink_errorbo(link, PROBE_ERROR_FAILED, SD_JSON_BUILD_PAIR_STRING("reason", reason));
 }
 
 static int target_json(const struct dm_target_spec *spec, const char *line, const char *status,
@@ -181,7 +182,7 @@ static int describe_begin(sd_varlink *link, sd_json_variant *parameters, const c
 
         snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", p->major, p->minor);
         if (access(sys, F_OK) < 0)
-                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+                return sd_varlink_error(link, PROBE_ERROR_NO_SUCH_DEVICE, NULL);
         snprintf(p->seqfile, sizeof(p->seqfile), "%s/%s", sys, marker);
         if (access(p->seqfile, F_OK) < 0)
                 return sd_varlink_error(link, not_kind, NULL);
@@ -194,7 +195,7 @@ static int describe_begin(sd_varlink *link, sd_json_variant *parameters, const c
         if (r < 0)
                 return reply_failed(link, "cannot read the device's diskseq", r);
         if (p->diskseq != 0 && p->before != p->diskseq)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                return sd_varlink_errorbo(link, PROBE_ERROR_DEVICE_CHANGED,
                                           SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", p->before));
         return 1;
 }
@@ -208,7 +209,7 @@ static int describe_end(sd_varlink *link, const DescribeParameters *p, uint64_t 
         if (r < 0)
                 return reply_failed(link, "cannot read the device's diskseq", r);
         if (*ret_after != p->before)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                return sd_varlink_errorbo(link, PROBE_ERROR_DEVICE_CHANGED,
                                           SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", *ret_after));
         return 1;
 }
@@ -223,13 +224,13 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
         size_t lo = 0, so = 0;
         int r;
 
-        r = describe_begin(link, parameters, "dm", "io.modgate.Probe.NotDeviceMapper", &p);
+        r = describe_begin(link, parameters, "dm", PROBE_ERROR_NOT_DEVICE_MAPPER, &p);
         if (r <= 0)
                 return r;
 
         r = dm_table_status(p.major, p.minor, true, &lines);
         if (r == -ENXIO)
-                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+                return sd_varlink_error(link, PROBE_ERROR_NO_SUCH_DEVICE, NULL);
         if (r < 0)
                 return reply_failed(link, "cannot read the device-mapper table", r);
         /* Verity's status says whether it has seen a corrupt block; no other target's is asked for. */
@@ -246,7 +247,7 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
         if (any_verity) {
                 r = dm_table_status(p.major, p.minor, false, &status);
                 if (r == -ENXIO)
-                        return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+                        return sd_varlink_error(link, PROBE_ERROR_NO_SUCH_DEVICE, NULL);
                 if (r < 0)
                         return reply_failed(link, "cannot read the device-mapper status", r);
         }
@@ -304,7 +305,7 @@ static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters
         ino_t ino;
         int r;
 
-        r = describe_begin(link, parameters, "loop", "io.modgate.Probe.NotLoop", &p);
+        r = describe_begin(link, parameters, "loop", PROBE_ERROR_NOT_LOOP, &p);
         if (r <= 0)
                 return r;
 
@@ -315,7 +316,7 @@ static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters
                 return reply_failed(link, "cannot open the loop device", fd);
         r = loop_backing_identity(fd, &backing, &ino);
         if (r == -ENXIO || r == -ENOTTY)
-                return sd_varlink_error(link, "io.modgate.Probe.NotLoop", NULL);
+                return sd_varlink_error(link, PROBE_ERROR_NOT_LOOP, NULL);
         if (r < 0)
                 return reply_failed(link, "LOOP_GET_STATUS64 failed", r);
 
