@@ -11,6 +11,7 @@
 #include "load.h"
 #include "log.h"
 #include "policy.h"
+#include "record.h"
 #include "strv.h"
 #include "time-util.h"
 #include "varlink-errors.h"

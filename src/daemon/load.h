@@ -43,5 +43,5 @@ int load_reply_busy(sd_varlink *link, const char *module);
 int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,
                const Requester *who, const Plan *plan, sd_json_variant *denied, uint64_t arrival_usec);
 
-/* Unload of name (valid, canonical) for who, answered on link. */
-int manager_unload(Manager *m, sd_varlink *link, const Requester *who, const char *name);
+/* At exit: the Load calls still waiting, freed. */
+void manager_free_requests(Manager *m);

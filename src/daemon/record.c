@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager.h"
 #include "module-name.h"
+#include "record.h"
 #include "strv.h"
 #include "time-util.h"
 

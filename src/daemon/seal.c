@@ -16,6 +16,7 @@
 #include "manager.h"
 #include "module-result.h"
 #include "parse-util.h"
+#include "record.h"
 #include "seal.h"
 #include "strv.h"
 #include "time-util.h"

@@ -11,7 +11,9 @@
 #include "load.h"
 #include "log.h"
 #include "module-name.h"
+#include "record.h"
 #include "strv.h"
+#include "unload.h"
 #include "varlink-errors.h"
 
 static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error, const char *reason) {

@@ -8,4 +8,3 @@
 #define REQUESTS_MAX 8192U
 
 int manager_varlink_init(Manager *m);
-void manager_free_requests(Manager *m);
