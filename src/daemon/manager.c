@@ -263,61 +263,64 @@ static void manager_hold_prober(Manager *m) {
         TAKE_FD(fd);
 }
 
-static int manager_pin_roots(Manager *m) {
-        RootConfig *configs = NULL;
-        int n, r = 0;
+/* The roots config_trusted_roots() made, freed with their count. */
+typedef struct RootConfigs {
+        RootConfig *array;
+        int n;
+} RootConfigs;
 
-        n = config_trusted_roots(&m->config, &configs);
-        if (n < 0)
-                return log_error_errno(n, "Failed to determine the trusted roots: %m");
-        for (int i = 0; i < n; i++)
-                if (configs[i].evidence & EVIDENCE_MASK(EVIDENCE_VERITY))
+static void root_configs_done(RootConfigs *c) {
+        root_config_array_free(c->array, c->n > 0 ? (size_t) c->n : 0);
+}
+
+/* One root, the first (whose index is read through it, so it must be pinned now) or another. */
+static int manager_add_root(Manager *m, const RootConfig *c, bool first) {
+        TrustedRoot *t;
+        int r;
+
+        r = trusted_root_new(c->path, &t);
+        if (r < 0)
+                return log_oom();
+        m->roots[m->n_roots++] = t;
+        t->evidence = c->evidence;
+        t->require_ima = c->require_ima;
+        t->root_hashes = strv_copy_n(c->root_hashes, strv_length(c->root_hashes));
+        t->fsverity_digests = strv_copy_n(c->fsverity_digests, strv_length(c->fsverity_digests));
+        if (!t->root_hashes || !t->fsverity_digests)
+                return log_oom();
+
+        r = trusted_root_pin(t, root_verify, m);
+        journal_record_root_pins(&t, 1);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0 && (first || r != -ENOENT))
+                return log_error_errno(r, "Failed to pin trusted root %s: %m", t->path);
+        r = root_load_manifest(t, c);
+        if (r < 0)
+                return r;
+        return root_log(t);
+}
+
+static int manager_pin_roots(Manager *m) {
+        _cleanup_(root_configs_done) RootConfigs configs = {};
+        int r;
+
+        configs.n = config_trusted_roots(&m->config, &configs.array);
+        if (configs.n < 0)
+                return log_error_errno(configs.n, "Failed to determine the trusted roots: %m");
+        for (int i = 0; i < configs.n; i++)
+                if (configs.array[i].evidence & EVIDENCE_MASK(EVIDENCE_VERITY))
                         manager_hold_prober(m);
 
-        m->roots = calloc(n, sizeof(TrustedRoot *));
-        if (!m->roots) {
-                r = log_oom();
-                goto finish;
-        }
-        for (int i = 0; i < n; i++) {
-                const RootConfig *c = &configs[i];
-                TrustedRoot *t;
-
-                r = trusted_root_new(c->path, &t);
-                if (r < 0) {
-                        r = log_oom();
-                        goto finish;
-                }
-                m->roots[m->n_roots++] = t;
-                t->evidence = c->evidence;
-                t->require_ima = c->require_ima;
-                t->root_hashes = strv_copy_n(c->root_hashes, strv_length(c->root_hashes));
-                t->fsverity_digests = strv_copy_n(c->fsverity_digests, strv_length(c->fsverity_digests));
-                if (!t->root_hashes || !t->fsverity_digests) {
-                        r = log_oom();
-                        goto finish;
-                }
-
-                r = trusted_root_pin(t, root_verify, m);
-                journal_record_root_pins(&t, 1);
-                if (r == -ENOMEM) {
-                        r = log_oom();
-                        goto finish;
-                }
-                if (r < 0 && (i == 0 || r != -ENOENT)) {
-                        r = log_error_errno(r, "Failed to pin trusted root %s: %m", t->path);
-                        goto finish;
-                }
-                r = root_load_manifest(t, c);
+        m->roots = calloc(configs.n, sizeof(TrustedRoot *));
+        if (!m->roots)
+                return log_oom();
+        for (int i = 0; i < configs.n; i++) {
+                r = manager_add_root(m, &configs.array[i], i == 0);
                 if (r < 0)
-                        goto finish;
-                r = root_log(t);
-                if (r < 0)
-                        goto finish;
+                        return r;
         }
-finish:
-        root_config_array_free(configs, n);
-        return r;
+        return 0;
 }
 
 /* The kernel command line's module_blacklist=, modprobe.blacklist= and modgate.mode= (cmdline, NULL
