@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -48,6 +49,9 @@ int plain_request_message(const PlainRequest *req, uint64_t daemon_timeout, char
         const char *what = req->name ?: req->modalias;
         JsonWriter w = {};
         int r;
+
+        assert(req);
+        assert(ret_refusal);
 
         /* JSON carries UTF-8 only: a name or a modalias of other bytes names no module. */
         if (what && !utf8_is_valid(what, strlen(what))) {
@@ -336,6 +340,8 @@ int plain_requests_run(const PlainOptions *o, PlainRequest *reqs, size_t n) {
                 .deadline = o->timeout_usec != USEC_INFINITY ? now_usec() + o->timeout_usec : USEC_INFINITY,
         };
         int r = 0;
+
+        assert(o);
 
         for (size_t i = 0; i < n; i++) {
                 r = load_result_set(&reqs[i].result, LOAD_VERDICT_NO_REPLY, 0, NULL, NULL);

@@ -2,6 +2,7 @@
 
 /* Reading io.modgate.Manager.Load's answers: pure functions of the reply. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -223,6 +224,8 @@ int load_refusal_describe(const LoadRefusal *f, char **ret_detail) {
         const char *why = f->reason ?: f->field;
         char *s;
 
+        assert(f);
+
         /* As describe_error() words the daemon's refusal, but saying that it was not sent. */
         if (asprintf(&s, "refused before asking modgated: %s%s%s%s", f->error, why ? " (" : "", why ?: "",
                      why ? ")" : "") < 0)
@@ -232,6 +235,8 @@ int load_refusal_describe(const LoadRefusal *f, char **ret_detail) {
 }
 
 int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id, const char *detail) {
+        assert(res);
+
         load_result_done(res);
         *res = (LoadResult) {
                 .verdict = verdict,
@@ -244,6 +249,8 @@ int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char 
 
 int load_result_from_reply(LoadResult *res, const char *error_id, const JsonValue *parameters) {
         int r;
+
+        assert(res);
 
         load_result_done(res);
         res->verdict = load_verdict_from_reply(error_id, parameters);
@@ -294,6 +301,8 @@ uint64_t load_busy_retry_at(unsigned busy, uint64_t first_busy, uint64_t now, ui
 int parse_timeout(const char *s, uint64_t *ret_usec) {
         uint64_t whole = 0, frac = 0, scale = USEC_PER_SEC, unit = USEC_PER_SEC, usec;
         const char *p = s;
+
+        assert(ret_usec);
 
         if (!s || *s < '0' || *s > '9')
                 return -EINVAL;

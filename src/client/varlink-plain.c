@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -54,6 +55,8 @@ int varlink_conn_open(VarlinkConn *c, const char *address, char *message, size_t
         _cleanup_close_ int fd = -EBADF;
         int r;
 
+        assert(c);
+
         *c = (VarlinkConn) { .fd = -EBADF, .out = message, .out_len = len + 1 };
 
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -67,6 +70,8 @@ int varlink_conn_open(VarlinkConn *c, const char *address, char *message, size_t
 }
 
 short varlink_conn_events(const VarlinkConn *c) {
+        assert(c);
+
         return c->out_done < c->out_len ? POLLOUT : POLLIN;
 }
 
@@ -89,6 +94,8 @@ static int conn_write(VarlinkConn *c) {
 
 int varlink_frame_end(const char *buf, size_t len, size_t *ret_len) {
         const char *nul = memchr(buf, 0, len);
+
+        assert(ret_len);
 
         if (!nul)
                 return 0;
@@ -143,6 +150,8 @@ int varlink_conn_io(VarlinkConn *c) {
 }
 
 void varlink_conn_close(VarlinkConn *c) {
+        assert(c);
+
         c->fd = safe_close(c->fd);
         free(c->out);
         free(c->in);
@@ -154,6 +163,8 @@ int varlink_reply_parse(const char *text, size_t len, VarlinkReply *ret, const c
         const JsonValue *error, *parameters, *continues;
         const char *reason = NULL;
         int r;
+
+        assert(ret);
 
         r = json_parse(text, len, &j, &reason);
         if (r < 0) {

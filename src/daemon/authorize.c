@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ static bool in_initial_userns(const PeerIdentity *p) {
 }
 
 bool peer_has_cap_sys_module(const PeerIdentity *p) {
+        assert(p);
+
         return p->known && !p->exited && p->cap_sys_module && in_initial_userns(p) &&
                 p->connect.cap_sys_module && !p->connect.cap_dropped;
 }
@@ -155,6 +158,8 @@ static const char *lacks_capability(const PeerIdentity *peer, char *buf, size_t 
 const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
         const char *why;
 
+        assert(peer);
+
         if (!peer->known) {
                 snprintf(buf, size, "the caller's identity cannot be read (it has exited, or is not a process)");
                 return buf;
@@ -208,6 +213,9 @@ int cgroup_unit(const char *text, char **ret, bool *ret_system, bool *ret_root_c
         unsigned depth = 0;
         const char *c;
         int r;
+
+        assert(ret_system);
+        assert(ret_root_cgroup);
 
         r = cgroup_path(text, &path);
         if (r < 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,8 @@ int chatter_note(Chatter *c, ChatterKind kind, const char *peer, const char *key
         Entry *e = NULL;
         Tally *t;
         int r;
+
+        assert(c);
 
         r = tally_get(c, kind, peer, &t);
         if (r < 0)
@@ -225,6 +228,8 @@ int chatter_flush(Chatter *c, chatter_summary_t cb, void *userdata) {
         unsigned n = 0;
         int r = 0;
 
+        assert(c);
+
         for (ChatterKind k = 0; k < _CHATTER_KIND_MAX; k++) {
                 int q = flush_kind(c, k, &n, cb, userdata);
                 if (q < 0)
@@ -240,5 +245,7 @@ int chatter_flush(Chatter *c, chatter_summary_t cb, void *userdata) {
 }
 
 bool chatter_pending(const Chatter *c) {
+        assert(c);
+
         return c->pending > 0;
 }

@@ -3,6 +3,7 @@
 /* [Policy], [Source] and [Parameters] of modgate.conf: the module policy's rules (policy.h), each
  * with the file and line where it was written, so that a denial can name them. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,8 @@ int config_parse_mode(ConfParser *parser, const char *key, const char *value) {
         Policy *p = &s->config->policy;
         PolicyMode m = value[0] == '\0' ? POLICY_ENFORCE : policy_mode_from_string(value);
 
+        assert(parser);
+
         if (m < 0)
                 return parse_error(s, -EINVAL, "%s=%s: the modes are enforce and permissive", key, value);
         p->mode = m;
@@ -90,6 +93,8 @@ int config_parse_mode(ConfParser *parser, const char *key, const char *value) {
 int config_parse_default(ConfParser *parser, const char *key, const char *value) {
         ParseState *s = parse_state(parser);
         PolicyLayer *l = s->layer;
+
+        assert(parser);
 
         if (value[0] == '\0' || strcmp(value, "allow") == 0) {
                 l->default_deny = false;
@@ -105,6 +110,8 @@ int config_parse_default(ConfParser *parser, const char *key, const char *value)
 int config_parse_request_parameters(ConfParser *parser, const char *key, const char *value) {
         ParseState *s = parse_state(parser);
         Policy *p = &s->config->policy;
+
+        assert(parser);
 
         if (value[0] == '\0') {
                 p->request_parameters_any = true;
@@ -197,6 +204,8 @@ int config_parse_source_name(ConfParser *parser, const char *key, const char *va
 }
 
 int config_start_parameters(ParseState *s) {
+        assert(s);
+
         if (s->config->policy.n_parameters >= CONFIG_PARAMETERS_MAX)
                 return parse_error(s, -EINVAL, "more than %d [Parameters] sections", CONFIG_PARAMETERS_MAX);
         return 0;
@@ -209,6 +218,8 @@ int config_parse_parameters_module(ConfParser *parser, const char *key, const ch
         Policy *p = &s->config->policy;
         ParameterRule t = {}, *a;
         int r;
+
+        assert(parser);
 
         if (!glob)
                 return parse_error(s, -ENOMEM, "out of memory");

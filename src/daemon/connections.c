@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -323,6 +324,8 @@ int manager_connections_init(Manager *m, sd_varlink_server *s) {
         unsigned total, per_user;
         Connections *cs;
         int r;
+
+        assert(m);
 
         /* A quarter stays for the others when one uid holds its whole share: root is served while a
          * reader's client hangs on to what it may. */

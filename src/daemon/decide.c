@@ -351,6 +351,8 @@ int load_decide(const LoadInput *in, LoadDecision *ret) {
 }
 
 const DecisionStep *load_decision_first(const LoadDecision *d) {
+        assert(d);
+
         for (size_t i = 0; i < d->n_steps; i++)
                 if (d->steps[i].verdict != LOAD_ALLOW)
                         return d->steps + i;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -305,6 +306,8 @@ static void explain_done(void *userdata, bool cancelled) {
 int explain_start(Manager *m, sd_varlink *link, const LoadParameters *p) {
         _cleanup_(explain_work_freep) ExplainWork *w = NULL;
         int r;
+
+        assert(m);
 
         w = calloc(1, sizeof(*w));
         if (!w)

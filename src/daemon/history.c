@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -106,6 +107,8 @@ int history_open_fd(int fd, History **ret, unsigned *ret_skipped) {
         size_t size = 0;
         int r;
 
+        assert(ret_skipped);
+
         *ret_skipped = 0;
         if (!h)
                 return -ENOMEM;
@@ -146,6 +149,8 @@ int history_memfd_new(void) {
 int history_open(bool keep, History **ret, unsigned *ret_skipped) {
         _cleanup_close_ int fd = -EBADF;
         int r;
+
+        assert(ret_skipped);
 
         *ret_skipped = 0;
         if (keep) {
@@ -230,6 +235,8 @@ int history_add(History *h, sd_json_variant *entry) {
 }
 
 sd_json_variant *history_get(History *h, const char *module) {
+        assert(h);
+
         return hashmap_get(h->modules, module);
 }
 
@@ -242,6 +249,8 @@ int history_list(History *h, sd_json_variant **ret) {
         _cleanup_free_ sd_json_variant **a = calloc(n ?: 1, sizeof(sd_json_variant *));
         const char *key;
         void *v;
+
+        assert(h);
 
         if (!a)
                 return -ENOMEM;
@@ -290,6 +299,8 @@ int history_entry_module(const Requesters *all, const ModuleResult *r, sd_json_v
         char hex[SHA256_HEX_SIZE] = "", device[32] = "";
         const Requester *who = all->first;
         int k;
+
+        assert(all);
 
         k = joined_json(all, &joined);
         if (k < 0)

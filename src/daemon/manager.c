@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -43,6 +44,8 @@
 
 int manager_refresh_index(Manager *m) {
         int r;
+
+        assert(m);
 
         r = resolver_refresh(m->resolver);
         if (r > 0) {
@@ -544,6 +547,8 @@ int manager_startup(Manager *m) {
         char index_dir[64];
         int r;
 
+        assert(m);
+
         manager_lock_running(m);
 
         r = fdstore_init();
@@ -633,6 +638,8 @@ int manager_startup(Manager *m) {
 }
 
 void manager_touch(Manager *m) {
+        assert(m);
+
         m->last_activity_usec = now_usec();
 }
 
@@ -675,6 +682,8 @@ static int manager_arm_idle_timer(Manager *m) {
 void manager_check_udevd(Manager *m, bool asked_by_udevd) {
         int r;
 
+        assert(m);
+
         if (m->udevd_checked)
                 return;
         r = udevd_check_cap_sys_module();
@@ -696,10 +705,11 @@ int manager_read_udev_rules(Manager *m) {
         UdevRuleName *names = NULL;
         size_t n = 0;
         int r;
-
         _cleanup_free_ char *stamp = NULL;
         size_t size = 0;
         FILE *f;
+
+        assert(m);
 
         /* Not /run/udev/rules.d: a copy there that modgate-udev-rules wrote is read from its source, and
          * anything else there was written by what may not widen udevd's loads (udevd itself among them). */
@@ -740,6 +750,8 @@ int manager_reload(Manager *m, char **ret_error) {
         _cleanup_free_ char *error = NULL;
         char digest[SHA256_HEX_SIZE];
         int r;
+
+        assert(m);
 
         (void) sd_notifyf(false, "RELOADING=1\nSTATUS=Reloading...\nMONOTONIC_USEC=%llu",
                           (unsigned long long) now_usec());
@@ -845,6 +857,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 int manager_run(Manager *m) {
         int r;
+
+        assert(m);
 
         r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
         if (r < 0)

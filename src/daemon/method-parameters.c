@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,8 @@ int method_parameters_monitor(sd_json_variant *v, char ***ret_modules, MethodRef
 }
 
 int method_parameters_seal(sd_json_variant *v, char ***ret_names, MethodRefusal *ret_refusal) {
+        assert(ret_refusal);
+
         static const sd_json_dispatch_field table[] = {
                 { "load", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, SD_JSON_NULLABLE },
                 {}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <libkmod.h>
@@ -64,6 +65,8 @@ int modinfo_from_fd(int fd, const char *alias_key, ModInfo *ret) {
         struct kmod_list *i;
         char path[64];
         int r;
+
+        assert(ret);
 
         ctx = kmod_new(NULL, no_config);
         if (!ctx)

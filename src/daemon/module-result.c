@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ const char *outcome_to_string(Outcome o) {
 }
 
 void module_result_free_found(ModuleResult *r) {
+        assert(r);
+
         r->reason = mfree(r->reason);
         r->backing = mfree(r->backing);
         modinfo_done(&r->modinfo);
@@ -42,6 +45,8 @@ void module_result_done(ModuleResult *r) {
 }
 
 int module_result_setv(ModuleResult *r, Outcome o, int error, const char *fmt, va_list ap) {
+        assert(r);
+
         r->outcome = o;
         r->error = abs(error);
         free(r->reason);
@@ -66,6 +71,8 @@ int module_result_set(ModuleResult *r, Outcome o, int error, const char *fmt, ..
 }
 
 int module_result_build_json(const ModuleResult *r, sd_json_variant **array) {
+        assert(r);
+
         return sd_json_variant_append_arraybo(
                         array,
                         SD_JSON_BUILD_PAIR_STRING("name", r->name),

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -73,6 +74,8 @@ static void ima_hash_algorithm(uint8_t n, Ima *ret) {
  * 6, a signature header (version 2 and 3 respectively; algorithm byte, big-endian four-byte key id,
  * big-endian two-byte signature size) and the signature. */
 void ima_parse(const uint8_t *v, size_t n, Ima *ret) {
+        assert(ret);
+
         *ret = (Ima) { .type = n == 0 ? IMA_NONE : IMA_UNKNOWN };
         if (n == 0)
                 return;
@@ -210,6 +213,8 @@ int file_origin_from_fd(int fd, FileOrigin *ret) {
         struct statx sx;
         FileOrigin o = {};
         int r;
+
+        assert(ret);
 
         if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
                   STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO | STATX_MNT_ID_UNIQUE, &sx) < 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdint.h>
@@ -51,6 +52,8 @@ int policy_rule_set(PolicyRule *r, RuleKind kind, const char *pattern, const cha
                     const char *option) {
         PolicyRule t = { .kind = kind, .line = line };
 
+        assert(r);
+
         if (strdup_or_null(pattern, &t.pattern) < 0 || strdup_or_null(file, &t.file) < 0 ||
             strdup_or_null(option, &t.option) < 0) {
                 policy_rule_done(&t);
@@ -70,6 +73,8 @@ static void policy_layer_done(PolicyLayer *l) {
 }
 
 void policy_init(Policy *p) {
+        assert(p);
+
         *p = (Policy) {
                 .mode = POLICY_ENFORCE,
                 .request_parameters_any = true,
@@ -94,6 +99,8 @@ void policy_done(Policy *p) {
 void policy_layer_clear_kind(PolicyLayer *l, RuleKind kind) {
         size_t k = 0;
 
+        assert(l);
+
         for (size_t i = 0; i < l->n_rules; i++) {
                 if (l->rules[i].kind == kind)
                         policy_rule_done(&l->rules[i]);
@@ -106,6 +113,8 @@ void policy_layer_clear_kind(PolicyLayer *l, RuleKind kind) {
 int policy_layer_add(PolicyLayer *l, RuleKind kind, const char *pattern, const char *file, unsigned line,
                      const char *option) {
         PolicyRule *a;
+
+        assert(l);
 
         if (l->n_rules >= POLICY_RULES_MAX)
                 return -E2BIG;
@@ -168,6 +177,8 @@ PolicyVerdict policy_check_request(const Policy *p, RequestSource source, const 
         const PolicyLayer *layers[] = { &p->global, source_layer(p, source) };
         _cleanup_free_ char *k = key ? strdup(key) : NULL;
 
+        assert(p);
+
         /* Out of memory, nothing can be matched: deny rather than let a denied key pass. */
         if (key && !k)
                 return deny(NULL);
@@ -195,6 +206,8 @@ static bool layer_passes(const PolicyLayer *l, const char *module, const PolicyR
 PolicyVerdict policy_check_module(const Policy *p, RequestSource source, const char *module) {
         const PolicyLayer *layers[] = { &p->global, source_layer(p, source) };
         const PolicyRule *allow = NULL;
+
+        assert(p);
 
         /* A Deny= wins over every Allow=, in either layer. */
         for (size_t i = 0; i < ELEMENTSOF(layers); i++) {
@@ -268,6 +281,8 @@ PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const
                                       const char *parameters, char *buf, size_t size, const char **ret_word) {
         const ParameterRule *pr = parameter_rule_find(p, module);
         const PolicyRule *rule = pr ? &pr->rule : &p->request_parameters_rule;
+
+        assert(p);
 
         *ret_word = NULL;
         for (const char *s = parameters ?: ""; ; ) {
@@ -445,6 +460,8 @@ int policy_serialize(const Policy *p, char **ret) {
         FILE *f;
         int r;
 
+        assert(p);
+
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
@@ -471,6 +488,8 @@ int policy_judge_plan(const Policy *p, RequestSource source, const Plan *plan, M
                       size_t *ret_first) {
         ModuleVerdict *v = calloc(plan->n_specs ?: 1, sizeof(ModuleVerdict));
         size_t first = SIZE_MAX;
+
+        assert(ret_first);
 
         if (!v)
                 return -ENOMEM;
@@ -505,6 +524,8 @@ int policy_chain(const Plan *plan, const ModuleVerdict *v, size_t i, char **ret)
         size_t size = 0;
         FILE *f;
         int r;
+
+        assert(plan);
 
         f = open_memstream(&buf, &size);
         if (!f)

@@ -3,6 +3,7 @@
 /* Every decision, wherever it is made, goes the same way: a journal record, this boot's history, the
  * counters that Status reports, and an event for each Monitor subscriber. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@ void manager_write_summaries(Manager *m) {
         uint64_t now = now_usec();
         unsigned sec = (unsigned) ((now - m->summary_since_usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
         int r;
+
+        assert(m);
 
         if (m->chatter) {
                 r = chatter_flush(m->chatter, write_summary, &sec);
@@ -49,6 +52,8 @@ bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, c
         _cleanup_free_ char *k = NULL;
         char buf[32];
 
+        assert(m);
+
         if (!m->chatter)
                 return true;
         if (asprintf(&k, "%s%s%s:%s", method ?: "", method ? ":" : "", request_source_to_string(who->source),
@@ -60,6 +65,8 @@ bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, c
 void manager_emit(Manager *m, const char *type, const char *module, sd_json_variant *fields) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         int r;
+
+        assert(m);
 
         if (!monitors_active(m->monitors))
                 return;
@@ -114,6 +121,8 @@ static bool entry_moves(sd_json_variant *e) {
 void manager_keep(Manager *m, sd_json_variant *entry) {
         int r;
 
+        assert(m);
+
         if (!m->history || !entry)
                 return;
         /* A module that is loaded stays the history's "loaded" whatever is refused for it later (a
@@ -141,6 +150,8 @@ static void record_simple(Manager *m, const char *module, const char *outcome, c
 
 void manager_record_outside(Manager *m, const char *module, const char *how) {
         char taint[32] = "";
+
+        assert(m);
 
         (void) kernel_module_taint(module, taint, sizeof(taint));
         journal_record_outside(module, taint, how, false);
@@ -205,6 +216,8 @@ void manager_record_module(const Requesters *requesters, const ModuleResult *r, 
         Requester tmp;
         bool first;
 
+        assert(requesters);
+
         count_module(&m->counters, who.n, r);
         if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
                 manager_record_outside(m, r->name, "found loaded when asked for");
@@ -260,6 +273,8 @@ int manager_reconcile(Manager *m) {
         _cleanup_strv_free_ char **loaded = NULL;
         int r;
 
+        assert(m);
+
         r = kernel_loaded_modules(&loaded);
         if (r < 0)
                 return log_warning_errno(r, "Failed to list the modules in the kernel, not reconciling: %m");
@@ -285,6 +300,8 @@ void manager_record_request(Manager *m, const char *method, const Requester *who
         const char *key = who->name ?: who->modalias ?: who->path;
         _cleanup_free_ char *module = NULL;
 
+        assert(m);
+
         if (strcmp(method, "Load") == 0)
                 m->counters.requests++;
         if (!monitors_active(m->monitors))
@@ -309,6 +326,8 @@ void manager_record_request(Manager *m, const char *method, const Requester *who
 void manager_record_not_found(Manager *m, const Requester *who, char *const *blacklisted) {
         const char *key = who->name ?: who->modalias ?: who->path;
 
+        assert(m);
+
         m->counters.not_found++;
         if (key && !manager_chatter_first(m, CHATTER_NOT_FOUND, who, NULL, key))
                 return;
@@ -322,6 +341,8 @@ void manager_record_policy(Manager *m, const Requester *requester, const PolicyR
         const Requester *who = requester;
         Requester tmp;
         bool first;
+
+        assert(m);
 
         if (!pr->would)
                 m->counters.denied++;
@@ -345,6 +366,8 @@ void manager_record_refused_caller(Manager *m, const Requester *who, const char 
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
         _cleanup_free_ char *with_devpath = NULL;
+
+        assert(m);
 
         m->counters.refused_callers++;
         /* Whether a claimed device announced what is asked depends on the device: each is a key. */

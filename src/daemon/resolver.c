@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libkmod.h>
@@ -262,16 +263,22 @@ Resolver *resolver_free(Resolver *r) {
 }
 
 const char *resolver_dirname(Resolver *r) {
+        assert(r);
+
         return r->dirname;
 }
 
 unsigned resolver_generation(Resolver *r) {
+        assert(r);
+
         return r->generation;
 }
 
 int resolver_reload(Resolver *r) {
         struct kmod_ctx *ctx;
         int q;
+
+        assert(r);
 
         q = context_new(r->index_dir, &ctx);
         if (q < 0)
@@ -287,6 +294,8 @@ int resolver_reload(Resolver *r) {
 
 int resolver_refresh(Resolver *r) {
         int q;
+
+        assert(r);
 
         if (r->watch_fd >= 0) {
                 q = resolver_watch_read(r);
@@ -366,6 +375,8 @@ static int options_source(const Resolver *r, const char *name, char **ret) {
 
 int plan_needed_by(const Plan *p, size_t i, char **ret) {
         _cleanup_free_ char *s = NULL;
+
+        assert(p);
 
         for (size_t j = i + 1; j < p->n_specs; j++) {
                 const ModuleSpec *u = p->specs + j;
@@ -648,6 +659,8 @@ int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan) {
         Plan *p;
         int q;
 
+        assert(r);
+
         /* libkmod takes keys shorter than PATH_MAX. Longer ones (the kernel's uevents stay far below)
          * match nothing, and are not worth a place in the cache either. */
         if (strlen(key) >= PATH_MAX) {
@@ -717,6 +730,8 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
         ssize_t idx;
         int q;
 
+        assert(r);
+
         name = name_from_path(path);
         p = calloc(1, sizeof(*p));
         if (!name || !p)
@@ -759,6 +774,8 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
 int resolver_remove_command(Resolver *r, const char *name, char **ret) {
         _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
         int q;
+
+        assert(r);
 
         q = kmod_module_new_from_name(r->ctx, name, &mod);
         if (q < 0)
@@ -826,6 +843,8 @@ int plan_filter(const Plan *p, const bool *drop, Plan **ret) {
         _cleanup_(plan_freep) Plan *q = NULL;
         _cleanup_free_ bool *keep = calloc(p->n_specs ?: 1, sizeof(bool));
         _cleanup_free_ size_t *map = calloc(p->n_specs ?: 1, sizeof(size_t));
+
+        assert(p);
 
         q = calloc(1, sizeof(Plan));
         if (!q || !keep || !map)

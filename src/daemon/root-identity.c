@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -31,6 +32,8 @@ static int records_fd = -EBADF;
 static bool keep;
 
 void root_identity_format(const RootIdentity *id, char *buf, size_t size) {
+        assert(id);
+
         snprintf(buf, size, "dev=%u:%u diskseq=%llu fstype=%s%s%s", id->major, id->minor,
                  (unsigned long long) id->diskseq, id->fstype[0] ? id->fstype : "-",
                  id->root_hash[0] ? " roothash=" : "", id->root_hash);
@@ -41,6 +44,8 @@ int root_identity_parse(const char *s, RootIdentity *ret) {
         char fstype[32], hash[129];
         unsigned long long seq;
         int n = 0;
+
+        assert(ret);
 
         if (sscanf(s, "dev=%u:%u diskseq=%llu fstype=%31s%n", &id.major, &id.minor, &seq, fstype, &n) != 4)
                 return -EBADMSG;
@@ -59,6 +64,8 @@ int root_identity_parse(const char *s, RootIdentity *ret) {
 }
 
 bool root_identity_equal(const RootIdentity *a, const RootIdentity *b) {
+        assert(a);
+
         return a->major == b->major && a->minor == b->minor && a->diskseq == b->diskseq &&
                 strcmp(a->fstype, b->fstype) == 0 && !a->root_hash_unknown && !b->root_hash_unknown &&
                 strcmp(a->root_hash, b->root_hash) == 0;
@@ -67,6 +74,8 @@ bool root_identity_equal(const RootIdentity *a, const RootIdentity *b) {
 int root_identity_of(int dirfd, const char *probe_address, RootIdentity *ret) {
         _cleanup_(origin_freep) Origin *o = NULL;
         int r;
+
+        assert(ret);
 
         r = origin_collect(dirfd, &o);
         if (r < 0)
@@ -180,6 +189,8 @@ int root_identity_check(const char *path, const RootIdentity *id, RootIdentity *
         RootIdentity recorded;
         int r;
 
+        assert(ret_recorded);
+
         pthread_mutex_lock(&record_lock);
         r = lookup_locked(path, &text, &recorded);
         if (r == 0)
@@ -219,6 +230,8 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
         char now[512], was[512];
         RootIdentity id, recorded;
         int q;
+
+        assert(r);
 
         q = root_identity_of(r->fd, probe_address, &id);
         if (q == -ENOMEM)

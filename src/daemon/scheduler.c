@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -189,11 +190,15 @@ bool job_is_done(const Job *j) {
 }
 
 const ModuleResult *job_result(const Job *j) {
+        assert(j);
+
         return &j->result;
 }
 
 int job_watch(Job *j, job_done_t cb, void *userdata) {
         Watcher *w;
+
+        assert(j);
 
         w = reallocarray(j->watchers, j->n_watchers + 1, sizeof(Watcher));
         if (!w)
@@ -371,11 +376,15 @@ bool lanes_may_start(const WorkerLanes *l, bool kernel, bool alone) {
 }
 
 bool lanes_may_prepare(const WorkerLanes *l) {
+        assert(l);
+
         return l->running + l->preparing < l->workers && l->preparing < l->cpus &&
                 l->prepared + l->preparing < PREPARED_MAX;
 }
 
 bool lanes_stuck(const WorkerLanes *l, bool ready) {
+        assert(l);
+
         return ready && l->running >= l->workers + l->extra && l->extra < EXTRA_WORKERS_MAX;
 }
 
@@ -809,6 +818,8 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
         Job **jobs;
         int r;
 
+        assert(s);
+
         r = find_conflict(s, plan, parameters, ret_conflict);
         if (r < 0)
                 return r;
@@ -864,15 +875,22 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
 }
 
 bool scheduler_has_job(Scheduler *s, const char *name) {
+        assert(s);
+
         return hashmap_get(s->jobs, name);
 }
 
 size_t scheduler_n_jobs(Scheduler *s) {
+        assert(s);
+
         return hashmap_size(s->jobs);
 }
 
 void scheduler_state(Scheduler *s, SchedulerState *ret) {
         size_t n = hashmap_size(s->jobs);
+
+        assert(s);
+        assert(ret);
 
         *ret = (SchedulerState) {
                 .workers = s->n_workers,
@@ -883,12 +901,17 @@ void scheduler_state(Scheduler *s, SchedulerState *ret) {
 }
 
 uint64_t job_running_since(const Job *j) {
+        assert(j);
+
         return j->state == JOB_RUNNING ? j->running_since : 0;
 }
 
 int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {
         size_t state = 0, n = 0;
         Job **jobs, *j;
+
+        assert(s);
+        assert(ret_n);
 
         jobs = calloc(hashmap_size(s->jobs) ?: 1, sizeof(Job *));
         if (!jobs)
@@ -901,16 +924,22 @@ int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {
 }
 
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
+        assert(s);
+
         s->load_alone = names;
 }
 
 void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started, void *userdata) {
+        assert(s);
+
         s->record = record;
         s->started = started;
         s->record_userdata = userdata;
 }
 
 void scheduler_flush_denials(Scheduler *s) {
+        assert(s);
+
         hashmap_clear(s->denials);
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -99,6 +100,8 @@ static int seal_read_sysctl(Manager *m) {
 bool seal_startup(Manager *m) {
         int r;
 
+        assert(m);
+
         /* Kept open: a Load reads it then with one pread() instead of an open, a read and a close. */
         m->seal.sysctl_fd = kernel_modules_disabled_open();
         r = seal_read_sysctl(m);
@@ -130,6 +133,8 @@ bool seal_refuses(Manager *m) {
 }
 
 KernelSeal seal_kernel(Manager *m) {
+        assert(m);
+
         if (!seal_refuses(m))
                 return KERNEL_UNSEALED;
         return m->seal.request ? KERNEL_SEALING : KERNEL_SEALED;
@@ -137,6 +142,8 @@ KernelSeal seal_kernel(Manager *m) {
 
 int seal_refuse(Manager *m, sd_varlink *link, const Requester *who, const char *method) {
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
+
+        assert(m);
 
         /* After a seal the kernel goes on asking for modules (any user can make it), and each ask is
          * refused: the first refusal of a method, source and key from a peer is journaled, the repeats
@@ -290,6 +297,8 @@ int seal_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
         SealRequest *req;
         int r;
 
+        assert(m);
+
         req = calloc(1, sizeof(*req));
         if (!req)
                 return -ENOMEM;
@@ -326,6 +335,8 @@ int seal_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
 }
 
 void seal_cancel(Manager *m) {
+        assert(m);
+
         if (m->seal.request)
                 m->seal.request->cancelled = true;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -233,6 +234,8 @@ static void status_done(void *userdata, bool cancelled) {
 int status_start(Manager *m, sd_varlink *link) {
         _cleanup_(status_work_freep) StatusWork *w = NULL;
         int r;
+
+        assert(m);
 
         w = calloc(1, sizeof(*w));
         if (!w)

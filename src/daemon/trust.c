@@ -28,6 +28,8 @@ const char *trust_verdict_to_string(TrustVerdict v) {
 }
 
 TrustVerdict trust_check_file(const FileOrigin *o) {
+        assert(o);
+
         if (!S_ISREG(o->mode))
                 return TRUST_NOT_REGULAR;
         if (o->uid != 0)
@@ -207,6 +209,8 @@ const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size
         const Origin *o = in->origin;
         const DmTable *t = &o->dm;
 
+        assert(in);
+
         if (o->backing == BACKING_NONE || o->backing == BACKING_FILE)
                 snprintf(buf, size, "the %s file system is not on a block device", o->file.fstype);
         else if (!o->device_mapper)
@@ -256,6 +260,8 @@ static const char *fsverity_failure(const TrustInput *in, char *buf, size_t size
 int trust_verity(const TrustInput *in, bool *ret_fsverity, char **ret_reason) {
         char dm[512], fs[256];
         const char *a, *b;
+
+        assert(ret_fsverity);
 
         *ret_reason = NULL;
         *ret_fsverity = false;
@@ -312,6 +318,9 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         _cleanup_free_ char *why = NULL, *ro = NULL, *manifest = NULL, *verity = NULL;
         TrustVerdict v;
         int r;
+
+        assert(in);
+        assert(ret);
 
         v = trust_check_file(&in->origin->file);
         if (v != TRUST_OK) {
@@ -464,6 +473,8 @@ int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata) {
         bool fresh;
         int q;
 
+        assert(r);
+
         pthread_mutex_lock(&r->lock);
         fresh = r->fd < 0;
         q = pin_locked(r);
@@ -510,6 +521,8 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
 }
 
 int trusted_root_open_file(const TrustedRoot *r, const char *relpath) {
+        assert(r);
+
         struct open_how how = {
                 .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,

@@ -3,6 +3,7 @@
 /* Unload: delete_module(2) with O_NONBLOCK, never forced, once nothing holds the module; and what
  * the kernel's answer means. */
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <systemd/sd-json.h>
@@ -91,6 +92,8 @@ int manager_unload(Manager *m, sd_varlink *link, const Requester *who, const cha
         ModuleState state;
         unsigned refs = 0;
         int r;
+
+        assert(m);
 
         if (scheduler_has_job(m->scheduler, name))
                 return unload_refuse(link, who, name, EBUSY, "a load of this module is in progress");

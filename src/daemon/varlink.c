@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,6 +467,8 @@ static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varl
 int manager_varlink_init(Manager *m) {
         _cleanup_(sd_varlink_server_unrefp) sd_varlink_server *s = NULL;
         int r;
+
+        assert(m);
 
         /* Not SD_VARLINK_SERVER_ROOT_ONLY: ReadGroup= may let others in, when the socket's mode does.
          * Each method checks its caller (authorize()). */

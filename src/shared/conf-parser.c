@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,6 +54,8 @@ int line_error_va(char **reterr_message, const char *filename, unsigned line, in
 
 int conf_error_at(ConfParser *p, unsigned line, int r, const char *format, ...) {
         va_list ap;
+
+        assert(p);
 
         va_start(ap, format);
         (void) line_error_va(p->reterr_message, p->filename, line, r, format, ap);
@@ -290,6 +293,8 @@ int conf_parse_buffer(ConfParser *p, const char *text, size_t size) {
         const char *end = text + size;
         int r;
 
+        assert(p);
+
         p->line = 0;
         p->section = NULL;
         p->named = false;
@@ -314,6 +319,8 @@ int conf_parse_file(ConfParser *p, FILE *f, size_t max) {
         _cleanup_free_ char *text = NULL;
         size_t size;
         int r;
+
+        assert(p);
 
         p->line = 0;
         r = read_full_stream(f, max, &text, &size);

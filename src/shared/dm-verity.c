@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +59,8 @@ int dm_verity_table_parse(const char *line, DmVerityTable *ret) {
         uint64_t u;
         const char *p = line;
         size_t len;
+
+        assert(ret);
 
         if (next_word(&p, word, sizeof(word)) < 0 || parse_unsigned(word, &t.version) < 0 || t.version > 1)
                 return -EBADMSG;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -70,6 +71,8 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
 int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, allocated = 0;
+
+        assert(ret_size);
 
         for (;;) {
                 size_t want, n;

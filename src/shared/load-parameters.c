@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 
 #include "load-parameters.h"
@@ -60,6 +61,8 @@ static int dispatch_context(sd_json_variant *v, RequestContext *ret, LoadRefusal
 }
 
 int load_parameters_parse(sd_json_variant *v, LoadParameters *ret, LoadRefusal *ret_refusal) {
+        assert(ret);
+
         static const sd_json_dispatch_field table[] = {
                 { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(LoadParameters, name), 0 },
                 { "modalias", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -453,14 +454,20 @@ const uint8_t *manifest_lookup(const Manifest *m, const char *relpath) {
 }
 
 const char *manifest_kernel(const Manifest *m) {
+        assert(m);
+
         return m->kernel;
 }
 
 ManifestOrigin manifest_origin(const Manifest *m) {
+        assert(m);
+
         return m->origin;
 }
 
 size_t manifest_entries(const Manifest *m) {
+        assert(m);
+
         return m->n_entries;
 }
 
