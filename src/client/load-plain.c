@@ -144,8 +144,8 @@ static int call_start(Run *run, Call *c) {
                 return load_result_set(&c->req->result, LOAD_VERDICT_INVALID, 0, refusal.error, detail);
         }
 
-        r = varlink_conn_open(&c->conn, run->options->address ?: MODGATE_VARLINK_ADDRESS, TAKE_PTR(message), len,
-                              left);
+        r = varlink_conn_open(&c->conn, run->options->address ?: MODGATE_VARLINK_ADDRESS, TAKE_PTR(message),
+                              len, left);
         if (r == -EAGAIN) {
                 varlink_conn_close(&c->conn);
                 return load_result_from_reply(&c->req->result, VARLINK_ERROR_TIMEOUT, NULL);
@@ -169,7 +169,8 @@ static int call_broken(Call *c, int error, const char *reason) {
                 return error;
         snprintf(detail, sizeof(detail), "modgated's answer is not a varlink reply (%s)",
                  reason ?: (error == -EMSGSIZE ? "larger than 1 MiB" : "read failed"));
-        r = load_result_set(&c->req->result, LOAD_VERDICT_UNREACHABLE, error, VARLINK_ERROR_PROTOCOL, detail);
+        r = load_result_set(&c->req->result, LOAD_VERDICT_UNREACHABLE, error, VARLINK_ERROR_PROTOCOL,
+                            detail);
         return r < 0 ? r : 0;
 }
 
@@ -222,7 +223,8 @@ static int run_poll_setup(Run *run, struct pollfd *pfd, Call **polled, size_t ma
                 Call *c = run->calls + i;
 
                 if (c->conn.fd >= 0 && k < max) {
-                        pfd[k] = (struct pollfd) { .fd = c->conn.fd, .events = varlink_conn_events(&c->conn) };
+                        pfd[k] = (struct pollfd) { .fd = c->conn.fd,
+                                                   .events = varlink_conn_events(&c->conn) };
                         polled[k++] = c;
                 } else if (c->retry_at > 0)
                         until = MIN(until, c->retry_at);

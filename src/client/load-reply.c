@@ -74,8 +74,8 @@ LoadVerdict load_verdict_from_reply(const char *error_id, const JsonValue *param
         /* Generated locally by the client, not sent by the daemon. */
         if (strcmp(error_id, VARLINK_ERROR_TIMEOUT) == 0)
                 return LOAD_VERDICT_NO_REPLY;
-        if (strcmp(error_id, VARLINK_ERROR_DISCONNECTED) == 0 || strcmp(error_id, VARLINK_ERROR_PROTOCOL) == 0 ||
-            strcmp(error_id, VARLINK_ERROR_SYSTEM) == 0)
+        if (strcmp(error_id, VARLINK_ERROR_DISCONNECTED) == 0 ||
+            strcmp(error_id, VARLINK_ERROR_PROTOCOL) == 0 || strcmp(error_id, VARLINK_ERROR_SYSTEM) == 0)
                 return LOAD_VERDICT_UNREACHABLE;
 
         return LOAD_VERDICT_FAILED;
@@ -137,8 +137,9 @@ static void describe_success(FILE *f, const JsonValue *parameters, size_t *ret_n
 }
 
 static void describe_error(FILE *f, const char *error_id, const JsonValue *parameters) {
-        const char *module = field_string(parameters, "module"), *reason = field_string(parameters, "reason"),
-                   *path = field_string(parameters, "path"), *errno_name = field_string(parameters, "errnoName");
+        const char *module = field_string(parameters, "module"),
+                   *reason = field_string(parameters, "reason"), *path = field_string(parameters, "path"),
+                   *errno_name = field_string(parameters, "errnoName");
 
         switch (load_verdict_from_reply(error_id, parameters)) {
         case LOAD_VERDICT_NOT_FOUND:
@@ -149,7 +150,8 @@ static void describe_error(FILE *f, const char *error_id, const JsonValue *param
                 (void) put_names(f, parameters, "blacklisted", NULL);
                 break;
         case LOAD_VERDICT_DENIED:
-                /* The policy's reason names its rule already: "vxlan needs udp_tunnel, denied by F:3 ...". */
+                /* The policy's reason names its rule already: "vxlan needs udp_tunnel, denied by
+                 * F:3 ...". */
                 if (!error_is(error_id, MANAGER_ERROR_UNTRUSTED_ORIGIN)) {
                         fprintf(f, "the module policy denies it: %s", reason ?: "no reason given");
                         break;
@@ -234,7 +236,8 @@ int load_refusal_describe(const LoadRefusal *f, char **ret_detail) {
         return 0;
 }
 
-int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id, const char *detail) {
+int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id,
+                    const char *detail) {
         assert(res);
 
         load_result_done(res);

@@ -47,7 +47,8 @@ typedef struct LoadResult {
 } LoadResult;
 
 /* Replaces what *res held. detail NULL: the verdict's name. Returns 0 or -ENOMEM. */
-int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id, const char *detail);
+int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id,
+                    const char *detail);
 /* From an answer (error_id NULL for success; parameters may be NULL). Returns 0 or -ENOMEM. */
 int load_result_from_reply(LoadResult *res, const char *error_id, const JsonValue *parameters);
 void load_result_done(LoadResult *res);

@@ -35,7 +35,8 @@ static int connect_unix(int fd, const char *address, uint64_t timeout_usec) {
                 return -errno;
 
         for (;;) {
-                if (connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + n + 1) >= 0)
+                if (connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + n + 1) >=
+                    0)
                         break;
                 if (errno == EISCONN)
                         break;          /* an earlier attempt, interrupted, went through */
@@ -51,7 +52,8 @@ static int connect_unix(int fd, const char *address, uint64_t timeout_usec) {
         return 0;
 }
 
-int varlink_conn_open(VarlinkConn *c, const char *address, char *message, size_t len, uint64_t timeout_usec) {
+int varlink_conn_open(VarlinkConn *c, const char *address, char *message, size_t len,
+                      uint64_t timeout_usec) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
@@ -78,7 +80,8 @@ short varlink_conn_events(const VarlinkConn *c) {
 static int conn_write(VarlinkConn *c) {
         while (c->out_done < c->out_len) {
                 /* message's NUL terminator is the frame's end: out_len counts it. */
-                ssize_t k = send(c->fd, c->out + c->out_done, c->out_len - c->out_done, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t k = send(c->fd, c->out + c->out_done, c->out_len - c->out_done,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
 
                 if (k < 0) {
                         if (errno == EINTR)
@@ -109,7 +112,8 @@ static int conn_read(VarlinkConn *c) {
                 ssize_t k;
 
                 if (c->in_cap - c->in_len < 4096) {
-                        size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 8192), (size_t) VARLINK_PLAIN_REPLY_MAX + 1);
+                        size_t cap =
+                                MIN(MAX(c->in_cap * 2, (size_t) 8192), (size_t) VARLINK_PLAIN_REPLY_MAX + 1);
                         char *b;
 
                         if (cap <= c->in_len)

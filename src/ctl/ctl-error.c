@@ -240,15 +240,19 @@ static void text_invalid(const ErrorText *t) {
                 const char *error, *hint;
         } hints[] = {
                 { MANAGER_ERROR_INVALID_NAME,
-                  "A module name has letters, digits, '_' and '-', at most 55 of them; a modalias goes with -m, a "
+                  "A module name has letters, digits, '_' and '-', at most 55 of them; a modalias goes with "
+                  "-m, a "
                   "module file as an absolute path." },
                 { MANAGER_ERROR_INVALID_MODALIAS,
-                  "A modalias is one word of printable ASCII, as a device's modalias file in sysfs holds it." },
+                  "A modalias is one word of printable ASCII, as a device's modalias file in sysfs holds "
+                  "it." },
                 { MANAGER_ERROR_INVALID_PATH,
-                  "A module file is named by its absolute, normalized path beneath a trusted root, ending in .ko, "
+                  "A module file is named by its absolute, normalized path beneath a trusted root, ending "
+                  "in .ko, "
                   ".ko.xz, .ko.zst or .ko.gz." },
                 { MANAGER_ERROR_INVALID_MODULE_PARAMETERS,
-                  "Parameters are KEY=VALUE words separated by spaces, as modprobe takes them, without control "
+                  "Parameters are KEY=VALUE words separated by spaces, as modprobe takes them, without "
+                  "control "
                   "characters." },
         };
         const char *reason = json_str(t->p, "reason"), *hint = "See modgatectl(1) for what each verb takes.";

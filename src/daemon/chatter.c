@@ -197,7 +197,9 @@ static int flush_kind(Chatter *c, ChatterKind kind, unsigned *n, chatter_summary
                 if (t->total == 0)
                         continue;
                 if (*n < CHATTER_SUMMARIES_MAX) {
-                        ChatterSummary s = { .kind = kind, .peer = peer, .total = t->total, .folded = t->folded };
+                        ChatterSummary s = {
+                                .kind = kind, .peer = peer, .total = t->total, .folded = t->folded
+                        };
 
                         tally_keys(t, &s, true);
                         cb(&s, userdata);
@@ -214,7 +216,8 @@ static int flush_kind(Chatter *c, ChatterKind kind, unsigned *n, chatter_summary
                 fold.total += c->others[kind];
                 fold.folded += c->others[kind];
                 if (rest)
-                        rest[fold.n_peers++] = (ChatterCount) { .key = CHATTER_OTHER_PEERS, .n = c->others[kind] };
+                        rest[fold.n_peers++] =
+                                (ChatterCount) { .key = CHATTER_OTHER_PEERS, .n = c->others[kind] };
         }
         if (fold.total > 0) {
                 fold.peers = rest;

@@ -45,8 +45,10 @@ static bool is_printable_word(const char *s, const char *refused) {
 
 static int check_module_glob(ParseState *s, const char *key, char *word) {
         if (config_normalize_module_glob(word) < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not a module name glob (letters, digits, '_', '-' and "
-                                   "* ? [ ] !)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not a module name glob (letters, digits, '_', '-' and "
+                                   "* ? [ ] !)",
+                                   key, word);
         return 0;
 }
 
@@ -54,8 +56,10 @@ static int check_module_glob(ParseState *s, const char *key, char *word) {
  * reads as a path or as quoting. */
 static int check_request_glob(ParseState *s, const char *key, char *word) {
         if (!is_printable_word(word, "/\\\"'"))
-                return parse_error(s, -EINVAL, "%s=%s is not a request key glob (printable ASCII without '/', "
-                                   "'\\' or quotes)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not a request key glob (printable ASCII without '/', "
+                                   "'\\' or quotes)",
+                                   key, word);
         return 0;
 }
 
@@ -198,7 +202,8 @@ int config_parse_source_name(ConfParser *parser, const char *key, const char *va
         RequestSource source = request_source_from_string(value);
 
         if (source < 0)
-                return parse_error(s, -EINVAL, "%s=%s: the sources are kernel, udev, boot and admin", key, value);
+                return parse_error(s, -EINVAL, "%s=%s: the sources are kernel, udev, boot and admin", key,
+                                   value);
         s->layer = &s->config->policy.sources[source];
         return 0;
 }
@@ -258,8 +263,10 @@ static int check_parameter(ParseState *s, const char *key, char *word) {
         ok = config_normalize_module_glob(word) >= 0;
         *eq = '=';
         if (!ok)
-                return parse_error(s, -EINVAL, "%s=%s: a parameter name is letters, digits, '_' and '-', or a glob "
-                                   "of them", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s: a parameter name is letters, digits, '_' and '-', or a glob "
+                                   "of them",
+                                   key, word);
         if (!is_printable_word(eq + 1, ""))
                 return parse_error(s, -EINVAL, "%s=%s: a parameter value is printable ASCII", key, word);
         return 0;

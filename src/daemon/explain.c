@@ -48,26 +48,26 @@ static int origin_json(const ModuleResult *r, sd_json_variant **ret) {
         if (r->have_sha256)
                 sha256_to_hex(r->sha256, hex);
         return sd_json_buildo(
-                        ret,
-                        SD_JSON_BUILD_PAIR_BOOLEAN("trusted", !r->reason),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->trusted, "evidence",
-                                                     SD_JSON_BUILD_STRING(evidence_to_string(r->evidence))),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "fstype", SD_JSON_BUILD_STRING(r->origin.fstype)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
-                                                     SD_JSON_BUILD_UNSIGNED((uint64_t) r->origin.ino)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "superblockReadOnly",
-                                                     SD_JSON_BUILD_BOOLEAN(r->origin.sb_ro)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->backing, "backing", SD_JSON_BUILD_STRING(r->backing)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->dm_target, "dmTarget", SD_JSON_BUILD_STRING(r->dm_target)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->verity_root_hash, "verityRootHash",
-                                                     SD_JSON_BUILD_STRING(r->verity_root_hash)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->fsverity_digest, "fsverityDigest",
-                                                     SD_JSON_BUILD_STRING(r->fsverity_digest)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
-                        SD_JSON_BUILD_PAIR_STRING("signer", r->modinfo.signer),
-                        SD_JSON_BUILD_PAIR_STRING("signatureKey", r->modinfo.signature_key));
+                ret, SD_JSON_BUILD_PAIR_BOOLEAN("trusted", !r->reason),
+                SD_JSON_BUILD_PAIR_CONDITION(r->trusted, "evidence",
+                                             SD_JSON_BUILD_STRING(evidence_to_string(r->evidence))),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "fstype",
+                                             SD_JSON_BUILD_STRING(r->origin.fstype)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
+                                             SD_JSON_BUILD_UNSIGNED((uint64_t) r->origin.ino)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "superblockReadOnly",
+                                             SD_JSON_BUILD_BOOLEAN(r->origin.sb_ro)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->backing, "backing", SD_JSON_BUILD_STRING(r->backing)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->dm_target, "dmTarget", SD_JSON_BUILD_STRING(r->dm_target)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->verity_root_hash, "verityRootHash",
+                                             SD_JSON_BUILD_STRING(r->verity_root_hash)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->fsverity_digest, "fsverityDigest",
+                                             SD_JSON_BUILD_STRING(r->fsverity_digest)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
+                SD_JSON_BUILD_PAIR_STRING("signer", r->modinfo.signer),
+                SD_JSON_BUILD_PAIR_STRING("signatureKey", r->modinfo.signature_key));
 }
 
 /* A module of the reply: its entry, made on the event loop, and the file checks a load would make,
@@ -148,7 +148,8 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
         if (s->path && kernel_module_state(s->name, &state) < 0)
                 state = MODULE_STATE_ABSENT;
         *ret_live = state == MODULE_STATE_LIVE || state == MODULE_STATE_BUILTIN;
-        if ((pr && policy_rule_describe(pr, &rule) < 0) || (v[i].denied && policy_chain(plan, v, i, &reason) < 0))
+        if ((pr && policy_rule_describe(pr, &rule) < 0) ||
+            (v[i].denied && policy_chain(plan, v, i, &reason) < 0))
                 return -ENOMEM;
         if (s->path && !*ret_live && (!v[i].denied || m->config.policy.mode == POLICY_PERMISSIVE)) {
                 em->check = true;
@@ -163,17 +164,15 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
         if (q < 0)
                 return q;
         return sd_json_buildo(
-                        &em->entry,
-                        SD_JSON_BUILD_PAIR_STRING("name", s->name),
-                        SD_JSON_BUILD_PAIR_STRING("role", role_to_string(s->role)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!s->path, "path", SD_JSON_BUILD_STRING(s->path)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!s->options, "options", SD_JSON_BUILD_STRING(s->options)),
-                        SD_JSON_BUILD_PAIR_VARIANT("requires", requires),
-                        SD_JSON_BUILD_PAIR_VARIANT("after", after),
-                        SD_JSON_BUILD_PAIR_STRING("state", module_state_to_string(state)),
-                        SD_JSON_BUILD_PAIR_STRING("policy", v[i].denied ? "deny" : "allow"),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)));
+                &em->entry, SD_JSON_BUILD_PAIR_STRING("name", s->name),
+                SD_JSON_BUILD_PAIR_STRING("role", role_to_string(s->role)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!s->path, "path", SD_JSON_BUILD_STRING(s->path)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!s->options, "options", SD_JSON_BUILD_STRING(s->options)),
+                SD_JSON_BUILD_PAIR_VARIANT("requires", requires), SD_JSON_BUILD_PAIR_VARIANT("after", after),
+                SD_JSON_BUILD_PAIR_STRING("state", module_state_to_string(state)),
+                SD_JSON_BUILD_PAIR_STRING("policy", v[i].denied ? "deny" : "allow"),
+                SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)));
 }
 
 /* The verdict of a step of the decision, in Explain's words. */

@@ -129,7 +129,8 @@ void journal_record_input_ignored(const char *input, char *const *files);
 
 /* A signal that only PID 1 may send (SIGHUP: reload), sent by another process: its pid, uid, and its
  * command name and unit when they could be read. */
-void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm, const char *unit);
+void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm,
+                                   const char *unit);
 
 /* The kernel's uevent socket overflowed: events up to seqnum may be missing from the daemon's log, and
  * udevd's requests for them are checked against sysfs (the device must still be there). */

@@ -163,8 +163,9 @@ static int root_manifest_unavailable(TrustedRoot *t, const char *path, const cha
                 t->manifest_error = NULL;
                 return log_oom();
         }
-        log_warning("Manifest %s of %s cannot be used: %s. Only other evidence can vouch for its module files.",
-                    path, t->path, why);
+        log_warning(
+                "Manifest %s of %s cannot be used: %s. Only other evidence can vouch for its module files.",
+                path, t->path, why);
         return 0;
 }
 
@@ -193,8 +194,10 @@ static int root_load_manifest(TrustedRoot *t, const RootConfig *c) {
         log_info("Manifest %s: %zu module files of kernel %s, written by %s.", c->manifest,
                  manifest_entries(t->manifest), manifest_kernel(t->manifest), manifest_origin_to_string(o));
         if (o == MANIFEST_ORIGIN_FIRST_USE)
-                log_notice("Manifest %s was written on first use: it vouches for the files as they were then, "
-                           "not as the kernel package installed them.", c->manifest);
+                log_notice(
+                        "Manifest %s was written on first use: it vouches for the files as they were then, "
+                        "not as the kernel package installed them.",
+                        c->manifest);
         return 0;
 }
 
@@ -204,14 +207,16 @@ static int root_log(const TrustedRoot *t) {
         if (evidence_mask_to_string(t->evidence, " ", &evidence) < 0)
                 return log_oom();
         if (t->fd >= 0)
-                log_info("Trusted root %s (mount %llu) accepts: %s.", t->path, (unsigned long long) t->mount_id,
-                         *evidence ? evidence : "nothing");
+                log_info("Trusted root %s (mount %llu) accepts: %s.", t->path,
+                         (unsigned long long) t->mount_id, *evidence ? evidence : "nothing");
         else
                 log_info("Trusted root %s is not there yet; it is pinned when a module beneath it is first "
                          "loaded. It accepts: %s.", t->path, *evidence ? evidence : "nothing");
         if (t->evidence & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
-                log_warning("Trusted root %s: module files whose origin is not verified are trusted when root "
-                            "owns them (Evidence=ownership or RequireReadOnlySuperblock=no).", t->path);
+                log_warning(
+                        "Trusted root %s: module files whose origin is not verified are trusted when root "
+                        "owns them (Evidence=ownership or RequireReadOnlySuperblock=no).",
+                        t->path);
         if (t->evidence & EVIDENCE_MASK(EVIDENCE_VERITY) && strv_length(t->root_hashes) == 0 &&
             strv_length(t->fsverity_digests) == 0)
                 log_debug("Trusted root %s accepts verity evidence, but allows no RootHash= and no "
@@ -365,7 +370,8 @@ static void manager_log_policy(Manager *m, const char *verb) {
         const Policy *p = &m->config.policy;
 
         log_info("%s policy %.12s: %s, %s by default, %zu rules.", verb, m->policy_digest,
-                 policy_mode_to_string(p->mode), p->global.default_deny ? "deny" : "allow", policy_n_rules(p));
+                 policy_mode_to_string(p->mode), p->global.default_deny ? "deny" : "allow",
+                 policy_n_rules(p));
 }
 
 /* Read once, at start: the kernel's command line is fixed while the kernel runs, so a reload has
@@ -407,15 +413,18 @@ static void manager_log_enforcement(Manager *m) {
         else
                 snprintf(tree, sizeof(tree), "unknown");
         r = enforcement_describe("/", &e, &line);
-        journal_record_started(PROJECT_VERSION, m->policy_digest, policy_mode_to_string(m->config.policy.mode),
-                               r >= 0 ? line : "unknown", tree, m->seal.sealed);
+        journal_record_started(PROJECT_VERSION, m->policy_digest,
+                               policy_mode_to_string(m->config.policy.mode), r >= 0 ? line : "unknown", tree,
+                               m->seal.sealed);
         if (r < 0) {
                 log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
                 return;
         }
         if (e.modules_disabled.value == PROBE_YES)
-                log_warning("Kernel enforcement: %s. kernel.modules_disabled=1: every module load fails until "
-                            "reboot.", line);
+                log_warning(
+                        "Kernel enforcement: %s. kernel.modules_disabled=1: every module load fails until "
+                        "reboot.",
+                        line);
         else
                 log_info("Kernel enforcement: %s.", line);
 }
@@ -430,8 +439,9 @@ static void manager_lock_running(Manager *m) {
         if (dir >= 0)
                 fd = openat(dir, RUNTIME_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
         if (fd < 0 || flock(fd, LOCK_SH) < 0) {
-                log_warning_errno(errno, "Failed to lock %s/%s, modgate-modprobe cannot tell that modgated runs: %m",
-                                  m->runtime_dir, RUNTIME_LOCK);
+                log_warning_errno(
+                        errno, "Failed to lock %s/%s, modgate-modprobe cannot tell that modgated runs: %m",
+                        m->runtime_dir, RUNTIME_LOCK);
                 return;
         }
         m->running_fd = TAKE_FD(fd);
@@ -557,13 +567,15 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Ignoring the fds passed at start other than the varlink sockets: %m");
         if (!fdstore_available())
-                log_notice("No file descriptor store (FileDescriptorStoreMax=): this boot's history, the "
-                           "trusted roots' identities and the kernel's uevents are not kept across restarts.");
+                log_notice(
+                        "No file descriptor store (FileDescriptorStoreMax=): this boot's history, the "
+                        "trusted roots' identities and the kernel's uevents are not kept across restarts.");
         r = root_identity_store_open(fdstore_available());
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded "
+                log_warning_errno(r,
+                                  "Ignoring the trusted roots' records of the fd store, roots are recorded "
                                   "anew: %m");
 
         r = manager_pin_roots(m);
@@ -616,7 +628,8 @@ int manager_startup(Manager *m) {
         if (r < 0 && history_open(false, &m->history, &skipped) < 0)
                 return log_oom();
         if (skipped > 0)
-                log_warning("Skipped %u entries of the history that do not parse (a write cut short?).", skipped);
+                log_warning("Skipped %u entries of the history that do not parse (a write cut short?).",
+                            skipped);
         /* Watching first, then looking: a load between the two is seen twice, and recorded once. */
         r = manager_follow_uevents(m);
         if (r < 0)
@@ -626,8 +639,8 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return r;
 
-        log_info("The kernel decompresses %s modules; %u workers.", compression_to_string(m->kernel_compression),
-                 m->config.workers);
+        log_info("The kernel decompresses %s modules; %u workers.",
+                 compression_to_string(m->kernel_compression), m->config.workers);
 
         manager_check_udevd(m, false);
 
@@ -656,7 +669,8 @@ static int on_idle_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (now >= due && manager_is_idle(m)) {
                 /* Nothing is accepted from here on: a client that connects now waits in the socket's
                  * backlog, and the service manager starts the next instance for it. */
-                log_info("Idle for %llu s, exiting.", (unsigned long long) (m->config.idle_exit_usec / 1000000U));
+                log_info("Idle for %llu s, exiting.",
+                         (unsigned long long) (m->config.idle_exit_usec / 1000000U));
                 (void) sd_varlink_server_shutdown(m->varlink_server);
                 return sd_event_exit(sd_event_source_get_event(s), 0);
         }
@@ -674,8 +688,8 @@ static int manager_arm_idle_timer(Manager *m) {
                 (void) sd_event_source_set_time_relative(m->idle_timer, m->config.idle_exit_usec);
                 return sd_event_source_set_enabled(m->idle_timer, SD_EVENT_ONESHOT);
         }
-        return sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, m->config.idle_exit_usec,
-                                          USEC_PER_SEC, on_idle_timer, m);
+        return sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC,
+                                          m->config.idle_exit_usec, USEC_PER_SEC, on_idle_timer, m);
 }
 
 /* Settings that workers or pinned roots depend on wait for a restart; the rest apply now. */
@@ -691,7 +705,8 @@ void manager_check_udevd(Manager *m, bool asked_by_udevd) {
                 log_warning("systemd-udevd holds CAP_SYS_MODULE: its kmod builtin can load modules "
                             "without modgate.");
         else if (r == 0)
-                log_info("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
+                log_info(
+                        "systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
         else
                 log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
         /* Not running yet (the udev takeover starts modgated beside udevd): checked again when udevd
@@ -715,7 +730,8 @@ int manager_read_udev_rules(Manager *m) {
          * anything else there was written by what may not widen udevd's loads (udevd itself among them). */
         r = conf_files_list(udev_rules_trusted_dirs, NULL, ".rules", 0, SIZE_MAX, &files);
         if (r < 0)
-                return log_warning_errno(r, "Failed to list udev's rules files, keeping what they said before: %m");
+                return log_warning_errno(
+                        r, "Failed to list udev's rules files, keeping what they said before: %m");
 
         /* Read again only what changed since: which files, and each one's inode, size and time. */
         f = open_memstream(&stamp, &size);
@@ -726,8 +742,8 @@ int manager_read_udev_rules(Manager *m) {
 
                 (void) stat(*p, &st);
                 fprintf(f, "%s:%llu:%llu:%lld:%lld.%ld\n", *p, (unsigned long long) st.st_dev,
-                        (unsigned long long) st.st_ino, (long long) st.st_size, (long long) st.st_mtim.tv_sec,
-                        st.st_mtim.tv_nsec);
+                        (unsigned long long) st.st_ino, (long long) st.st_size,
+                        (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
         }
         if (fclose(f) != 0 || !stamp)
                 return log_oom();
@@ -761,15 +777,18 @@ int manager_reload(Manager *m, char **ret_error) {
         if (r >= 0)
                 r = policy_complete(&c.policy, m->kernel_cmdline, digest);
         if (r < 0) {
-                log_error_errno(r, "Invalid configuration, keeping the running one: %s", error ?: "out of memory");
-                (void) sd_notify(false, "READY=1\nSTATUS=Processing requests (configuration not reloaded)...");
+                log_error_errno(r, "Invalid configuration, keeping the running one: %s",
+                                error ?: "out of memory");
+                (void) sd_notify(false,
+                                 "READY=1\nSTATUS=Processing requests (configuration not reloaded)...");
                 if (ret_error)
                         *ret_error = TAKE_PTR(error);
                 return r;
         }
 
         if (c.workers != m->config.workers || !config_trust_equal(&c, &m->config))
-                log_notice("Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
+                log_notice(
+                        "Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
 
         /* Decisions are made on this thread only, so the swap is whole for every request. */
         policy_done(&m->config.policy);
@@ -850,8 +869,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 return 0;
         }
         sender_describe((pid_t) si->ssi_pid, comm, sizeof(comm), &unit);
-        journal_record_signal_ignored("SIGHUP", (pid_t) si->ssi_pid, (uid_t) si->ssi_uid, comm[0] ? comm : NULL,
-                                      unit);
+        journal_record_signal_ignored("SIGHUP", (pid_t) si->ssi_pid, (uid_t) si->ssi_uid,
+                                      comm[0] ? comm : NULL, unit);
         return 0;
 }
 

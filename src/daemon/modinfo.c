@@ -31,7 +31,8 @@ void modinfo_done(ModInfo *m) {
 static int modinfo_add(ModInfo *m, const char *key, const char *value, const char *alias_key) {
         char **field = NULL;
 
-        if (strcmp(key, "alias") == 0 && alias_key && !m->alias && value && fnmatch(value, alias_key, 0) == 0)
+        if (strcmp(key, "alias") == 0 && alias_key && !m->alias && value &&
+            fnmatch(value, alias_key, 0) == 0)
                 field = &m->alias;
         else if (strcmp(key, "name") == 0 && !m->name)
                 field = &m->name;

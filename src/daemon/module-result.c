@@ -74,15 +74,14 @@ int module_result_build_json(const ModuleResult *r, sd_json_variant **array) {
         assert(r);
 
         return sd_json_variant_append_arraybo(
-                        array,
-                        SD_JSON_BUILD_PAIR_STRING("name", r->name),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
-                        SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(r->outcome)),
-                        SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->parameters, "parameters",
-                                                     SD_JSON_BUILD_STRING(r->parameters)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errno", SD_JSON_BUILD_INTEGER(r->error)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
-                                                     SD_JSON_BUILD_STRING(strerrorname_np(r->error))));
+                array, SD_JSON_BUILD_PAIR_STRING("name", r->name),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
+                SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(r->outcome)),
+                SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->parameters, "parameters",
+                                             SD_JSON_BUILD_STRING(r->parameters)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errno", SD_JSON_BUILD_INTEGER(r->error)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
+                                             SD_JSON_BUILD_STRING(strerrorname_np(r->error))));
 }

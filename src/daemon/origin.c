@@ -293,8 +293,8 @@ static bool stack_read_only(int dfd, const char *name, unsigned depth, char *ret
         bool all = true;
         DIR *d;
 
-        if (depth > ORIGIN_DEPTH_MAX || read_line_at(dfd, "ro", ro, sizeof(ro)) < 0 || strcmp(ro, "1") != 0 ||
-            (depth > 0 && faccessat(dfd, "loop", F_OK, 0) >= 0)) {
+        if (depth > ORIGIN_DEPTH_MAX || read_line_at(dfd, "ro", ro, sizeof(ro)) < 0 ||
+            strcmp(ro, "1") != 0 || (depth > 0 && faccessat(dfd, "loop", F_OK, 0) >= 0)) {
                 snprintf(ret_writable, size, "%.31s", name);
                 return false;
         }
@@ -431,7 +431,8 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
                 if (!o->backing_path)
                         return -ENOMEM;
                 o->below_error = -EOPNOTSUPP;
-                if (set_string(&o->below_detail, "the kernel does not say which file an erofs mounted from a "
+                if (set_string(&o->below_detail,
+                               "the kernel does not say which file an erofs mounted from a "
                                "file reads (the mount's source is only the path given at mount time); put "
                                "the image on a loop device") < 0)
                         return -ENOMEM;
@@ -442,7 +443,8 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
                 if (depth >= ORIGIN_DEPTH_MAX)
                         o->below_error = -ELOOP;
                 else {
-                        below = open(o->backing_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+                        below = open(o->backing_path,
+                                     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
                         if (below < 0)
                                 o->below_error = negative_errno();
                         else {
@@ -468,8 +470,10 @@ int origin_verify_backing(Origin *o) {
                 if (!o->backing_known) {
                         o->below = NULL;
                         o->below_error = -ENODATA;
-                        if (set_string(&o->below_detail, "the file the loop device reads cannot be identified "
-                                       "(%s)", o->backing_unknown ?: "unknown") < 0) {
+                        if (set_string(&o->below_detail,
+                                       "the file the loop device reads cannot be identified "
+                                       "(%s)",
+                                       o->backing_unknown ?: "unknown") < 0) {
                                 origin_free(b);
                                 return -ENOMEM;
                         }

@@ -120,8 +120,8 @@ int proc_status_parse(const char *text, ProcStatus *ret) {
 
         assert(ret);
 
-        if (status_field(text, "CapEff", field, sizeof(field)) < 0 || sscanf(field, "%llx", &s.cap_eff) != 1 ||
-            status_field(text, "PPid", field, sizeof(field)) < 0)
+        if (status_field(text, "CapEff", field, sizeof(field)) < 0 ||
+            sscanf(field, "%llx", &s.cap_eff) != 1 || status_field(text, "PPid", field, sizeof(field)) < 0)
                 return -EBADMSG;
         s.ppid = (pid_t) strtol(field, NULL, 10);
         if (status_field(text, "State", field, sizeof(field)) >= 0)

@@ -278,7 +278,8 @@ static bool parameter_allowed(const Policy *p, const ParameterRule *pr, const ch
 }
 
 PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const char *admin_options,
-                                      const char *parameters, char *buf, size_t size, const char **ret_word) {
+                                      const char *parameters, char *buf, size_t size,
+                                      const char **ret_word) {
         const ParameterRule *pr = parameter_rule_find(p, module);
         const PolicyRule *rule = pr ? &pr->rule : &p->request_parameters_rule;
 
@@ -438,7 +439,8 @@ static int serialize_layer(FILE *f, const char *name, const PolicyLayer *l) {
         if (!lines)
                 return -ENOMEM;
         for (size_t i = 0; i < l->n_rules; i++)
-                if (asprintf(&lines[i], "%s %s", rule_kind_to_string(l->rules[i].kind), l->rules[i].pattern) < 0) {
+                if (asprintf(&lines[i], "%s %s", rule_kind_to_string(l->rules[i].kind),
+                             l->rules[i].pattern) < 0) {
                         r = -ENOMEM;
                         break;
                 }

@@ -31,7 +31,8 @@ void manager_write_summaries(Manager *m) {
         if (m->chatter) {
                 r = chatter_flush(m->chatter, write_summary, &sec);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to list the peers of a summary, their total is in it: %m");
+                        log_warning_errno(r,
+                                          "Failed to list the peers of a summary, their total is in it: %m");
         }
         m->summary_since_usec = now;
 }
@@ -48,7 +49,8 @@ static const char *peer_label(const Requester *who, char *buf, size_t size) {
         return buf;
 }
 
-bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, const char *method, const char *key) {
+bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, const char *method,
+                           const char *key) {
         _cleanup_free_ char *k = NULL;
         char buf[32];
 
@@ -219,7 +221,8 @@ void manager_record_module(const Requesters *requesters, const ModuleResult *r, 
         assert(requesters);
 
         count_module(&m->counters, who.n, r);
-        if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
+        if (r->outcome == OUTCOME_ALREADY_LOADED && m->history &&
+            !entry_is_loaded(history_get(m->history, r->name)))
                 manager_record_outside(m, r->name, "found loaded when asked for");
         first = kind < 0 || manager_chatter_first(m, kind, who.first, NULL, r->name);
         if (present && !first)
@@ -242,7 +245,8 @@ void manager_record_started(const Requester *who, const ModuleResult *r, void *u
         if (!monitors_active(m->monitors))
                 return;
         if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
-                           SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path))) >= 0)
+                           SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path))) >=
+            0)
                 manager_emit(m, "started", r->name, f);
 }
 
@@ -316,9 +320,12 @@ void manager_record_request(Manager *m, const char *method, const Requester *who
         if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("method", method),
                            SD_JSON_BUILD_PAIR_CONDITION(!!key, "request", SD_JSON_BUILD_STRING(key)),
                            SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
-                           SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid))) >= 0)
+                           SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath",
+                                                        SD_JSON_BUILD_STRING(who->devpath)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid",
+                                                        SD_JSON_BUILD_INTEGER(who->pid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid",
+                                                        SD_JSON_BUILD_UNSIGNED(who->uid))) >= 0)
                 manager_emit(m, "request", module, f);
 }
 
@@ -346,7 +353,8 @@ void manager_record_policy(Manager *m, const Requester *requester, const PolicyR
 
         if (!pr->would)
                 m->counters.denied++;
-        first = manager_chatter_first(m, pr->would ? CHATTER_WOULD_DENY : CHATTER_DENIED, requester, NULL, key);
+        first = manager_chatter_first(m, pr->would ? CHATTER_WOULD_DENY : CHATTER_DENIED, requester, NULL,
+                                      key);
         if (first) {
                 who = with_device(m, requester, &tmp, &vendor, &model);
                 journal_record_policy(who, pr);
@@ -362,7 +370,8 @@ void manager_record_policy(Manager *m, const Requester *requester, const PolicyR
         }
 }
 
-void manager_record_refused_caller(Manager *m, const Requester *who, const char *method, const char *reason) {
+void manager_record_refused_caller(Manager *m, const Requester *who, const char *method,
+                                   const char *reason) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
         _cleanup_free_ char *with_devpath = NULL;
@@ -378,13 +387,16 @@ void manager_record_refused_caller(Manager *m, const Requester *who, const char 
         if (!monitors_active(m->monitors))
                 return;
         if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("method", method),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid",
+                                                        SD_JSON_BUILD_INTEGER(who->pid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid",
+                                                        SD_JSON_BUILD_UNSIGNED(who->uid)),
                            SD_JSON_BUILD_PAIR_STRING("reason", reason)) >= 0)
                 manager_emit(m, "refused_caller", NULL, f);
 }
 
-void manager_record_unload(Manager *m, const Requester *who, const char *name, int error, const char *reason) {
+void manager_record_unload(Manager *m, const Requester *who, const char *name, int error,
+                           const char *reason) {
         journal_record_unload(who, name, error, reason);
         if (error == 0)
                 record_simple(m, name, "unloaded", NULL, NULL, NULL, true);

@@ -166,17 +166,22 @@ static void resolver_watch(Resolver *r) {
         r->watch_fd = -EBADF;
         fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (fd < 0)
-                return (void) log_debug_errno(errno, "Failed to make an inotify instance, the index is checked "
+                return (void) log_debug_errno(errno,
+                                              "Failed to make an inotify instance, the index is checked "
                                               "by stat at every request: %m");
         r->index_wd = inotify_add_watch(fd, r->index_dir, WATCH_INDEX);
         if (r->index_wd < 0)
-                return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat at every "
-                                              "request: %m", r->dirname);
+                return (void) log_debug_errno(errno,
+                                              "Failed to watch %s, the index is checked by stat at every "
+                                              "request: %m",
+                                              r->dirname);
         for (const char *const *d = modprobe_d_dirs; *d; d++)
                 /* One that does not exist libkmod does not look at either. */
                 if (inotify_add_watch(fd, *d, WATCH_CONFIG) < 0 && errno != ENOENT && errno != ENOTDIR)
-                        return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat "
-                                                      "at every request: %m", *d);
+                        return (void) log_debug_errno(errno,
+                                                      "Failed to watch %s, the index is checked by stat "
+                                                      "at every request: %m",
+                                                      *d);
         r->watch_fd = TAKE_FD(fd);
 }
 
@@ -207,7 +212,8 @@ static int resolver_watch_read(Resolver *r) {
                         p += sizeof(*e) + e->len;
                         /* A watch gone (its directory removed, moved, unmounted) or events lost: the
                          * watch says nothing any more. */
-                        if (e->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF))
+                        if (e->mask &
+                            (IN_Q_OVERFLOW | IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF))
                                 lost = true;
                         /* In the module directory only the index files: depmod writes them under
                          * other names first, then renames them. */
@@ -300,8 +306,10 @@ int resolver_refresh(Resolver *r) {
         if (r->watch_fd >= 0) {
                 q = resolver_watch_read(r);
                 if (q < 0) {
-                        log_debug_errno(q, "The watch on the module index stopped, it is checked by stat from now "
-                                        "on: %m");
+                        log_debug_errno(
+                                q,
+                                "The watch on the module index stopped, it is checked by stat from now "
+                                "on: %m");
                         r->watch_fd = safe_close(r->watch_fd);
                 }
                 if (q != 0)
@@ -399,8 +407,8 @@ int plan_needed_by(const Plan *p, size_t i, char **ret) {
 }
 
 /* kept: mod's object by name, which has its line of modules.dep parsed (see resolver_module()). */
-static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, struct kmod_module *kept, Role role,
-                       ModuleSpec **ret) {
+static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, struct kmod_module *kept,
+                       Role role, ModuleSpec **ret) {
         ModuleSpec *a, *s;
 
         if (p->n_specs >= PLAN_MODULES_MAX)
@@ -464,7 +472,8 @@ static int add_post_softdeps(Builder *b, struct kmod_list *post, size_t idx) {
         return 0;
 }
 
-static int add_list(Builder *b, struct kmod_list *list, Role role, size_t **a, size_t *n, bool tolerate_loop) {
+static int add_list(Builder *b, struct kmod_list *list, Role role, size_t **a, size_t *n,
+                    bool tolerate_loop) {
         struct kmod_list *i;
         ssize_t idx;
         int r;

@@ -64,8 +64,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Resolver *, resolver_free);
 const char *resolver_dirname(Resolver *r);
 
 /* Reloads the index when depmod has rewritten it (or modprobe.d changed), as an inotify watch on their
- * directories says, or, where that cannot be set up, kmod_validate_resources()'s stats. Returns 1 when it reloaded (cached plans are
- * dropped), 0 when the index is unchanged, or -errno. */
+ * directories says, or, where that cannot be set up, kmod_validate_resources()'s stats. Returns 1 when it
+ * reloaded (cached plans are dropped), 0 when the index is unchanged, or -errno. */
 int resolver_refresh(Resolver *r);
 
 /* Reloads index and modprobe.d configuration unconditionally (on SIGHUP). */

@@ -237,8 +237,9 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
         if (q == -ENOMEM)
                 return q;
         if (q < 0) {
-                log_warning_errno(q, "Failed to identify trusted root %s, it is not checked against earlier pins: %m",
-                                  r->path);
+                log_warning_errno(
+                        q, "Failed to identify trusted root %s, it is not checked against earlier pins: %m",
+                        r->path);
                 return 0;
         }
         root_identity_format(&id, now, sizeof(now));
@@ -254,8 +255,10 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
         if (q == -ENODATA) {
                 q = root_identity_find(r->path, &recorded);
                 if (q == 0) {
-                        log_warning("Trusted root %s is on a device-mapper device whose table cannot be read now: its "
-                                    "identity is not recorded until it can be.", r->path);
+                        log_warning("Trusted root %s is on a device-mapper device whose table cannot be "
+                                    "read now: its "
+                                    "identity is not recorded until it can be.",
+                                    r->path);
                         return root_pinned(r, now, NULL, false);
                 }
                 if (q > 0)
@@ -281,7 +284,8 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
                 return 0;
         }
         if (q < 0) {
-                log_warning_errno(q, "Failed to check trusted root %s against the record of its first pin: %m",
+                log_warning_errno(q,
+                                  "Failed to check trusted root %s against the record of its first pin: %m",
                                   r->path);
                 return 0;
         }

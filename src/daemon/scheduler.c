@@ -326,7 +326,8 @@ static void job_try_start(Job *j) {
                 const ModuleResult *d = &j->requires[i]->result;
 
                 if (!outcome_is_success(d->outcome))
-                        return job_finish_with(j, OUTCOME_FAILED, 0, "dependency %s was not loaded", d->name);
+                        return job_finish_with(j, OUTCOME_FAILED, 0, "dependency %s was not loaded",
+                                               d->name);
         }
 
         j->state = JOB_READY;
@@ -497,11 +498,13 @@ static int on_stuck_timer(sd_event_source *source, uint64_t usec, void *userdata
                         if (j->state == JOB_RUNNING && (!oldest || j->running_since < oldest->running_since))
                                 oldest = j;
                 s->n_extra++;
-                log_notice("Every worker has been loading for %u s (the longest, %s, for %llu s) and %s waits: "
-                           "adding a worker (%u beyond Workers=).", STUCK_USEC / 1000000U,
-                           oldest ? oldest->result.name : "?",
-                           oldest ? (unsigned long long) ((now_usec() - oldest->running_since) / 1000000U) : 0ULL,
-                           s->ready.head->result.name, s->n_extra);
+                log_notice(
+                        "Every worker has been loading for %u s (the longest, %s, for %llu s) and %s waits: "
+                        "adding a worker (%u beyond Workers=).",
+                        STUCK_USEC / 1000000U, oldest ? oldest->result.name : "?",
+                        oldest ? (unsigned long long) ((now_usec() - oldest->running_since) / 1000000U) :
+                                 0ULL,
+                        s->ready.head->result.name, s->n_extra);
         }
         scheduler_dispatch(s);
         return 0;
@@ -929,7 +932,8 @@ void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         s->load_alone = names;
 }
 
-void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started, void *userdata) {
+void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started,
+                          void *userdata) {
         assert(s);
 
         s->record = record;

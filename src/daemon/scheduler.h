@@ -39,13 +39,14 @@ void scheduler_set_load_alone(Scheduler *s, char *const *names);
  * journaled as it is); and, when not NULL, with each job as it is handed to a worker. */
 typedef void (*scheduler_record_t)(const Requesters *who, const ModuleResult *r, void *userdata);
 typedef void (*scheduler_started_t)(const Requester *who, const ModuleResult *r, void *userdata);
-void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started, void *userdata);
+void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started,
+                          void *userdata);
 
 /* What the workers are doing now. */
 typedef struct SchedulerState {
         unsigned workers;
         unsigned busy;          /* inside loader_load(): opening, checking, finit_module() */
-        size_t queued;          /* jobs in flight not on a worker: waiting for a worker or for what they need */
+        size_t queued; /* jobs in flight not on a worker: waiting for a worker or for what they need */
         unsigned checked_ahead; /* of those, the ones whose file was checked while they wait */
 } SchedulerState;
 void scheduler_state(Scheduler *s, SchedulerState *ret);

@@ -63,11 +63,15 @@ static void seal_save_time(Manager *m) {
                 return;
         dir = open(m->runtime_dir, O_DIRECTORY | O_PATH | O_CLOEXEC);
         if (dir >= 0)
-                fd = openat(dir, SEALED_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+                fd = openat(dir, SEALED_FILE,
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
         n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", m->seal.sealed_usec);
         if (fd < 0 || write(fd, buf, (size_t) n) != n)
-                log_warning_errno(errno, "Failed to write %s/%s, a later instance will not know when the kernel was "
-                                  "sealed: %m", m->runtime_dir, SEALED_FILE);
+                log_warning_errno(
+                        errno,
+                        "Failed to write %s/%s, a later instance will not know when the kernel was "
+                        "sealed: %m",
+                        m->runtime_dir, SEALED_FILE);
 }
 
 static void seal_load_time(Manager *m) {
@@ -82,8 +86,8 @@ static void seal_load_time(Manager *m) {
                 return;
         buf[strcspn(buf, "\n")] = '\0';
         if (parse_uint64(buf, &t) < 0 || t == 0 || t > realtime_usec())
-                return log_warning("Ignoring %s/%s, which does not hold a time of this boot: %s", m->runtime_dir,
-                                   SEALED_FILE, buf);
+                return log_warning("Ignoring %s/%s, which does not hold a time of this boot: %s",
+                                   m->runtime_dir, SEALED_FILE, buf);
         m->seal.sealed_usec = t;
 }
 
@@ -106,12 +110,14 @@ bool seal_startup(Manager *m) {
         m->seal.sysctl_fd = kernel_modules_disabled_open();
         r = seal_read_sysctl(m);
         if (r < 0)
-                log_warning_errno(r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
+                log_warning_errno(
+                        r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
         m->seal.sealed = r > 0;
         if (m->seal.sealed) {
                 seal_load_time(m);
-                log_notice("The kernel is sealed (kernel.modules_disabled=1): every Load, Unload and Seal is "
-                           "refused until reboot.");
+                log_notice(
+                        "The kernel is sealed (kernel.modules_disabled=1): every Load, Unload and Seal is "
+                        "refused until reboot.");
         }
         return m->seal.sealed;
 }
@@ -123,7 +129,8 @@ bool seal_refuses(Manager *m) {
                 return true;
         r = seal_read_sysctl(m);
         if (r < 0)
-                log_debug_errno(r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
+                log_debug_errno(
+                        r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
         if (r <= 0)
                 return false;
         m->seal.sealed = true;
@@ -174,7 +181,8 @@ static int seal_reply(SealRequest *req) {
         if (r < 0)
                 return r;
         return sd_varlink_replybo(req->link,
-                                  SD_JSON_BUILD_PAIR_CONDITION(!!req->load, "modules", SD_JSON_BUILD_VARIANT(modules)),
+                                  SD_JSON_BUILD_PAIR_CONDITION(!!req->load, "modules",
+                                                               SD_JSON_BUILD_VARIANT(modules)),
                                   SD_JSON_BUILD_PAIR_STRV("pending", req->pending));
 }
 

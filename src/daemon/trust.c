@@ -185,8 +185,10 @@ int trust_manifest_load(const char *path, Manifest **ret, char **reterr_message)
         if (r < 0)
                 return r;
         if (!trust_manifest_fstype(o.fstype)) {
-                if (asprintf(reterr_message, "refusing a manifest on a %s file system: manifest evidence needs a "
-                             "local disk file system", o.fstype[0] ? o.fstype : "(unknown)") < 0) {
+                if (asprintf(reterr_message,
+                             "refusing a manifest on a %s file system: manifest evidence needs a "
+                             "local disk file system",
+                             o.fstype[0] ? o.fstype : "(unknown)") < 0) {
                         *reterr_message = NULL;
                         return -ENOMEM;
                 }
@@ -227,11 +229,15 @@ const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size
         else if (t->corrupted)
                 snprintf(buf, size, "%s's verity target has found corrupted blocks", o->device);
         else if (t->ignore_corruption)
-                snprintf(buf, size, "%s's verity target ignores corrupted blocks (ignore_corruption)", o->device);
+                snprintf(buf, size, "%s's verity target ignores corrupted blocks (ignore_corruption)",
+                         o->device);
         else if (has_word(t->options, "check_at_most_once"))
-                snprintf(buf, size, "%s's verity target checks each block once only (check_at_most_once): a block "
-                         "read again after the page cache dropped it is not verified", o->device);
-        else if (!strv_contains(in->root_hashes, t->root_hash) && !strv_contains(in->cmdline_root_hashes, t->root_hash))
+                snprintf(buf, size,
+                         "%s's verity target checks each block once only (check_at_most_once): a block "
+                         "read again after the page cache dropped it is not verified",
+                         o->device);
+        else if (!strv_contains(in->root_hashes, t->root_hash) &&
+                 !strv_contains(in->cmdline_root_hashes, t->root_hash))
                 snprintf(buf, size, "%s's root hash %s is not allowed%s", o->device, t->root_hash,
                          strv_length(in->root_hashes) + strv_length(in->cmdline_root_hashes) == 0 ?
                          " (no RootHash= is set, and the kernel command line names none)" : "");
@@ -331,7 +337,8 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         /* A requirement on top of the evidence, not a kind of it. */
         if (in->require_ima && !ima_is_signature(in->origin->ima.type)) {
                 *ret = (TrustDecision) {};
-                if (asprintf(&ret->reason, "RequireIMASignature=yes: the file has no IMA signature (security.ima: %s)",
+                if (asprintf(&ret->reason,
+                             "RequireIMASignature=yes: the file has no IMA signature (security.ima: %s)",
                              ima_type_to_string(in->origin->ima.type)) < 0) {
                         ret->reason = NULL;
                         return -ENOMEM;
@@ -370,9 +377,10 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
                 /* Before any hashing: what a FUSE server or an NFS server hands us says nothing of what
                  * it hands the kernel. */
                 if (!trust_manifest_fstype(fstype)) {
-                        if (asprintf(&manifest, "file system type %s is not a local disk file system: the bytes "
-                                     "hashed need not be the bytes the kernel reads", fstype[0] ? fstype :
-                                     "(unknown)") < 0) {
+                        if (asprintf(&manifest,
+                                     "file system type %s is not a local disk file system: the bytes "
+                                     "hashed need not be the bytes the kernel reads",
+                                     fstype[0] ? fstype : "(unknown)") < 0) {
                                 manifest = NULL;
                                 return -ENOMEM;
                         }
@@ -393,14 +401,16 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         if (in->accepted & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
                 return trusted(ret, EVIDENCE_OWNERSHIP);
 
-        *ret = (TrustDecision) { .verdict = TRUST_OK, .reason = why ? TAKE_PTR(why) : strdup("no evidence is accepted") };
+        *ret = (TrustDecision) { .verdict = TRUST_OK,
+                                 .reason = why ? TAKE_PTR(why) : strdup("no evidence is accepted") };
         return ret->reason ? 0 : -ENOMEM;
 }
 
 const char *trust_open_error_to_string(int error) {
         switch (abs(error)) {
         case EXDEV:
-                return "path leaves the trusted root (absolute or escaping symlink, '..', or a mount crossing)";
+                return "path leaves the trusted root (absolute or escaping symlink, '..', or a mount "
+                       "crossing)";
         case ELOOP:
                 return "path contains a magic link or a symlink loop";
         case ENXIO:

@@ -21,7 +21,8 @@
 int proc_status_cap_bnd(const char *status, uint64_t *ret) {
         assert(ret);
 
-        for (const char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        for (const char *line = status; line && *line;
+             line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
                 char *end;
                 uint64_t v;
 

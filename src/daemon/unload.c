@@ -17,7 +17,8 @@
 #include "unload.h"
 #include "varlink-errors.h"
 
-static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error, const char *reason) {
+static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error,
+                         const char *reason) {
         Manager *m = sd_varlink_get_userdata(link);
 
         manager_record_unload(m, who, name, error, reason);
@@ -31,7 +32,8 @@ static int unload_in_use(sd_varlink *link, const Requester *who, const char *nam
                          unsigned refs) {
         Manager *m = sd_varlink_get_userdata(link);
 
-        manager_record_unload(m, who, name, error, holders && holders[0] ? "used by other modules" : "in use");
+        manager_record_unload(m, who, name, error,
+                              holders && holders[0] ? "used by other modules" : "in use");
         return sd_varlink_errorbo(link, MANAGER_ERROR_MODULE_IN_USE,
                                   SD_JSON_BUILD_PAIR_STRING("module", name),
                                   SD_JSON_BUILD_PAIR_STRV("holders", holders),
@@ -122,7 +124,8 @@ int manager_unload(Manager *m, sd_varlink *link, const Requester *who, const cha
 
         r = resolver_remove_command(m->resolver, name, &command);
         if (r >= 0 && command) {
-                manager_record_unload(m, who, name, EPERM, "modprobe.d has a remove command; modgate never runs commands");
+                manager_record_unload(m, who, name, EPERM,
+                                      "modprobe.d has a remove command; modgate never runs commands");
                 return sd_varlink_errorbo(link, MANAGER_ERROR_INSTALL_COMMAND_REFUSED,
                                           SD_JSON_BUILD_PAIR_STRING("module", name),
                                           SD_JSON_BUILD_PAIR_STRING("command", command),

@@ -57,8 +57,8 @@ static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, 
 
 /* Who the peer is, into peer and who (which borrows peer's strings: peer must outlive it), and
  * whether it may make req. Returns 1 when it may, else the reply's result. */
-static int identify_caller(Manager *m, sd_varlink *link, PeerIdentity *peer, const AuthRequest *req, Requester *who,
-                           const char *method) {
+static int identify_caller(Manager *m, sd_varlink *link, PeerIdentity *peer, const AuthRequest *req,
+                           Requester *who, const char *method) {
         int r;
 
         r = peer_identify(m->peers, link, 0, peer);
@@ -150,7 +150,8 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
 
         who = load_requester(&p);
         r = peer_identify(m->peers, link,
-                          who.source_given && p.context.source == SOURCE_KERNEL ? PEER_KERNEL_HELPER : 0, &peer);
+                          who.source_given && p.context.source == SOURCE_KERNEL ? PEER_KERNEL_HELPER : 0,
+                          &peer);
         if (r < 0)
                 return r;
         requester_set_peer(&who, &peer);
@@ -229,8 +230,8 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         if (r <= 0)
                 return r;
         who.name = name;
-        r = identify_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name }, &who,
-                            "Unload");
+        r = identify_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name },
+                            &who, "Unload");
         if (r <= 0)
                 return r;
         manager_record_request(userdata, "Unload", &who);
@@ -246,7 +247,8 @@ static int check_reader(Manager *m, sd_varlink *link, const char *method, Reques
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
 
         return identify_caller(m, link, &peer,
-                               &(AuthRequest) { .method = AUTH_READ, .have_read_group = m->config.have_read_group,
+                               &(AuthRequest) { .method = AUTH_READ,
+                                                .have_read_group = m->config.have_read_group,
                                                 .read_group = m->config.read_group },
                                who, method);
 }
@@ -266,8 +268,11 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
         if (r > 0)
                 return load_reply_refusal(link, &p, &refusal);
 
-        who = (Requester) { .name = (char *) p.name, .modalias = (char *) p.modalias, .path = (char *) p.path,
-                            .source = p.context.source, .seqnum = -1 };
+        who = (Requester) { .name = (char *) p.name,
+                            .modalias = (char *) p.modalias,
+                            .path = (char *) p.path,
+                            .source = p.context.source,
+                            .seqnum = -1 };
         r = check_reader(m, link, "Explain", &who);
         if (r <= 0)
                 return r;
@@ -313,7 +318,8 @@ static int vl_method_describe(sd_varlink *link, sd_json_variant *parameters, sd_
         r = dispatch_module_name(link, parameters, &name);
         if (r <= 0)
                 return r;
-        r = check_reader(m, link, "Describe", &(Requester) { .name = name, .source = SOURCE_ADMIN, .seqnum = -1 });
+        r = check_reader(m, link, "Describe",
+                         &(Requester) { .name = name, .source = SOURCE_ADMIN, .seqnum = -1 });
         if (r <= 0)
                 return r;
         e = history_get(m->history, name);
@@ -346,7 +352,8 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
                 return sd_varlink_errorbo(link, MANAGER_ERROR_CONFIGURATION_INVALID,
                                           SD_JSON_BUILD_PAIR_STRING("reason", error ?: strerror(-r)));
         return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
-                                  SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)));
+                                  SD_JSON_BUILD_PAIR_STRING("mode",
+                                                            policy_mode_to_string(m->config.policy.mode)));
 }
 
 static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,

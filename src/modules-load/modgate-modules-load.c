@@ -282,8 +282,8 @@ static bool report(const PlainRequest *req, const char *source) {
                 log_error("Module '%s' (%s): %s.", req->name, source, req->result.detail);
                 return true;
         case LOAD_VERDICT_UNREACHABLE:
-                log_error_errno(req->result.error ?: ECONNRESET, "Module '%s' (%s): %s: %m", req->name, source,
-                                req->result.detail);
+                log_error_errno(req->result.error ?: ECONNRESET, "Module '%s' (%s): %s: %m", req->name,
+                                source, req->result.detail);
                 return true;
         default:
                 log_error("Module '%s' (%s): %s.", req->name, source, req->result.detail);

@@ -72,8 +72,9 @@ int dm_verity_table_parse(const char *line, DmVerityTable *ret) {
                 if (next_word(&p, word, sizeof(word)) < 0 || parse_uint64(word, &u) < 0)
                         return -EBADMSG;
         if (next_word(&p, t.algorithm, sizeof(t.algorithm)) < 0 ||
-            next_word(&p, t.root_hash, sizeof(t.root_hash)) < 0 || !dm_verity_root_hash_is_valid(t.root_hash) ||
-            next_word(&p, word, sizeof(word)) < 0 || (strcmp(word, "-") != 0 && !is_hex(word, 2, 512)))
+            next_word(&p, t.root_hash, sizeof(t.root_hash)) < 0 ||
+            !dm_verity_root_hash_is_valid(t.root_hash) || next_word(&p, word, sizeof(word)) < 0 ||
+            (strcmp(word, "-") != 0 && !is_hex(word, 2, 512)))
                 return -EBADMSG;
 
         p += strspn(p, " ");
