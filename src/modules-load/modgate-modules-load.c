@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "conf-files.h"
+#include "fileio.h"
 #include "kernel-cmdline.h"
 #include "load-plain.h"
 #include "log.h"
@@ -94,32 +95,6 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
-static int read_file(const char *path, size_t max, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-        ssize_t k;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-
-        buf = malloc(max + 1);
-        if (!buf)
-                return -ENOMEM;
-        while ((k = read(fd, buf + n, max + 1 - n)) > 0) {
-                n += (size_t) k;
-                if (n > max)
-                        return -EFBIG;
-        }
-        if (k < 0)
-                return negative_errno();
-
-        buf[n] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 /* systemd's switches for the same purpose, so that the two can be tested alike. */
 static bool in_initrd(void) {
         const char *e = getenv("SYSTEMD_IN_INITRD");
@@ -195,7 +170,7 @@ static int collect_file(BootList *b, const char *path, bool below_root) {
         if (asprintf(&full, "%s%s", below_root && arg_root ? arg_root : "", path) < 0)
                 return log_oom();
 
-        r = read_file(full, MODULES_LOAD_FILE_SIZE_MAX, &text);
+        r = read_full_file(full, MODULES_LOAD_FILE_SIZE_MAX, &text, NULL);
         if (r < 0)
                 return log_error_errno(r, "Failed to read %s: %m", full);
 

@@ -1,37 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "kernel-cmdline.h"
 #include "macro.h"
 #include "module-name.h"
 
 int kernel_cmdline_read(const char *path, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-        ssize_t k;
+        size_t n;
+        int r;
 
-        fd = open(path ?: "/proc/cmdline", O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        buf = malloc(KERNEL_CMDLINE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        while ((k = read(fd, buf + n, KERNEL_CMDLINE_MAX + 1 - n)) > 0) {
-                n += (size_t) k;
-                if (n > KERNEL_CMDLINE_MAX)
-                        return -EFBIG;
-        }
-        if (k < 0)
-                return negative_errno();
+        assert(ret);
+
+        r = read_full_file(path ?: "/proc/cmdline", KERNEL_CMDLINE_MAX, &buf, &n);
+        if (r < 0)
+                return r;
         if (n > 0 && buf[n - 1] == '\n')
-                n--;
-        buf[n] = '\0';
+                buf[n - 1] = '\0';
         *ret = TAKE_PTR(buf);
         return 0;
 }
