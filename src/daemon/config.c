@@ -14,6 +14,7 @@
 #include "config-parse.h"
 #include "config.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "macro.h"
 #include "manifest.h"
 #include "module-name.h"
@@ -36,20 +37,6 @@ const char *const config_ignored_dirs[] = {
         "/run/modgate",
         NULL,
 };
-
-typedef int (*SettingParser)(ParseState *s, const char *key, const char *value);
-
-typedef enum SettingFlags {
-        SETTING_REQUIRED = 1u << 0,     /* the section must have it: it says what the section is about */
-        SETTING_FIRST = 1u << 1,        /* and must come before the section's other keys, once */
-} SettingFlags;
-
-typedef struct Setting {
-        const char *section;
-        const char *key;
-        SettingParser parse;
-        SettingFlags flags;
-} Setting;
 
 void config_init_defaults(Config *c) {
         *c = (Config) {
@@ -217,7 +204,8 @@ oom:
         return -ENOMEM;
 }
 
-static int parse_workers(ParseState *s, const char *key, const char *value) {
+static int parse_workers(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         unsigned v;
         int r;
 
@@ -254,7 +242,9 @@ static int parse_span_or_never(ParseState *s, const char *key, const char *value
         return 0;
 }
 
-static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
+static int parse_idle_exit(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_span_or_never(s, key, value, CONFIG_IDLE_EXIT_USEC_DEFAULT, &s->config->idle_exit_usec);
 }
 
@@ -276,16 +266,22 @@ static int parse_connections(ParseState *s, const char *key, const char *value, 
         return 0;
 }
 
-static int parse_connections_max(ParseState *s, const char *key, const char *value) {
+static int parse_connections_max(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_connections(s, key, value, CONFIG_CONNECTIONS_MAX_DEFAULT, &s->config->connections_max);
 }
 
-static int parse_connections_per_user_max(ParseState *s, const char *key, const char *value) {
+static int parse_connections_per_user_max(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_connections(s, key, value, CONFIG_CONNECTIONS_PER_USER_MAX_DEFAULT,
                                  &s->config->connections_per_user_max);
 }
 
-static int parse_idle_connection(ParseState *s, const char *key, const char *value) {
+static int parse_idle_connection(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_span_or_never(s, key, value, CONFIG_IDLE_CONNECTION_USEC_DEFAULT,
                                    &s->config->idle_connection_usec);
 }
@@ -313,7 +309,8 @@ static int group_lookup(const char *name, gid_t *ret) {
 }
 
 /* A group name, resolved now, or a number. */
-static int parse_read_group(ParseState *s, const char *key, const char *value) {
+static int parse_read_group(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         unsigned v;
         int r;
 
@@ -334,7 +331,8 @@ static int parse_read_group(ParseState *s, const char *key, const char *value) {
         return 0;
 }
 
-static int parse_require_superblock_ro(ParseState *s, const char *key, const char *value) {
+static int parse_require_superblock_ro(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         int r;
 
         if (value[0] == '\0') {
@@ -379,11 +377,15 @@ static int check_path(ParseState *s, const char *key, char *word) {
         return 0;
 }
 
-static int parse_load_alone(ParseState *s, const char *key, const char *value) {
+static int parse_load_alone(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return config_parse_list(s, key, value, &s->config->load_alone, check_module_name);
 }
 
-static int parse_trusted_root(ParseState *s, const char *key, const char *value) {
+static int parse_trusted_root(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return config_parse_list(s, key, value, &s->config->trusted_roots, check_path);
 }
 
@@ -392,8 +394,8 @@ static int parse_trusted_root(ParseState *s, const char *key, const char *value)
 int config_parse_evidence(const char *value, unsigned *ret) {
         unsigned mask = 0;
 
-        for (const char *p = value + strspn(value, WHITESPACE); *p; p += strspn(p, WHITESPACE)) {
-                size_t n = strcspn(p, WHITESPACE);
+        for (const char *p = value + strspn(value, CONF_WHITESPACE); *p; p += strspn(p, CONF_WHITESPACE)) {
+                size_t n = strcspn(p, CONF_WHITESPACE);
                 char word[16];
                 Evidence e;
 
@@ -419,7 +421,8 @@ static bool reset_setting(ParseState *s, const char *value, RootField field) {
         return true;
 }
 
-static int parse_evidence(ParseState *s, const char *key, const char *value) {
+static int parse_evidence(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         unsigned mask;
 
         if (reset_setting(s, value, ROOT_FIELD_EVIDENCE)) {
@@ -450,7 +453,9 @@ static int parse_root_path(ParseState *s, const char *key, const char *value, ch
         return 0;
 }
 
-static int parse_manifest(ParseState *s, const char *key, const char *value) {
+static int parse_manifest(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (reset_setting(s, value, ROOT_FIELD_MANIFEST)) {
                 free(s->root->manifest);
                 s->root->manifest = NULL;
@@ -460,10 +465,11 @@ static int parse_manifest(ParseState *s, const char *key, const char *value) {
         return parse_root_path(s, key, value, &s->root->manifest);
 }
 
-static int parse_path(ParseState *s, const char *key, const char *value) {
+static int parse_path(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (value[0] == '\0')
                 return parse_error(s, -EINVAL, "%s= needs the trusted root's directory", key);
-        s->named = true;
         return parse_root_path(s, key, value, &s->root->path);
 }
 
@@ -487,39 +493,29 @@ int config_normalize_root_hash(char *s) {
 
 int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *word = malloc(strlen(cmdline) + 1);
 
-        for (const char *p = cmdline + strspn(cmdline, WHITESPACE "\n"); *p; p += strspn(p, WHITESPACE "\n")) {
-                size_t n = strcspn(p, WHITESPACE "\n");
-                _cleanup_free_ char *word = strndup(p, n);
-                const char *v;
+        if (!word)
+                return -ENOMEM;
+        /* As systemd-veritysetup-generator reads them, which sets up the images they name. */
+        for (const char *p = cmdline; (p = systemd_cmdline_next_word(p, word));) {
+                _cleanup_free_ char *hash = NULL;
+                const char *v = systemd_cmdline_value(word, "roothash");
 
-                p += n;
-                if (!word)
+                if (!v)
+                        v = systemd_cmdline_value(word, "usrhash");
+                if (!v)
+                        continue;
+                hash = strdup(v);
+                if (!hash)
                         return -ENOMEM;
-                if (strncmp(word, "roothash=", 9) == 0)
-                        v = word + 9;
-                else if (strncmp(word, "usrhash=", 8) == 0)
-                        v = word + 8;
-                else
+                if (config_normalize_root_hash(hash) < 0 || strv_contains(l, hash))
                         continue;
-                memmove(word, v, strlen(v) + 1);
-                if (config_normalize_root_hash(word) < 0 || strv_contains(l, word))
-                        continue;
-                if (strv_consume(&l, TAKE_PTR(word)) < 0)
+                if (strv_consume(&l, TAKE_PTR(hash)) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
         return 0;
-}
-
-int config_read_cmdline_root_hashes(char ***ret) {
-        char cmdline[8192];
-        int r;
-
-        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
-        if (r < 0)
-                return r;
-        return config_cmdline_root_hashes(cmdline, ret);
 }
 
 int config_normalize_fsverity_digest(char *s) {
@@ -558,7 +554,9 @@ static int check_fsverity_digest(ParseState *s, const char *key, char *word) {
         return 0;
 }
 
-static int parse_root_hash(ParseState *s, const char *key, const char *value) {
+static int parse_root_hash(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (reset_setting(s, value, ROOT_FIELD_ROOT_HASH)) {
                 s->root->root_hashes = strv_free(s->root->root_hashes);
                 return 0;
@@ -567,7 +565,9 @@ static int parse_root_hash(ParseState *s, const char *key, const char *value) {
         return config_parse_list(s, key, value, &s->root->root_hashes, check_root_hash);
 }
 
-static int parse_fsverity_digest(ParseState *s, const char *key, const char *value) {
+static int parse_fsverity_digest(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (reset_setting(s, value, ROOT_FIELD_FSVERITY_DIGEST)) {
                 s->root->fsverity_digests = strv_free(s->root->fsverity_digests);
                 return 0;
@@ -576,7 +576,8 @@ static int parse_fsverity_digest(ParseState *s, const char *key, const char *val
         return config_parse_list(s, key, value, &s->root->fsverity_digests, check_fsverity_digest);
 }
 
-static int parse_require_ima(ParseState *s, const char *key, const char *value) {
+static int parse_require_ima(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         int r;
 
         if (reset_setting(s, value, ROOT_FIELD_REQUIRE_IMA)) {
@@ -592,7 +593,8 @@ static int parse_require_ima(ParseState *s, const char *key, const char *value) 
         return 0;
 }
 
-static const Setting settings[] = {
+/* The settings, by section: the reader (conf-parser.c) knows the sections from here. */
+static const ConfSetting settings[] = {
         { "Load",       "Workers",                   parse_workers                   },
         { "Load",       "LoadAlone",                 parse_load_alone                },
         { "Manager",    "IdleExitSec",               parse_idle_exit                 },
@@ -607,7 +609,7 @@ static const Setting settings[] = {
         { "Trust",      "RootHash",                  parse_root_hash                 },
         { "Trust",      "FsVerityDigest",            parse_fsverity_digest           },
         { "Trust",      "RequireIMASignature",       parse_require_ima               },
-        { "Root",       "Path",                      parse_path, SETTING_REQUIRED    },
+        { "Root",       "Path",                      parse_path, CONF_SETTING_REQUIRED   },
         { "Root",       "Evidence",                  parse_evidence                  },
         { "Root",       "Manifest",                  parse_manifest                  },
         { "Root",       "RootHash",                  parse_root_hash                 },
@@ -620,53 +622,15 @@ static const Setting settings[] = {
         { "Policy",     "DenyRequest",               config_parse_deny_request       },
         { "Policy",     "RequestParameters",         config_parse_request_parameters },
         { "Source",     "Name",                      config_parse_source_name,
-                                                     SETTING_REQUIRED | SETTING_FIRST },
+                                                     CONF_SETTING_REQUIRED | CONF_SETTING_FIRST },
         { "Source",     "Default",                   config_parse_default            },
         { "Source",     "Allow",                     config_parse_allow              },
         { "Source",     "Deny",                      config_parse_deny               },
         { "Source",     "DenyRequest",               config_parse_deny_request       },
         { "Parameters", "Module",                    config_parse_parameters_module,
-                                                     SETTING_REQUIRED | SETTING_FIRST },
+                                                     CONF_SETTING_REQUIRED | CONF_SETTING_FIRST },
         { "Parameters", "Allow",                     config_parse_parameters_allow   },
 };
-
-/* The setting with this key in section (any section when section is NULL), compared with
- * strcmp() or, for suggestions, strcasecmp(). */
-static const Setting *setting_find(const char *section, const char *key,
-                                   int (*cmp)(const char *, const char *)) {
-        for (size_t i = 0; i < ELEMENTSOF(settings); i++) {
-                if (section && strcmp(settings[i].section, section) != 0)
-                        continue;
-                if (cmp(settings[i].key, key) == 0)
-                        return &settings[i];
-        }
-        return NULL;
-}
-
-static const char *section_find(const char *name, int (*cmp)(const char *, const char *)) {
-        for (size_t i = 0; i < ELEMENTSOF(settings); i++)
-                if (cmp(settings[i].section, name) == 0)
-                        return settings[i].section;
-        return NULL;
-}
-
-/* The key of section with this flag: [Root] Path=, [Source] Name=, [Parameters] Module=. */
-static const Setting *section_key(const char *section, SettingFlags flag) {
-        for (size_t i = 0; section && i < ELEMENTSOF(settings); i++)
-                if (strcmp(settings[i].section, section) == 0 && (settings[i].flags & flag))
-                        return &settings[i];
-        return NULL;
-}
-
-/* A section is complete when the next header or the end of the file comes. */
-int config_finish_section(ParseState *s) {
-        const Setting *required = section_key(s->section, SETTING_REQUIRED);
-
-        if (required && !s->named)
-                return config_error_at(s, s->section_line, -EINVAL, "[%s] section has no %s=",
-                                       s->section, required->key);
-        return 0;
-}
 
 static int start_root(ParseState *s) {
         Config *c = s->config;
@@ -679,83 +643,74 @@ static int start_root(ParseState *s) {
                 return parse_error(s, -ENOMEM, "out of memory");
         c->roots = a;
         s->root = &a[c->n_roots++];
-        *s->root = (RootConfig) { .line = s->line, .evidence = EVIDENCE_DEFAULT };
+        *s->root = (RootConfig) { .line = s->parser.line, .evidence = EVIDENCE_DEFAULT };
         return 0;
 }
 
-static int unknown_section(ParseState *s, const char *name) {
-        const char *known = section_find(name, strcasecmp);
-
-        if (known)
-                return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", name, known);
-        return parse_error(s, -EINVAL, "unknown section [%s]; the sections are [Load], [Manager], [Trust], "
-                           "[Root], [Policy], [Source] and [Parameters]", name);
-}
-
 /* What the keys of the new section apply to; [Source] and [Parameters] learn it from their first. */
-int config_start_section(ParseState *s, const char *name) {
-        s->section = section_find(name, strcmp);
-        if (!s->section)
-                return unknown_section(s, name);
-        s->section_line = s->line;
-        s->named = false;
+static int start_section(ConfParser *parser) {
+        ParseState *s = parse_state(parser);
+        const char *section = parser->section;
+
         s->root = NULL;
         s->layer = NULL;
         s->parameters = NULL;
-        if (strcmp(s->section, "Root") == 0)
+        if (strcmp(section, "Root") == 0)
                 return start_root(s);
-        if (strcmp(s->section, "Trust") == 0)
+        if (strcmp(section, "Trust") == 0)
                 s->root = &s->config->trust;
-        if (strcmp(s->section, "Policy") == 0)
+        if (strcmp(section, "Policy") == 0)
                 s->layer = &s->config->policy.global;
-        if (strcmp(s->section, "Parameters") == 0)
+        if (strcmp(section, "Parameters") == 0)
                 return config_start_parameters(s);
         return 0;
 }
 
-static int unknown_key(ParseState *s, const char *key) {
-        const Setting *other;
-
-        other = setting_find(NULL, key, strcmp);
-        if (other)
-                return parse_error(s, -EINVAL, "%s= belongs in section [%s], not [%s]",
-                                   key, other->section, s->section);
-        other = setting_find(s->section, key, strcasecmp);
-        if (other)
-                return parse_error(s, -EINVAL, "unknown key %s= in section [%s] (did you mean %s=?)",
-                                   key, s->section, other->key);
-        return parse_error(s, -EINVAL, "unknown key %s= in section [%s]", key, s->section);
-}
-
-static int check_key_order(ParseState *s, const Setting *setting) {
-        const Setting *first = section_key(s->section, SETTING_FIRST);
-
-        if (!first)
-                return 0;
-        if (setting != first && !s->named)
-                return parse_error(s, -EINVAL, "%s= comes before %s= in a [%s] section: %s= must come first",
-                                   setting->key, first->key, s->section, first->key);
-        if (setting == first && s->named)
-                return parse_error(s, -EINVAL, "%s= is given twice in one [%s] section", setting->key, s->section);
-        return 0;
-}
-
-int config_parse_assignment(ParseState *s, const char *key, const char *value) {
-        const Setting *setting;
+int config_parse_list(ParseState *s, const char *key, const char *value, char ***list, WordCheck check) {
         int r;
 
-        if (key[0] == '\0')
-                return parse_error(s, -EBADMSG, "assignment without a key: =%s", value);
-        if (!s->section)
-                return parse_error(s, -EBADMSG, "%s= comes before the first [Section] header", key);
+        if (value[0] == '\0') {
+                *list = strv_free(*list);
+                return 0;
+        }
 
-        setting = setting_find(s->section, key, strcmp);
-        if (!setting)
-                return unknown_key(s, key);
-        r = check_key_order(s, setting);
-        if (r < 0)
-                return r;
-        return setting->parse(s, key, value);
+        for (const char *p = value;;) {
+                _cleanup_free_ char *word = NULL;
+
+                if (conf_next_word(&p, &word) < 0)
+                        return parse_error(s, -ENOMEM, "out of memory");
+                if (!word)
+                        return 0;
+                r = check(s, key, word);
+                if (r < 0)
+                        return r;
+                if (strv_contains(*list, word))
+                        continue;
+                if (strv_length(*list) >= CONFIG_LIST_MAX)
+                        return parse_error(s, -EINVAL, "%s= has more than %d entries", key, CONFIG_LIST_MAX);
+                if (strv_consume(list, TAKE_PTR(word)) < 0)
+                        return parse_error(s, -ENOMEM, "out of memory");
+        }
+}
+
+static ParseState parse_state_new(Config *c, const char *filename, char **reterr_message) {
+        return (ParseState) {
+                .parser = {
+                        .settings = settings,
+                        .n_settings = ELEMENTSOF(settings),
+                        .start_section = start_section,
+                        .filename = filename,
+                        .line_max = CONFIG_LINE_MAX,
+                        .reterr_message = reterr_message,
+                },
+                .config = c,
+        };
+}
+
+int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message) {
+        ParseState s = parse_state_new(c, filename, reterr_message);
+
+        return conf_parse_file(&s.parser, f, CONFIG_FILE_MAX);
 }
 
 /* Settings can turn trust checks off: only root (or the caller, for tests) may write them. */
@@ -774,7 +729,7 @@ static int check_owner_and_mode(ParseState *s, FILE *f) {
 }
 
 static int load_file(Config *c, const char *path, char **reterr_message) {
-        ParseState s = { .config = c, .filename = path, .reterr_message = reterr_message };
+        ParseState s = parse_state_new(c, path, reterr_message);
         _cleanup_(fclosep) FILE *f = NULL;
         int r;
 
@@ -786,7 +741,7 @@ static int load_file(Config *c, const char *path, char **reterr_message) {
         r = check_owner_and_mode(&s, f);
         if (r < 0)
                 return r;
-        return config_parse_file(c, f, path, reterr_message);
+        return conf_parse_file(&s.parser, f, CONFIG_FILE_MAX);
 }
 
 int config_load(Config *c, const char *root, char **reterr_message) {
@@ -798,7 +753,8 @@ int config_load(Config *c, const char *root, char **reterr_message) {
 
         r = conf_files_list_main(config_dirs, root, "modgate.conf", &files);
         if (r < 0) {
-                ParseState s = { .filename = "modgate.conf", .reterr_message = reterr_message };
+                ParseState s = parse_state_new(NULL, "modgate.conf", reterr_message);
+
                 return parse_error(&s, r, "failed to list configuration files: %s", strerror(-r));
         }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <sys/sysmacros.h>
 
 #include "explain.h"
+#include "journal.h"
 #include "kernel.h"
 #include "load.h"
 #include "loader.h"
@@ -29,10 +31,6 @@ static void explanation_done(Explanation *e) {
         free(e->reason);
 }
 
-static const char *denied_verdict(const Manager *m) {
-        return m->config.policy.mode == POLICY_PERMISSIVE ? "would_deny" : "denied";
-}
-
 /* The first decision stands: it is the one a Load would answer with. */
 static int decide(Explanation *e, const char *verdict, const char *rule, const char *reason) {
         if (e->verdict)
@@ -50,26 +48,26 @@ static int origin_json(const ModuleResult *r, sd_json_variant **ret) {
         if (r->have_sha256)
                 sha256_to_hex(r->sha256, hex);
         return sd_json_buildo(
-                        ret,
-                        SD_JSON_BUILD_PAIR_BOOLEAN("trusted", !r->reason),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->trusted, "evidence",
-                                                     SD_JSON_BUILD_STRING(evidence_to_string(r->evidence))),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "fstype", SD_JSON_BUILD_STRING(r->origin.fstype)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
-                                                     SD_JSON_BUILD_UNSIGNED((uint64_t) r->origin.ino)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "superblockReadOnly",
-                                                     SD_JSON_BUILD_BOOLEAN(r->origin.sb_ro)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->backing, "backing", SD_JSON_BUILD_STRING(r->backing)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->dm_target, "dmTarget", SD_JSON_BUILD_STRING(r->dm_target)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->verity_root_hash, "verityRootHash",
-                                                     SD_JSON_BUILD_STRING(r->verity_root_hash)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->fsverity_digest, "fsverityDigest",
-                                                     SD_JSON_BUILD_STRING(r->fsverity_digest)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
-                        SD_JSON_BUILD_PAIR_STRING("signer", r->modinfo.signer),
-                        SD_JSON_BUILD_PAIR_STRING("signatureKey", r->modinfo.signature_key));
+                ret, SD_JSON_BUILD_PAIR_BOOLEAN("trusted", !r->reason),
+                SD_JSON_BUILD_PAIR_CONDITION(r->trusted, "evidence",
+                                             SD_JSON_BUILD_STRING(evidence_to_string(r->evidence))),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "fstype",
+                                             SD_JSON_BUILD_STRING(r->origin.fstype)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
+                                             SD_JSON_BUILD_UNSIGNED((uint64_t) r->origin.ino)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "superblockReadOnly",
+                                             SD_JSON_BUILD_BOOLEAN(r->origin.sb_ro)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->backing, "backing", SD_JSON_BUILD_STRING(r->backing)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->dm_target, "dmTarget", SD_JSON_BUILD_STRING(r->dm_target)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->verity_root_hash, "verityRootHash",
+                                             SD_JSON_BUILD_STRING(r->verity_root_hash)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->fsverity_digest, "fsverityDigest",
+                                             SD_JSON_BUILD_STRING(r->fsverity_digest)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
+                SD_JSON_BUILD_PAIR_STRING("signer", r->modinfo.signer),
+                SD_JSON_BUILD_PAIR_STRING("signatureKey", r->modinfo.signature_key));
 }
 
 /* A module of the reply: its entry, made on the event loop, and the file checks a load would make,
@@ -150,7 +148,8 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
         if (s->path && kernel_module_state(s->name, &state) < 0)
                 state = MODULE_STATE_ABSENT;
         *ret_live = state == MODULE_STATE_LIVE || state == MODULE_STATE_BUILTIN;
-        if ((pr && policy_rule_describe(pr, &rule) < 0) || (v[i].denied && policy_chain(plan, v, i, &reason) < 0))
+        if ((pr && policy_rule_describe(pr, &rule) < 0) ||
+            (v[i].denied && policy_chain(plan, v, i, &reason) < 0))
                 return -ENOMEM;
         if (s->path && !*ret_live && (!v[i].denied || m->config.policy.mode == POLICY_PERMISSIVE)) {
                 em->check = true;
@@ -165,132 +164,73 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
         if (q < 0)
                 return q;
         return sd_json_buildo(
-                        &em->entry,
-                        SD_JSON_BUILD_PAIR_STRING("name", s->name),
-                        SD_JSON_BUILD_PAIR_STRING("role", role_to_string(s->role)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!s->path, "path", SD_JSON_BUILD_STRING(s->path)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!s->options, "options", SD_JSON_BUILD_STRING(s->options)),
-                        SD_JSON_BUILD_PAIR_VARIANT("requires", requires),
-                        SD_JSON_BUILD_PAIR_VARIANT("after", after),
-                        SD_JSON_BUILD_PAIR_STRING("state", module_state_to_string(state)),
-                        SD_JSON_BUILD_PAIR_STRING("policy", v[i].denied ? "deny" : "allow"),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)));
+                &em->entry, SD_JSON_BUILD_PAIR_STRING("name", s->name),
+                SD_JSON_BUILD_PAIR_STRING("role", role_to_string(s->role)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!s->path, "path", SD_JSON_BUILD_STRING(s->path)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!s->options, "options", SD_JSON_BUILD_STRING(s->options)),
+                SD_JSON_BUILD_PAIR_VARIANT("requires", requires), SD_JSON_BUILD_PAIR_VARIANT("after", after),
+                SD_JSON_BUILD_PAIR_STRING("state", module_state_to_string(state)),
+                SD_JSON_BUILD_PAIR_STRING("policy", v[i].denied ? "deny" : "allow"),
+                SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!reason, "reason", SD_JSON_BUILD_STRING(reason)));
 }
 
-static int explain_key(Manager *m, const char *key, RequestSource source, Explanation *e, const char **ret) {
-        _cleanup_free_ char *rule = NULL, *reason = NULL;
-        PolicyVerdict v = policy_check_request(&m->config.policy, source, key);
-
-        *ret = v.verdict == VERDICT_DENY ? "deny" : "allow";
-        if (v.verdict == VERDICT_ALLOW)
-                return 0;
-        if (policy_rule_describe(v.rule, &rule) < 0 || asprintf(&reason, "request %s denied by %s", key, rule) < 0)
-                return -ENOMEM;
-        return decide(e, denied_verdict(m), rule, reason);
-}
-
-static int explain_parameters(Manager *m, const Plan *plan, const char *parameters, Explanation *e) {
-        _cleanup_free_ char *rule = NULL, *reason = NULL;
-        const char *word;
-        char buf[MODULE_PARAMETERS_MAX + 1];
-        size_t n_requested = 0;
-
-        for (size_t i = 0; i < plan->n_specs; i++)
-                n_requested += plan->specs[i].role == ROLE_REQUESTED;
-        /* As Load answers: parameters are for one module. */
-        if (parameters && *parameters && n_requested > 1)
-                return decide(e, "denied", NULL, "parameters are for one module, and this request matches several");
-
-        for (size_t i = 0; parameters && *parameters && i < plan->n_specs; i++) {
-                const ModuleSpec *s = plan->specs + i;
-                PolicyVerdict v;
-
-                if (s->role != ROLE_REQUESTED)
-                        continue;
-                v = policy_check_parameters(&m->config.policy, s->name, s->options, parameters, buf, sizeof(buf),
-                                            &word);
-                if (v.verdict == VERDICT_ALLOW)
-                        continue;
-                if ((v.rule && policy_rule_describe(v.rule, &rule) < 0) ||
-                    asprintf(&reason, "%s is not allowed for %s%s", word ?: parameters, s->name,
-                             v.admin_option ? ": it would override the administrator's option" : "") < 0)
-                        return -ENOMEM;
-                return decide(e, denied_verdict(m), rule, reason);
+/* The verdict of a step of the decision, in Explain's words. */
+static const char *step_verdict(const DecisionStep *s) {
+        switch (s->verdict) {
+        case LOAD_SEALED:
+                return "sealed";
+        case LOAD_NOT_FOUND:
+        case LOAD_INVALID_PATH:
+                return "not_found";
+        case LOAD_FAILED:
+                return "failed";
+        default:
+                return s->would ? "would_deny" : "denied";
         }
-        return 0;
-}
-
-static int resolve(Manager *m, const LoadParameters *p, const Plan **ret, Plan **ret_owned) {
-        int r = manager_refresh_index(m);
-
-        if (r < 0)
-                return r;
-        if (p->path) {
-                r = resolver_plan_path(m->resolver, p->path, ret_owned);
-                *ret = *ret_owned;
-                return r;
-        }
-        return resolver_plan_key(m->resolver, p->name ?: p->modalias, ret);
 }
 
 /* What the event loop knows: the policy, the index, the modules' states. The files are checked after,
  * on the reader pool. */
 static int explain_prepare(Manager *m, const LoadParameters *p, ExplainWork *w) {
-        _cleanup_(plan_freep) Plan *owned = NULL;
-        _cleanup_free_ ModuleVerdict *v = NULL;
-        const char *key = p->name ?: p->modalias;
-        RequestSource source = p->context.source;
-        const Plan *plan = NULL;
-        size_t first;
+        _cleanup_(load_judgement_done) LoadJudgement j = {};
+        const DecisionStep *first;
+        const Plan *plan;
         int r;
 
         w->ctx = &m->load_context;
         w->mode = m->config.policy.mode;
         memcpy(w->policy_digest, m->policy_digest, sizeof(w->policy_digest));
-        w->source = source;
+        w->source = p->context.source;
         w->all_live = true;
-        if (strdup_or_null(key, &w->key) < 0)
+        if (strdup_or_null(p->name ?: p->modalias, &w->key) < 0)
                 return -ENOMEM;
 
         /* A Load is refused before anything else once the kernel is sealed; the rest still says what
          * the policy and the files would have decided. */
-        if (seal_refuses(m) && decide(&w->e, "sealed", NULL, m->seal.request ? "the kernel is being sealed" :
-                                      "the kernel is sealed (kernel.modules_disabled=1)") < 0)
+        r = load_judge(m, p, seal_kernel(m), true, &j);
+        if (r < 0)
+                return r;
+        if (j.input.index_error < 0)
+                return j.input.index_error;
+        if (j.decision.error < 0)
+                return j.decision.error;
+        w->key_policy = j.decision.key_policy;
+        first = load_decision_first(&j.decision);
+        if (first && decide(&w->e, step_verdict(first), first->rule, first->reason) < 0)
                 return -ENOMEM;
-        if (key && explain_key(m, key, source, &w->e, &w->key_policy) < 0)
-                return -ENOMEM;
-        r = resolve(m, p, &plan, &owned);
-        if (r >= 0 && plan->n_blacklisted > 0) {
+
+        plan = j.input.plan;
+        if (plan && j.input.resolve_error >= 0 && plan->n_blacklisted > 0) {
                 w->blacklisted = strv_copy_n(plan->blacklisted, plan->n_blacklisted);
                 if (!w->blacklisted)
                         return -ENOMEM;
         }
-        if (r == -ENOENT || r == -EINVAL || (r >= 0 && (p->name || p->path) && plan->key_blacklisted &&
-                                             (source == SOURCE_BOOT || source == SOURCE_UDEV)))
-                return decide(&w->e, "not_found", NULL, r == -EINVAL ? "file name is not a module name" :
-                              plan && plan->n_blacklisted + plan->key_blacklisted > 0 ?
-                              "only modules that modprobe.d blacklists match" : "no module matches");
-        if (r == -ELOOP)
-                return decide(&w->e, "failed", NULL, "the module index has a dependency loop");
-        if (r < 0)
-                return r;
+        /* Not found: nothing to show of the modules. */
+        if (!j.decision.modules)
+                return 0;
 
         w->have_specs = plan->n_specs > 0;
-        r = policy_judge_plan(&m->config.policy, source, plan, &v, &first);
-        if (r >= 0 && first != SIZE_MAX) {
-                _cleanup_free_ char *rule = NULL, *reason = NULL;
-
-                if (policy_rule_describe(policy_chain_rule(v, first), &rule) < 0 ||
-                    policy_chain(plan, v, first, &reason) < 0)
-                        return -ENOMEM;
-                r = decide(&w->e, denied_verdict(m), rule, reason);
-        }
-        if (r >= 0)
-                r = explain_parameters(m, plan, p->parameters, &w->e);
-        if (r < 0)
-                return r;
-
         w->modules = calloc(plan->n_specs ?: 1, sizeof(ExplainModule));
         if (!w->modules)
                 return -ENOMEM;
@@ -298,7 +238,7 @@ static int explain_prepare(Manager *m, const LoadParameters *p, ExplainWork *w) 
         for (size_t i = 0; i < plan->n_specs; i++) {
                 bool live;
 
-                r = explain_module(m, plan, v, i, &live, w->modules + i);
+                r = explain_module(m, plan, j.decision.modules, i, &live, w->modules + i);
                 if (r < 0)
                         return r;
                 if (plan->specs[i].role == ROLE_REQUESTED && !live)
@@ -356,6 +296,8 @@ static void explain_done(void *userdata, bool cancelled) {
 
         if (cancelled)
                 return;
+        /* The checks may have pinned a root. */
+        journal_record_root_pins(w->ctx->roots, w->ctx->n_roots);
         r = w->error < 0 ? w->error : explain_reply(w, &reply);
         reader_reply(w->link, r, reply, "explain the request");
 }
@@ -363,6 +305,8 @@ static void explain_done(void *userdata, bool cancelled) {
 int explain_start(Manager *m, sd_varlink *link, const LoadParameters *p) {
         _cleanup_(explain_work_freep) ExplainWork *w = NULL;
         int r;
+
+        assert(m);
 
         w = calloc(1, sizeof(*w));
         if (!w)

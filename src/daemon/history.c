@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "kernel.h"
 #include "module-name.h"
 #include "strv.h"
+#include "time-util.h"
 
 struct History {
         int fd;                 /* a memfd kept in PID 1's fd store; -EBADF: memory only */
@@ -105,6 +107,8 @@ int history_open_fd(int fd, History **ret, unsigned *ret_skipped) {
         size_t size = 0;
         int r;
 
+        assert(ret_skipped);
+
         *ret_skipped = 0;
         if (!h)
                 return -ENOMEM;
@@ -145,6 +149,8 @@ int history_memfd_new(void) {
 int history_open(bool keep, History **ret, unsigned *ret_skipped) {
         _cleanup_close_ int fd = -EBADF;
         int r;
+
+        assert(ret_skipped);
 
         *ret_skipped = 0;
         if (keep) {
@@ -229,11 +235,14 @@ int history_add(History *h, sd_json_variant *entry) {
 }
 
 sd_json_variant *history_get(History *h, const char *module) {
+        assert(h);
+
         return hashmap_get(h->modules, module);
 }
 
 static int cmp_entries(const void *a, const void *b) {
-        return strcmp(entry_module(*(sd_json_variant *const *) a), entry_module(*(sd_json_variant *const *) b));
+        return strcmp(entry_module(*(sd_json_variant *const *) a),
+                      entry_module(*(sd_json_variant *const *) b));
 }
 
 int history_list(History *h, sd_json_variant **ret) {
@@ -241,6 +250,8 @@ int history_list(History *h, sd_json_variant **ret) {
         _cleanup_free_ sd_json_variant **a = calloc(n ?: 1, sizeof(sd_json_variant *));
         const char *key;
         void *v;
+
+        assert(h);
 
         if (!a)
                 return -ENOMEM;
@@ -252,16 +263,16 @@ int history_list(History *h, sd_json_variant **ret) {
 
 static int requester_json(const Requester *who, sd_json_variant **ret) {
         return sd_json_buildo(
-                        ret,
-                        SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->name, "requestName", SD_JSON_BUILD_STRING(who->name)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->modalias, "modalias", SD_JSON_BUILD_STRING(who->modalias)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->path, "requestPath", SD_JSON_BUILD_STRING(who->path)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
-                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
-                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->comm, "peerCommand", SD_JSON_BUILD_STRING(who->comm)));
+                ret, SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->name, "requestName", SD_JSON_BUILD_STRING(who->name)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->modalias, "modalias",
+                                             SD_JSON_BUILD_STRING(who->modalias)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->path, "requestPath", SD_JSON_BUILD_STRING(who->path)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
+                SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
+                SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->comm, "peerCommand", SD_JSON_BUILD_STRING(who->comm)));
 }
 
 /* The requests that joined a load, as an array; NULL when none did. */
@@ -290,6 +301,8 @@ int history_entry_module(const Requesters *all, const ModuleResult *r, sd_json_v
         const Requester *who = all->first;
         int k;
 
+        assert(all);
+
         k = joined_json(all, &joined);
         if (k < 0)
                 return k;
@@ -299,49 +312,50 @@ int history_entry_module(const Requesters *all, const ModuleResult *r, sd_json_v
         if (r->have_origin)
                 snprintf(device, sizeof(device), "%u:%u", major(r->origin.dev), minor(r->origin.dev));
         return sd_json_buildo(
-                        ret,
-                        SD_JSON_BUILD_PAIR_STRING("module", r->name),
-                        SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(r->outcome)),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("time", realtime_usec()),
-                        SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
-                        SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->name, "requestName", SD_JSON_BUILD_STRING(who->name)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->modalias, "modalias", SD_JSON_BUILD_STRING(who->modalias)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
-                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
-                        SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->comm, "peerCommand", SD_JSON_BUILD_STRING(who->comm)),
-                        SD_JSON_BUILD_PAIR_CONDITION(all->n > 1, "requesters", SD_JSON_BUILD_UNSIGNED(all->n)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!joined, "joined", SD_JSON_BUILD_VARIANT(joined)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->vendor, "deviceVendor", SD_JSON_BUILD_STRING(who->vendor)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!who->model, "deviceModel", SD_JSON_BUILD_STRING(who->model)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.alias, "alias",
-                                                     SD_JSON_BUILD_STRING(r->modinfo.alias)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->required_by, "requiredBy",
-                                                     SD_JSON_BUILD_STRING(r->required_by)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->options_source, "optionsSource",
-                                                     SD_JSON_BUILD_STRING(r->options_source)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
-                                                     SD_JSON_BUILD_UNSIGNED((uint64_t) r->origin.ino)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->trusted, "evidence",
-                                                     SD_JSON_BUILD_STRING(evidence_to_string(r->evidence))),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !r->modinfo.is_signed, "signer",
-                                                     SD_JSON_BUILD_STRING("none")),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.signer, "signer",
-                                                     SD_JSON_BUILD_STRING(r->modinfo.signer)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.signature_key,
-                                                     "signatureKey", SD_JSON_BUILD_STRING(r->modinfo.signature_key)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->parameters, "parameters",
-                                                     SD_JSON_BUILD_STRING(r->parameters)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
-                                                     SD_JSON_BUILD_STRING(strerrorname_np(r->error))),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0 && r->outcome == OUTCOME_FAILED, "errnoClass",
-                                                     SD_JSON_BUILD_STRING(kernel_error_class(r->error))));
+                ret, SD_JSON_BUILD_PAIR_STRING("module", r->name),
+                SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(r->outcome)),
+                SD_JSON_BUILD_PAIR_UNSIGNED("time", realtime_usec()),
+                SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
+                SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->name, "requestName", SD_JSON_BUILD_STRING(who->name)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->modalias, "modalias",
+                                             SD_JSON_BUILD_STRING(who->modalias)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
+                SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
+                SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->unit, "peerUnit", SD_JSON_BUILD_STRING(who->unit)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->comm, "peerCommand", SD_JSON_BUILD_STRING(who->comm)),
+                SD_JSON_BUILD_PAIR_CONDITION(all->n > 1, "requesters", SD_JSON_BUILD_UNSIGNED(all->n)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!joined, "joined", SD_JSON_BUILD_VARIANT(joined)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->vendor, "deviceVendor",
+                                             SD_JSON_BUILD_STRING(who->vendor)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!who->model, "deviceModel", SD_JSON_BUILD_STRING(who->model)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.alias, "alias",
+                                             SD_JSON_BUILD_STRING(r->modinfo.alias)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->required_by, "requiredBy",
+                                             SD_JSON_BUILD_STRING(r->required_by)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->options_source, "optionsSource",
+                                             SD_JSON_BUILD_STRING(r->options_source)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "device", SD_JSON_BUILD_STRING(device)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_origin, "inode",
+                                             SD_JSON_BUILD_UNSIGNED((uint64_t) r->origin.ino)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->trusted, "evidence",
+                                             SD_JSON_BUILD_STRING(evidence_to_string(r->evidence))),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_sha256, "sha256", SD_JSON_BUILD_STRING(hex)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !r->modinfo.is_signed, "signer",
+                                             SD_JSON_BUILD_STRING("none")),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.signer, "signer",
+                                             SD_JSON_BUILD_STRING(r->modinfo.signer)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->have_modinfo && !!r->modinfo.signature_key, "signatureKey",
+                                             SD_JSON_BUILD_STRING(r->modinfo.signature_key)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->parameters, "parameters",
+                                             SD_JSON_BUILD_STRING(r->parameters)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
+                SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
+                                             SD_JSON_BUILD_STRING(strerrorname_np(r->error))),
+                SD_JSON_BUILD_PAIR_CONDITION(r->error != 0 && r->outcome == OUTCOME_FAILED, "errnoClass",
+                                             SD_JSON_BUILD_STRING(kernel_error_class(r->error))));
 }
 
 int history_entry_simple(const char *module, const char *outcome, const char *reason, const char *rule,

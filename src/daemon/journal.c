@@ -407,6 +407,17 @@ void journal_record_root(const char *path, const char *identity, const char *rec
         record_send(&rec);
 }
 
+void journal_record_root_pins(TrustedRoot *const *roots, size_t n_roots) {
+        for (size_t i = 0; i < n_roots; i++) {
+                TrustedRootPinned p;
+
+                trusted_root_take_pinned(roots[i], &p);
+                if (p.identity)
+                        journal_record_root(roots[i]->path, p.identity, p.recorded, p.changed);
+                trusted_root_pinned_done(&p);
+        }
+}
+
 void journal_record_refused_caller(const Requester *who, const char *method, const char *reason) {
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
         Record rec = {};

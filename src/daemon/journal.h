@@ -5,7 +5,7 @@
 #include <sys/types.h>
 
 #include "chatter.h"
-#include "loader.h"
+#include "module-result.h"
 #include "request.h"
 
 /* The message ids of modgate's journal records; explained in catalog/modgate.catalog. */
@@ -119,13 +119,18 @@ void journal_record_sealed_refusal(const Requester *who, const char *method, boo
  * when this is the first); changed when the two differ. */
 void journal_record_root(const char *path, const char *identity, const char *recorded, bool changed);
 
+/* On the main thread: what the fresh pins of the roots found since the last call (a pin may happen on
+ * a worker thread, which writes no records), each recorded once. */
+void journal_record_root_pins(TrustedRoot *const *roots, size_t n_roots);
+
 /* Files that once were read and no longer are (modgate.conf in /run/modgate, /run/modprobe.d): what
  * they are (input, "configuration" or "modprobe.d"), and the files, which are left as they are. */
 void journal_record_input_ignored(const char *input, char *const *files);
 
 /* A signal that only PID 1 may send (SIGHUP: reload), sent by another process: its pid, uid, and its
  * command name and unit when they could be read. */
-void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm, const char *unit);
+void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm,
+                                   const char *unit);
 
 /* The kernel's uevent socket overflowed: events up to seqnum may be missing from the daemon's log, and
  * udevd's requests for them are checked against sysfs (the device must still be there). */

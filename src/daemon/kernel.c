@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ int kernel_module_state(const char *name, ModuleState *ret) {
         char path[128], buf[32];
         int r;
 
+        assert(ret);
+
         snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
         r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));
         if (r == -ENOENT) {
@@ -54,6 +57,8 @@ int kernel_module_state(const char *name, ModuleState *ret) {
 int kernel_compression(Compression *ret) {
         char buf[32];
         int r;
+
+        assert(ret);
 
         r = read_line_at(AT_FDCWD, "/sys/module/compression", buf, sizeof(buf));
         if (r == -ENOENT) {
@@ -111,6 +116,8 @@ int kernel_module_holders(const char *name, char ***ret) {
 int kernel_module_refcount(const char *name, unsigned *ret) {
         char path[128], buf[32];
         int r;
+
+        assert(ret);
 
         snprintf(path, sizeof(path), "/sys/module/%s/refcnt", name);
         r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));

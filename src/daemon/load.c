@@ -3,6 +3,7 @@
 /* Load, stage by stage: the request's key, its plan, the policy on the plan and on the parameters,
  * then the jobs, and the answer when they are done. Seal's final list goes the same way. */
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <systemd/sd-json.h>
@@ -10,7 +11,10 @@
 #include "load.h"
 #include "log.h"
 #include "policy.h"
+#include "record.h"
 #include "strv.h"
+#include "time-util.h"
+#include "varlink-errors.h"
 
 /* A Load call in flight: it waits for its jobs, which may be shared with other calls. */
 typedef struct LoadRequest {
@@ -105,21 +109,6 @@ static void reply_write_soon(Manager *m, sd_varlink *link) {
         m->replied[m->n_replied++] = link;
 }
 
-int module_result_build_json(const ModuleResult *r, sd_json_variant **array) {
-        return sd_json_variant_append_arraybo(
-                        array,
-                        SD_JSON_BUILD_PAIR_STRING("name", r->name),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path)),
-                        SD_JSON_BUILD_PAIR_STRING("outcome", outcome_to_string(r->outcome)),
-                        SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->parameters, "parameters",
-                                                     SD_JSON_BUILD_STRING(r->parameters)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!r->reason, "reason", SD_JSON_BUILD_STRING(r->reason)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errno", SD_JSON_BUILD_INTEGER(r->error)),
-                        SD_JSON_BUILD_PAIR_CONDITION(r->error != 0, "errnoName",
-                                                     SD_JSON_BUILD_STRING(strerrorname_np(r->error))));
-}
-
 /* The first module whose failure fails the request: softdeps may fail alone. Plan order puts a
  * dependency before its users, so this is the cause rather than a consequence. */
 static const ModuleResult *first_failure(LoadRequest *req) {
@@ -154,17 +143,17 @@ static int load_request_reply(LoadRequest *req) {
                                 SD_JSON_BUILD_PAIR_CONDITION(!!req->denied, "denied",
                                                              SD_JSON_BUILD_VARIANT(req->denied)));
         if (f->command)
-                return sd_varlink_errorbo(req->link, "io.modgate.Manager.InstallCommandRefused",
+                return sd_varlink_errorbo(req->link, MANAGER_ERROR_INSTALL_COMMAND_REFUSED,
                                           SD_JSON_BUILD_PAIR_STRING("module", f->name),
                                           SD_JSON_BUILD_PAIR_STRING("command", f->command),
                                           SD_JSON_BUILD_PAIR_VARIANT("modules", array));
         if (f->outcome == OUTCOME_DENIED)
-                return sd_varlink_errorbo(req->link, "io.modgate.Manager.UntrustedOrigin",
+                return sd_varlink_errorbo(req->link, MANAGER_ERROR_UNTRUSTED_ORIGIN,
                                           SD_JSON_BUILD_PAIR_STRING("module", f->name),
                                           SD_JSON_BUILD_PAIR_CONDITION(!!f->path, "path", SD_JSON_BUILD_STRING(f->path)),
                                           SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "untrusted origin"),
                                           SD_JSON_BUILD_PAIR_VARIANT("modules", array));
-        return sd_varlink_errorbo(req->link, "io.modgate.Manager.LoadFailed",
+        return sd_varlink_errorbo(req->link, MANAGER_ERROR_LOAD_FAILED,
                                   SD_JSON_BUILD_PAIR_STRING("module", f->name),
                                   SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "load failed"),
                                   SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errno", SD_JSON_BUILD_INTEGER(f->error)),
@@ -213,7 +202,7 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
                         r = sd_json_variant_append_arrayb(&pending,
                                                           SD_JSON_BUILD_STRING(job_result(req->jobs[i])->name));
         if (r >= 0)
-                r = sd_varlink_errorbo(req->link, "io.modgate.Manager.Timeout",
+                r = sd_varlink_errorbo(req->link, MANAGER_ERROR_TIMEOUT,
                                        SD_JSON_BUILD_PAIR_VARIANT("pending", pending));
         if (r < 0 && r != -EBADR)
                 log_debug_errno(r, "Failed to send timeout reply: %m");
@@ -228,259 +217,107 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 int load_reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefusal *f) {
         if (f->field)
                 return sd_varlink_error_invalid_parameter_name(link, f->field);
-        if (strcmp(f->error, "io.modgate.Manager.InvalidName") == 0)
+        if (strcmp(f->error, MANAGER_ERROR_INVALID_NAME) == 0)
                 return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("name", p->name));
-        if (strcmp(f->error, "io.modgate.Manager.InvalidPath") == 0)
+        if (strcmp(f->error, MANAGER_ERROR_INVALID_PATH) == 0)
                 return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("path", p->path),
                                           SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
         return sd_varlink_errorbo(link, f->error, SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
 }
 
-/* The loaders modgate stands in for honour a blacklist for modules named by the boot list
- * (systemd-modules-load) and by udev's rules (udev's kmod builtin), though modprobe does not for a
- * name: so do those requests here, by name or by a file that is that module. The source is the
- * caller's own, checked before. */
-static bool blacklist_hides(const LoadParameters *p, const Plan *plan) {
-        return (p->name || p->path) && plan->key_blacklisted &&
-                (p->context.source == SOURCE_BOOT || p->context.source == SOURCE_UDEV);
-}
-
-/* Answered as those loaders would, "not loaded". */
-static int reply_blacklisted(Manager *m, sd_varlink *link, const Requester *who, const char *name) {
-        char *one[2] = { (char *) name, NULL };
-
-        manager_record_not_found(m, who, one);
-        return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleNotFound", SD_JSON_BUILD_PAIR_STRING("name", name),
-                                  SD_JSON_BUILD_PAIR_STRV("blacklisted", one));
-}
-
-int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
-              const Plan **ret_plan, Plan **ret_owned) {
+/* The index's answer for p, refreshed first when depmod changed it. An index that cannot be read again
+ * (depmod left it missing, truncated or corrupt) resolves nothing, so nothing is loaded, and the
+ * caller is told why by name rather than by a bare errno; the next request tries again. */
+static void load_resolve(Manager *m, const LoadParameters *p, LoadJudgement *j) {
         const Plan *plan = NULL;
         int r;
 
-        /* An index that changed on disk and cannot be read again (depmod left it missing, truncated or
-         * corrupt): nothing is resolved, so nothing is loaded, and the caller is told why by name
-         * rather than by a bare errno. The next request tries again. */
+        j->input.resolved = true;
         r = manager_refresh_index(m);
         if (r < 0) {
-                const char *key = p->name ?: p->modalias ?: p->path;
-
-                log_error_errno(r, "Failed to reload the module index of %s for %s: %m", resolver_dirname(m->resolver),
-                                key);
-                return sd_varlink_errorbo(link, "io.modgate.Manager.LoadFailed",
-                                          SD_JSON_BUILD_PAIR_STRING("module", key),
-                                          SD_JSON_BUILD_PAIR_STRING("reason", "the module index (modules.*.bin) "
-                                                                    "cannot be read: missing or corrupt; nothing "
-                                                                    "was loaded"),
-                                          SD_JSON_BUILD_PAIR_INTEGER("errno", -r),
-                                          SD_JSON_BUILD_PAIR_STRING("errnoName", strerrorname_np(-r)),
-                                          SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));
+                j->input.index_error = r;
+                return;
         }
-
         if (p->path) {
-                r = resolver_plan_path(m->resolver, p->path, ret_owned);
-                if (r == -EINVAL)
-                        return reply_invalid(link, "InvalidPath", SD_JSON_BUILD_PAIR_STRING("path", p->path),
-                                             SD_JSON_BUILD_PAIR_STRING("reason", "file name is not a module name"));
-                if (r < 0)
-                        return log_error_errno(r, "Failed to resolve %s: %m", p->path);
-                /* A file is the module its name names: the same blacklist as a request by that name. */
-                if (blacklist_hides(p, *ret_owned))
-                        return reply_blacklisted(m, link, who, (*ret_owned)->specs[(*ret_owned)->n_specs - 1].name);
-                *ret_plan = *ret_owned;
-                return 1;
-        }
-
-        r = resolver_plan_key(m->resolver, p->name ?: p->modalias, &plan);
-        if (r == -ENOENT) {
-                manager_record_not_found(m, who, plan ? plan->blacklisted : NULL);
-                return sd_varlink_errorbo(
-                                link, "io.modgate.Manager.ModuleNotFound",
-                                SD_JSON_BUILD_PAIR_CONDITION(!!p->name, "name", SD_JSON_BUILD_STRING(p->name)),
-                                SD_JSON_BUILD_PAIR_CONDITION(!!p->modalias, "modalias",
-                                                             SD_JSON_BUILD_STRING(p->modalias)),
-                                SD_JSON_BUILD_PAIR_CONDITION(plan && plan->n_blacklisted > 0, "blacklisted",
-                                                             SD_JSON_BUILD_STRV(plan ? plan->blacklisted : NULL)));
-        }
-        if (r == -ELOOP)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.LoadFailed",
-                                          SD_JSON_BUILD_PAIR_STRING("module", p->name ?: p->modalias),
-                                          SD_JSON_BUILD_PAIR_STRING("reason", "the module index has a dependency loop"),
-                                          SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));
-        if (r < 0)
-                return log_error_errno(r, "Failed to resolve %s: %m", p->name ?: p->modalias);
-
-        if (blacklist_hides(p, plan))
-                return reply_blacklisted(m, link, who, p->name);
-
-        *ret_plan = plan;
-        return 1;
+                r = resolver_plan_path(m->resolver, p->path, &j->owned);
+                plan = j->owned;
+        } else
+                r = resolver_plan_key(m->resolver, p->name ?: p->modalias, &plan);
+        j->input.resolve_error = MIN(r, 0);
+        j->input.plan = plan;
 }
 
-static bool policy_permissive(Manager *m) {
-        return m->config.policy.mode == POLICY_PERMISSIVE;
-}
-
-/* A DenyRequest= refuses the key itself, whatever it would resolve to. Returns 1 to go on. */
-int load_judge_key(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who) {
-        _cleanup_free_ char *rule = NULL, *reason = NULL;
-        const char *key = p->name ?: p->modalias;
-        PolicyVerdict v;
-
-        if (!key)
-                return 1;
-        v = policy_check_request(&m->config.policy, who->source, key);
-        if (v.verdict == VERDICT_ALLOW)
-                return 1;
-        if (policy_rule_describe(v.rule, &rule) < 0 || asprintf(&reason, "request %s denied by %s", key, rule) < 0)
-                return log_oom();
-        manager_record_policy(m, who, &(PolicyRecord) { .rule = rule, .reason = reason, .would = policy_permissive(m) },
-                              false);
-        if (policy_permissive(m))
-                return 1;
-        return sd_varlink_errorbo(link, "io.modgate.Manager.PolicyDenied", SD_JSON_BUILD_PAIR_STRING("request", key),
-                                  SD_JSON_BUILD_PAIR_STRING("rule", rule), SD_JSON_BUILD_PAIR_STRING("reason", reason));
-}
-
-/* Records plan module i as denied by the policy (or would be), and gives the rule and reason. */
-static int record_module_denial(Manager *m, const Requester *who, const Plan *plan, const ModuleVerdict *v,
-                                size_t i, char **ret_rule, char **ret_reason) {
-        _cleanup_free_ char *rule = NULL, *reason = NULL;
-
-        if (policy_rule_describe(policy_chain_rule(v, i), &rule) < 0 || policy_chain(plan, v, i, &reason) < 0)
-                return -ENOMEM;
-        manager_record_policy(m, who,
-                              &(PolicyRecord) {
-                                      .module = plan->specs[i].name,
-                                      .role = plan->specs[i].role,
-                                      .rule = rule,
-                                      .reason = reason,
-                                      .would = policy_permissive(m),
-                              },
-                              true);
-        *ret_rule = TAKE_PTR(rule);
-        *ret_reason = TAKE_PTR(reason);
-        return 0;
-}
-
-/* Parameters go to the one module a request names, within its [Parameters] rule, and never over an
- * option the administrator set. Returns 1 to go on. */
-int load_judge_parameters(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
-                          const Plan *plan) {
-        _cleanup_free_ char *rule = NULL, *reason = NULL;
-        const ModuleSpec *spec = NULL;
-        const char *word;
-        PolicyVerdict v;
-        char buf[MODULE_PARAMETERS_MAX + 1];
-        int k;
-
-        if (!p->parameters || !p->parameters[0])
-                return 1;
-        for (size_t i = 0; i < plan->n_specs; i++) {
-                if (plan->specs[i].role != ROLE_REQUESTED)
-                        continue;
-                if (spec)
-                        return sd_varlink_errorbo(
-                                        link, "io.modgate.Manager.ParameterDenied",
-                                        SD_JSON_BUILD_PAIR_STRING("module", spec->name),
-                                        SD_JSON_BUILD_PAIR_STRING("parameter", p->parameters),
-                                        SD_JSON_BUILD_PAIR_STRING("reason", "parameters are for one module, and this "
-                                                                  "request matches several: ask for the module by "
-                                                                  "name"));
-                spec = plan->specs + i;
-        }
-        if (!spec)
-                return 1;
-
-        v = policy_check_parameters(&m->config.policy, spec->name, spec->options, p->parameters, buf, sizeof(buf),
-                                    &word);
-        if (v.verdict == VERDICT_ALLOW)
-                return 1;
-        if (v.admin_option)
-                k = asprintf(&reason, "%s would override the administrator's option for %s (\"%s\", from "
-                             "modprobe.d or the kernel command line)", word, spec->name, spec->options);
-        else if (policy_rule_describe(v.rule, &rule) >= 0)
-                k = asprintf(&reason, "%s is not allowed for %s by %s", word ?: p->parameters, spec->name, rule);
-        else
-                k = -1;
-        if (k < 0)
-                return log_oom();
-        manager_record_policy(m, who,
-                              &(PolicyRecord) {
-                                      .module = spec->name,
-                                      .role = spec->role,
-                                      .parameter = word ?: p->parameters,
-                                      .rule = rule,
-                                      .reason = reason,
-                                      .would = policy_permissive(m),
-                              },
-                              false);
-        if (policy_permissive(m))
-                return 1;
-        return sd_varlink_errorbo(link, "io.modgate.Manager.ParameterDenied",
-                                  SD_JSON_BUILD_PAIR_STRING("module", spec->name),
-                                  SD_JSON_BUILD_PAIR_STRING("parameter", word ?: p->parameters),
-                                  SD_JSON_BUILD_PAIR_CONDITION(!!rule, "rule", SD_JSON_BUILD_STRING(rule)),
-                                  SD_JSON_BUILD_PAIR_STRING("reason", reason));
-}
-
-/* The policy's word on every module of the plan, before anything loads. A denied requested module
- * (itself or through a hard dependency) denies the request; a denied softdep is left out, and
- * listed in ret_denied for the reply. In permissive mode each is a would-deny and nothing changes.
- * Returns 1 to go on, with *plan maybe replaced by the filtered *owned. */
-int load_judge_plan(Manager *m, sd_varlink *link, const Requester *who, const Plan **plan, Plan **owned,
-                    sd_json_variant **ret_denied) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
-        _cleanup_free_ ModuleVerdict *v = NULL;
-        _cleanup_free_ bool *drop = NULL;
-        Plan *filtered = NULL;
-        size_t first;
+int load_judge(Manager *m, const LoadParameters *p, KernelSeal seal, bool resolve, LoadJudgement *ret) {
         int r;
 
-        r = policy_judge_plan(&m->config.policy, who->source, *plan, &v, &first);
+        *ret = (LoadJudgement) {
+                .input = {
+                        .name = p->name,
+                        .modalias = p->modalias,
+                        .path = p->path,
+                        .source = p->context.source,
+                        .parameters = p->parameters,
+                        .policy = &m->config.policy,
+                        .seal = seal,
+                },
+        };
+        if (resolve)
+                load_resolve(m, p, ret);
+        r = load_decide(&ret->input, &ret->decision);
+        if (r >= 0 && ret->decision.needs_plan) {
+                load_decision_done(&ret->decision);
+                load_resolve(m, p, ret);
+                r = load_decide(&ret->input, &ret->decision);
+        }
         if (r < 0)
-                return log_oom();
-        if (first != SIZE_MAX && !policy_permissive(m)) {
-                _cleanup_free_ char *rule = NULL, *reason = NULL;
+                load_judgement_done(ret);
+        return r;
+}
 
-                if (record_module_denial(m, who, *plan, v, first, &rule, &reason) < 0)
-                        return log_oom();
-                return sd_varlink_errorbo(link, "io.modgate.Manager.PolicyDenied",
-                                          SD_JSON_BUILD_PAIR_STRING("module", (*plan)->specs[first].name),
-                                          SD_JSON_BUILD_PAIR_STRING("rule", rule),
-                                          SD_JSON_BUILD_PAIR_STRING("reason", reason));
-        }
+void load_judgement_done(LoadJudgement *j) {
+        load_decision_done(&j->decision);
+        j->owned = plan_free(j->owned);
+}
 
-        drop = calloc((*plan)->n_specs ?: 1, sizeof(bool));
-        if (!drop)
-                return log_oom();
-        for (size_t i = 0; i < (*plan)->n_specs; i++) {
-                _cleanup_free_ char *rule = NULL, *reason = NULL;
+const Plan *load_judgement_plan(const LoadJudgement *j) {
+        return j->decision.plan ?: j->input.plan;
+}
 
-                if (!v[i].denied)
-                        continue;
-                if (record_module_denial(m, who, *plan, v, i, &rule, &reason) < 0)
-                        return log_oom();
-                drop[i] = !policy_permissive(m);
-                r = sd_json_variant_append_arraybo(&denied, SD_JSON_BUILD_PAIR_STRING("name", (*plan)->specs[i].name),
-                                                   SD_JSON_BUILD_PAIR_STRING("rule", rule),
-                                                   SD_JSON_BUILD_PAIR_STRING("reason", reason));
-                if (r < 0)
-                        return log_oom();
-        }
-        if (!denied || policy_permissive(m)) {
-                *ret_denied = NULL;
+static void record_step(Manager *m, const Requester *who, const LoadJudgement *j, const DecisionStep *s) {
+        const ModuleSpec *spec = s->module != SIZE_MAX ? j->input.plan->specs + s->module : NULL;
+
+        if (s->record == DECISION_RECORD_NOT_FOUND)
+                manager_record_not_found(m, who, s->blacklisted);
+        else if (s->record == DECISION_RECORD_POLICY)
+                manager_record_policy(m, who,
+                                      &(PolicyRecord) {
+                                              .module = spec ? spec->name : NULL,
+                                              .role = spec ? spec->role : ROLE_REQUESTED,
+                                              .parameter = s->parameter,
+                                              .rule = s->rule,
+                                              .reason = s->reason,
+                                              .would = s->would,
+                                      },
+                                      s->keep);
+}
+
+int load_judgement_apply(Manager *m, sd_varlink *link, const Requester *who, const LoadJudgement *j) {
+        const LoadDecision *d = &j->decision;
+        const char *key = who->name ?: who->modalias ?: who->path;
+        const DecisionStep *s;
+
+        assert(d->verdict != LOAD_SEALED);
+        for (size_t i = 0; i < d->n_steps && i <= d->decided; i++)
+                record_step(m, who, j, d->steps + i);
+        if (d->verdict == LOAD_ALLOW)
                 return 1;
-        }
-
-        r = plan_filter(*plan, drop, &filtered);
-        if (r < 0)
-                return log_error_errno(r, "Failed to leave denied softdeps out of the plan: %m");
-        plan_free(*owned);
-        *plan = *owned = filtered;
-        *ret_denied = TAKE_PTR(denied);
-        return 1;
+        if (d->verdict == LOAD_ERROR)
+                return log_error_errno(d->error, "Failed to resolve %s: %m", key);
+        if (d->verdict == LOAD_FAILED && j->input.index_error < 0)
+                log_error_errno(j->input.index_error, "Failed to reload the module index of %s for %s: %m",
+                                resolver_dirname(m->resolver), key);
+        s = d->steps + d->decided;
+        return sd_varlink_error(link, s->error, s->error_parameters);
 }
 
 static LoadRequest *load_request_new(Manager *m, uint64_t arrival_usec) {
@@ -496,6 +333,14 @@ static LoadRequest *load_request_new(Manager *m, uint64_t arrival_usec) {
         m->requests = req;
         m->n_requests++;
         return req;
+}
+
+int load_reply_busy(sd_varlink *link, const char *module) {
+        return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
+                                  SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from another file or "
+                                                            "with other parameters; ask again when that load is "
+                                                            "done"),
+                                  SD_JSON_BUILD_PAIR_STRING("module", module));
 }
 
 int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,
@@ -517,12 +362,7 @@ int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
         if (r < 0) {
                 load_request_free(req);
                 if (r == -EBUSY)
-                        return sd_varlink_errorbo(
-                                        link, "io.modgate.Manager.Busy",
-                                        SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from another file "
-                                                                  "or with other parameters; ask again when that "
-                                                                  "load is done"),
-                                        SD_JSON_BUILD_PAIR_STRING("module", conflict));
+                        return load_reply_busy(link, conflict);
                 return r;
         }
         req->n_jobs = plan->n_specs;

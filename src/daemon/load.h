@@ -3,36 +3,39 @@
 
 #include <systemd/sd-varlink.h>
 
+#include "decide.h"
 #include "load-parameters.h"
 #include "manager.h"
 #include "request.h"
 
-#define reply_invalid(link, error, ...) sd_varlink_errorbo(link, "io.modgate.Manager." error, __VA_ARGS__)
-
-/* Each stage returns 1 to go on, or the reply's result: the request was answered (an error) or the
- * answer failed (-errno). */
-
 /* A request that load_parameters_parse() refused, answered with its named error. */
 int load_reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefusal *f);
 
-/* A DenyRequest= refuses the key itself, whatever it would resolve to. */
-int load_judge_key(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who);
+/* The decision on a request (decide.h), with what it was made from. */
+typedef struct LoadJudgement {
+        LoadInput input;
+        Plan *owned;            /* a path's plan; a key's belongs to the resolver, valid until it is
+                                 * asked again */
+        LoadDecision decision;
+} LoadJudgement;
 
-/* The plan of the request: the resolver's for a key (*ret_owned NULL), the caller's for a path. Not
- * found, blacklisted for a boot or udev request, or a dependency loop is answered here. */
-int load_plan(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
-              const Plan **ret_plan, Plan **ret_owned);
+void load_judgement_done(LoadJudgement *j);
 
-/* The policy on every module of the plan: a denied requested module (itself or through a hard
- * dependency) denies the request; a denied softdep is left out of *plan (then *owned), and named in
- * *ret_denied. */
-int load_judge_plan(Manager *m, sd_varlink *link, const Requester *who, const Plan **plan, Plan **owned,
-                    sd_json_variant **ret_denied);
+/* Decides p with the manager's policy and index, the kernel being as seal says. The index is asked
+ * only when the decision needs it, unless resolve: Explain says what it would resolve to in any
+ * case. Returns 0 or -ENOMEM. */
+int load_judge(Manager *m, const LoadParameters *p, KernelSeal seal, bool resolve, LoadJudgement *ret);
 
-/* The request's own parameters, within the module's [Parameters] rule, never over the
- * administrator's options. */
-int load_judge_parameters(Manager *m, sd_varlink *link, const LoadParameters *p, const Requester *who,
-                          const Plan *plan);
+/* The plan a Load goes on with: the index's, without the softdeps the policy left out. */
+const Plan *load_judgement_plan(const LoadJudgement *j);
+
+/* Writes the records of what j decided for who, and answers a refusal on link; not LOAD_SEALED, which
+ * seal_refuse() answers. Returns 1 to go on with load_judgement_plan(), else the reply's result. */
+int load_judgement_apply(Manager *m, sd_varlink *link, const Requester *who, const LoadJudgement *j);
+
+/* Busy: module (of the request) is loading from another file or with other parameters
+ * (scheduler_submit()'s -EBUSY). Returns the reply's result. */
+int load_reply_busy(sd_varlink *link, const char *module);
 
 /* The plan's jobs, joined with those in flight; link is answered when they are done (not at all for a
  * oneway call). arrival_usec is when the call came, for Status's latency. Returns 0 or the reply's
@@ -40,5 +43,5 @@ int load_judge_parameters(Manager *m, sd_varlink *link, const LoadParameters *p,
 int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,
                const Requester *who, const Plan *plan, sd_json_variant *denied, uint64_t arrival_usec);
 
-/* Unload of name (valid, canonical) for who, answered on link. */
-int manager_unload(Manager *m, sd_varlink *link, const Requester *who, const char *name);
+/* At exit: the Load calls still waiting, freed. */
+void manager_free_requests(Manager *m);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,12 +12,16 @@
 
 #include "fileio.h"
 #include "kernel.h"
+#include "load.h"
 #include "log.h"
 #include "manager.h"
+#include "module-result.h"
 #include "parse-util.h"
+#include "record.h"
 #include "seal.h"
 #include "strv.h"
-#include "varlink.h"
+#include "time-util.h"
+#include "varlink-errors.h"
 
 /* An accepted Seal: its final list loading, and every other load in flight, waited for. */
 struct SealRequest {
@@ -58,11 +63,15 @@ static void seal_save_time(Manager *m) {
                 return;
         dir = open(m->runtime_dir, O_DIRECTORY | O_PATH | O_CLOEXEC);
         if (dir >= 0)
-                fd = openat(dir, SEALED_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+                fd = openat(dir, SEALED_FILE,
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
         n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", m->seal.sealed_usec);
         if (fd < 0 || write(fd, buf, (size_t) n) != n)
-                log_warning_errno(errno, "Failed to write %s/%s, a later instance will not know when the kernel was "
-                                  "sealed: %m", m->runtime_dir, SEALED_FILE);
+                log_warning_errno(
+                        errno,
+                        "Failed to write %s/%s, a later instance will not know when the kernel was "
+                        "sealed: %m",
+                        m->runtime_dir, SEALED_FILE);
 }
 
 static void seal_load_time(Manager *m) {
@@ -77,8 +86,8 @@ static void seal_load_time(Manager *m) {
                 return;
         buf[strcspn(buf, "\n")] = '\0';
         if (parse_uint64(buf, &t) < 0 || t == 0 || t > realtime_usec())
-                return log_warning("Ignoring %s/%s, which does not hold a time of this boot: %s", m->runtime_dir,
-                                   SEALED_FILE, buf);
+                return log_warning("Ignoring %s/%s, which does not hold a time of this boot: %s",
+                                   m->runtime_dir, SEALED_FILE, buf);
         m->seal.sealed_usec = t;
 }
 
@@ -95,16 +104,20 @@ static int seal_read_sysctl(Manager *m) {
 bool seal_startup(Manager *m) {
         int r;
 
+        assert(m);
+
         /* Kept open: a Load reads it then with one pread() instead of an open, a read and a close. */
         m->seal.sysctl_fd = kernel_modules_disabled_open();
         r = seal_read_sysctl(m);
         if (r < 0)
-                log_warning_errno(r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
+                log_warning_errno(
+                        r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
         m->seal.sealed = r > 0;
         if (m->seal.sealed) {
                 seal_load_time(m);
-                log_notice("The kernel is sealed (kernel.modules_disabled=1): every Load, Unload and Seal is "
-                           "refused until reboot.");
+                log_notice(
+                        "The kernel is sealed (kernel.modules_disabled=1): every Load, Unload and Seal is "
+                        "refused until reboot.");
         }
         return m->seal.sealed;
 }
@@ -116,7 +129,8 @@ bool seal_refuses(Manager *m) {
                 return true;
         r = seal_read_sysctl(m);
         if (r < 0)
-                log_debug_errno(r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
+                log_debug_errno(
+                        r, "Failed to read kernel.modules_disabled, taking the kernel as not sealed: %m");
         if (r <= 0)
                 return false;
         m->seal.sealed = true;
@@ -125,15 +139,25 @@ bool seal_refuses(Manager *m) {
         return true;
 }
 
+KernelSeal seal_kernel(Manager *m) {
+        assert(m);
+
+        if (!seal_refuses(m))
+                return KERNEL_UNSEALED;
+        return m->seal.request ? KERNEL_SEALING : KERNEL_SEALED;
+}
+
 int seal_refuse(Manager *m, sd_varlink *link, const Requester *who, const char *method) {
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
+
+        assert(m);
 
         /* After a seal the kernel goes on asking for modules (any user can make it), and each ask is
          * refused: the first refusal of a method, source and key from a peer is journaled, the repeats
          * are counted into the summary, so that they cannot crowd out the records that matter. */
         if (manager_chatter_first(m, CHATTER_SEALED, who, method, key))
                 journal_record_sealed_refusal(who, method, !m->seal.sealed);
-        return sd_varlink_errorbo(link, "io.modgate.Manager.Sealed",
+        return sd_varlink_errorbo(link, MANAGER_ERROR_SEALED,
                                   SD_JSON_BUILD_PAIR_CONDITION(m->seal.sealed_usec > 0, "sealedAt",
                                                                SD_JSON_BUILD_UNSIGNED(m->seal.sealed_usec)));
 }
@@ -157,7 +181,8 @@ static int seal_reply(SealRequest *req) {
         if (r < 0)
                 return r;
         return sd_varlink_replybo(req->link,
-                                  SD_JSON_BUILD_PAIR_CONDITION(!!req->load, "modules", SD_JSON_BUILD_VARIANT(modules)),
+                                  SD_JSON_BUILD_PAIR_CONDITION(!!req->load, "modules",
+                                                               SD_JSON_BUILD_VARIANT(modules)),
                                   SD_JSON_BUILD_PAIR_STRV("pending", req->pending));
 }
 
@@ -238,11 +263,7 @@ static int seal_submit(SealRequest *req, sd_varlink *link, Plan *const *plans, s
 
                 r = scheduler_submit(m->scheduler, plans[i], NULL, &req->who, &jobs, &conflict);
                 if (r == -EBUSY)
-                        return sd_varlink_errorbo(link, "io.modgate.Manager.Busy",
-                                                  SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from "
-                                                                            "another file or with other parameters; "
-                                                                            "ask again when that load is done"),
-                                                  SD_JSON_BUILD_PAIR_STRING("module", conflict));
+                        return load_reply_busy(link, conflict);
                 if (r < 0)
                         return r;
                 a = reallocarray(req->jobs, (req->n_jobs + plans[i]->n_specs) ?: 1, sizeof(Job *));
@@ -284,6 +305,8 @@ int seal_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
         SealRequest *req;
         int r;
 
+        assert(m);
+
         req = calloc(1, sizeof(*req));
         if (!req)
                 return -ENOMEM;
@@ -320,6 +343,8 @@ int seal_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
 }
 
 void seal_cancel(Manager *m) {
+        assert(m);
+
         if (m->seal.request)
                 m->seal.request->cancelled = true;
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <systemd/sd-varlink.h>
 
+#include "decide.h"
 #include "journal.h"
 #include "resolver.h"
 
@@ -35,6 +36,9 @@ bool seal_startup(Manager *m);
  * read again each time, so that a seal by someone else (sysctl kernel.modules_disabled=1) is seen and
  * recorded once. */
 bool seal_refuses(Manager *m);
+
+/* seal_refuses(), as a decision's input says it: sealed, or a Seal waiting for loads. */
+KernelSeal seal_kernel(Manager *m);
 
 /* Refuses a request that seal_refuses(): its record, and io.modgate.Manager.Sealed. Returns the
  * reply's result. */

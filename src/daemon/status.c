@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include "root-identity.h"
 #include "status.h"
 #include "strv.h"
+#include "time-util.h"
 
 static int root_evidence(const TrustedRoot *t, sd_json_variant **ret) {
         _cleanup_strv_free_ char **l = NULL;
@@ -99,20 +101,20 @@ static int root_status(const RootSnapshot *rs, sd_json_variant **array) {
         if (t->manifest && asprintf(&manifest, "kernel %s", manifest_kernel(t->manifest)) < 0)
                 return -ENOMEM;
         return sd_json_variant_append_arraybo(
-                        array,
-                        SD_JSON_BUILD_PAIR_STRING("path", t->path),
-                        SD_JSON_BUILD_PAIR_VARIANT("evidence", evidence),
-                        SD_JSON_BUILD_PAIR_STRING("state", rs->changed ? "changed" : rs->pinned ? "pinned" :
-                                                  "not_there_yet"),
-                        SD_JSON_BUILD_PAIR_CONDITION(rs->have_id, "identity",
-                                                     SD_JSON_BUILD_STRING(identity)),
-                        SD_JSON_BUILD_PAIR_CONDITION(rs->have_id && rs->id.root_hash[0], "verityRootHash",
-                                                     SD_JSON_BUILD_STRING(rs->id.root_hash)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!manifest || !!t->manifest_error, "manifest",
-                                                     SD_JSON_BUILD_STRING(manifest ?: t->manifest_error)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!t->manifest, "manifestEntries",
-                                                     SD_JSON_BUILD_UNSIGNED(t->manifest ?
-                                                                            manifest_entries(t->manifest) : 0)));
+                array, SD_JSON_BUILD_PAIR_STRING("path", t->path),
+                SD_JSON_BUILD_PAIR_VARIANT("evidence", evidence),
+                SD_JSON_BUILD_PAIR_STRING("state",
+                                          rs->changed        ? "changed" :
+                                                  rs->pinned ? "pinned" :
+                                                               "not_there_yet"),
+                SD_JSON_BUILD_PAIR_CONDITION(rs->have_id, "identity", SD_JSON_BUILD_STRING(identity)),
+                SD_JSON_BUILD_PAIR_CONDITION(rs->have_id && rs->id.root_hash[0], "verityRootHash",
+                                             SD_JSON_BUILD_STRING(rs->id.root_hash)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!manifest || !!t->manifest_error, "manifest",
+                                             SD_JSON_BUILD_STRING(manifest ?: t->manifest_error)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!t->manifest, "manifestEntries",
+                                             SD_JSON_BUILD_UNSIGNED(
+                                                     t->manifest ? manifest_entries(t->manifest) : 0)));
 }
 
 static int counters_build(const Counters *c, sd_json_variant **ret) {
@@ -159,9 +161,8 @@ static int loading_build(Scheduler *s, sd_json_variant **ret) {
 
                 if (since > 0)
                         r = sd_json_variant_append_arraybo(
-                                        &a,
-                                        SD_JSON_BUILD_PAIR_STRING("module", job_result(jobs[i])->name),
-                                        SD_JSON_BUILD_PAIR_UNSIGNED("forUSec", now > since ? now - since : 0));
+                                &a, SD_JSON_BUILD_PAIR_STRING("module", job_result(jobs[i])->name),
+                                SD_JSON_BUILD_PAIR_UNSIGNED("forUSec", now > since ? now - since : 0));
         }
         jobs_unref(jobs, n);
         if (r < 0)
@@ -197,25 +198,25 @@ static int status_build(StatusWork *w, sd_json_variant **ret) {
         scheduler_state(m->scheduler, &st);
 
         return sd_json_buildo(
-                        ret,
-                        SD_JSON_BUILD_PAIR_STRING("version", PROJECT_VERSION),
-                        SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)),
-                        SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
-                        SD_JSON_BUILD_PAIR_STRING("enforcement", r >= 0 ? enforcement : "unknown"),
-                        SD_JSON_BUILD_PAIR_BOOLEAN("sealed", m->seal.sealed ||
+                ret, SD_JSON_BUILD_PAIR_STRING("version", PROJECT_VERSION),
+                SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)),
+                SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
+                SD_JSON_BUILD_PAIR_STRING("enforcement", r >= 0 ? enforcement : "unknown"),
+                SD_JSON_BUILD_PAIR_BOOLEAN("sealed",
+                                           m->seal.sealed ||
                                                    (r >= 0 && e.modules_disabled.value == PROBE_YES)),
-                        SD_JSON_BUILD_PAIR_VARIANT("roots", roots),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("uptimeUSec", now_usec() - m->started_usec),
-                        SD_JSON_BUILD_PAIR_VARIANT("counters", counters),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("workers", st.workers),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("busyWorkers", st.busy),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("queuedJobs", st.queued),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("checkedAheadJobs", st.checked_ahead),
-                        SD_JSON_BUILD_PAIR_VARIANT("loading", loading),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("pendingRequests", m->n_requests),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("connections",
-                                                    sd_varlink_server_current_connections(m->varlink_server)),
-                        SD_JSON_BUILD_PAIR_CONDITION(!!latency, "latency", SD_JSON_BUILD_VARIANT(latency)));
+                SD_JSON_BUILD_PAIR_VARIANT("roots", roots),
+                SD_JSON_BUILD_PAIR_UNSIGNED("uptimeUSec", now_usec() - m->started_usec),
+                SD_JSON_BUILD_PAIR_VARIANT("counters", counters),
+                SD_JSON_BUILD_PAIR_UNSIGNED("workers", st.workers),
+                SD_JSON_BUILD_PAIR_UNSIGNED("busyWorkers", st.busy),
+                SD_JSON_BUILD_PAIR_UNSIGNED("queuedJobs", st.queued),
+                SD_JSON_BUILD_PAIR_UNSIGNED("checkedAheadJobs", st.checked_ahead),
+                SD_JSON_BUILD_PAIR_VARIANT("loading", loading),
+                SD_JSON_BUILD_PAIR_UNSIGNED("pendingRequests", m->n_requests),
+                SD_JSON_BUILD_PAIR_UNSIGNED("connections",
+                                            sd_varlink_server_current_connections(m->varlink_server)),
+                SD_JSON_BUILD_PAIR_CONDITION(!!latency, "latency", SD_JSON_BUILD_VARIANT(latency)));
 }
 
 static void status_done(void *userdata, bool cancelled) {
@@ -232,6 +233,8 @@ static void status_done(void *userdata, bool cancelled) {
 int status_start(Manager *m, sd_varlink *link) {
         _cleanup_(status_work_freep) StatusWork *w = NULL;
         int r;
+
+        assert(m);
 
         w = calloc(1, sizeof(*w));
         if (!w)

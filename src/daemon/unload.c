@@ -3,6 +3,7 @@
 /* Unload: delete_module(2) with O_NONBLOCK, never forced, once nothing holds the module; and what
  * the kernel's answer means. */
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <systemd/sd-json.h>
@@ -11,13 +12,18 @@
 #include "load.h"
 #include "log.h"
 #include "module-name.h"
+#include "record.h"
 #include "strv.h"
+#include "unload.h"
+#include "varlink-errors.h"
 
-static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error, const char *reason) {
+static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error,
+                         const char *reason) {
         Manager *m = sd_varlink_get_userdata(link);
 
         manager_record_unload(m, who, name, error, reason);
-        return sd_varlink_errorbo(link, "io.modgate.Manager.UnloadFailed", SD_JSON_BUILD_PAIR_STRING("module", name),
+        return sd_varlink_errorbo(link, MANAGER_ERROR_UNLOAD_FAILED,
+                                  SD_JSON_BUILD_PAIR_STRING("module", name),
                                   SD_JSON_BUILD_PAIR_STRING("reason", reason),
                                   SD_JSON_BUILD_PAIR_STRING("errnoName", strerrorname_np(error)));
 }
@@ -26,8 +32,10 @@ static int unload_in_use(sd_varlink *link, const Requester *who, const char *nam
                          unsigned refs) {
         Manager *m = sd_varlink_get_userdata(link);
 
-        manager_record_unload(m, who, name, error, holders && holders[0] ? "used by other modules" : "in use");
-        return sd_varlink_errorbo(link, "io.modgate.Manager.ModuleInUse", SD_JSON_BUILD_PAIR_STRING("module", name),
+        manager_record_unload(m, who, name, error,
+                              holders && holders[0] ? "used by other modules" : "in use");
+        return sd_varlink_errorbo(link, MANAGER_ERROR_MODULE_IN_USE,
+                                  SD_JSON_BUILD_PAIR_STRING("module", name),
                                   SD_JSON_BUILD_PAIR_STRV("holders", holders),
                                   SD_JSON_BUILD_PAIR_INTEGER("refcount", refs));
 }
@@ -36,7 +44,7 @@ static int unload_not_loaded(sd_varlink *link, const Requester *who, const char 
         Manager *m = sd_varlink_get_userdata(link);
 
         manager_record_unload(m, who, name, ENOENT, "module is not loaded");
-        return sd_varlink_errorbo(link, "io.modgate.Manager.NotLoaded",
+        return sd_varlink_errorbo(link, MANAGER_ERROR_NOT_LOADED,
                                   SD_JSON_BUILD_PAIR_STRING("module", name));
 }
 
@@ -87,6 +95,8 @@ int manager_unload(Manager *m, sd_varlink *link, const Requester *who, const cha
         unsigned refs = 0;
         int r;
 
+        assert(m);
+
         if (scheduler_has_job(m->scheduler, name))
                 return unload_refuse(link, who, name, EBUSY, "a load of this module is in progress");
 
@@ -114,8 +124,9 @@ int manager_unload(Manager *m, sd_varlink *link, const Requester *who, const cha
 
         r = resolver_remove_command(m->resolver, name, &command);
         if (r >= 0 && command) {
-                manager_record_unload(m, who, name, EPERM, "modprobe.d has a remove command; modgate never runs commands");
-                return sd_varlink_errorbo(link, "io.modgate.Manager.InstallCommandRefused",
+                manager_record_unload(m, who, name, EPERM,
+                                      "modprobe.d has a remove command; modgate never runs commands");
+                return sd_varlink_errorbo(link, MANAGER_ERROR_INSTALL_COMMAND_REFUSED,
                                           SD_JSON_BUILD_PAIR_STRING("module", name),
                                           SD_JSON_BUILD_PAIR_STRING("command", command),
                                           SD_JSON_BUILD_PAIR_EMPTY_ARRAY("modules"));

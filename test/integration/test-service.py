@@ -204,6 +204,7 @@ def main():
     t.case("systemctl reload keeps the daemon and its socket", case_reload)
     t.case("the daemon exits when idle and the socket starts it again", case_idle_exit)
     t.case("no request is lost across idle exits and re-activation", case_no_lost_request)
+    t.run()
 
     if t.failed and c:
         print("# --- journal of modgate units ---")

@@ -237,6 +237,7 @@ def main():
     t.case("kernel.modprobe points at modgate-modprobe; the drop-ins say what they take over", case_sysctl_and_dropins)
     t.case("the takeover switches off install none of the takeover files", case_takeover_switches)
     t.case("the preset enables the socket and the boot-list unit", case_preset)
+    t.run()
 
     return t.done()
 
