@@ -451,7 +451,7 @@ def main():
 
     def case_completion():
         assert sorted(complete("modgatectl ")) == sorted(["status", "list", "describe", "explain", "monitor", "load",
-                                                          "unload", "reload", "seal"])
+                                                          "unload", "reload", "seal", "plot"])
         assert complete("modgatectl --no-p") == ["--no-pager"]
         assert complete("modgatectl --json=") == ["pretty", "short", "off"]
         assert complete("modgatectl --source=u") == ["udev"]
