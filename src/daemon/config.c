@@ -11,7 +11,7 @@
 #include <sys/utsname.h>
 
 #include "conf-files.h"
-#include "config-parse.h"
+#include "config-internal.h"
 #include "config.h"
 #include "fileio.h"
 #include "kernel-cmdline.h"

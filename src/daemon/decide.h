@@ -6,7 +6,7 @@
 #include <systemd/sd-json.h>
 
 #include "kernel.h"
-#include "loader.h"
+#include "module-loader.h"
 #include "policy.h"
 #include "request.h"
 #include "resolver.h"

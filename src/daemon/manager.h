@@ -7,7 +7,7 @@
 #include "authorize.h"
 #include "chatter.h"
 #include "connections.h"
-#include "history.h"
+#include "record-history.h"
 #include "monitor.h"
 #include "reader-pool.h"
 #include "compression.h"
@@ -17,7 +17,7 @@
 #include "macro.h"
 #include "resolver.h"
 #include "scheduler.h"
-#include "seal.h"
+#include "method-seal.h"
 #include "sha256.h"
 #include "stats.h"
 #include "trust.h"
@@ -69,7 +69,7 @@ typedef struct Manager {
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */
         unsigned n_requests;
-        sd_varlink **replied;           /* links answered since the loop last wrote them (load.c) */
+        sd_varlink **replied;           /* links answered since the loop last wrote them (method-load.c) */
         size_t n_replied, n_replied_allocated;
         sd_event_source *reply_writer;  /* writes them, all in one iteration */
 

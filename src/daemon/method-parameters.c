@@ -9,7 +9,7 @@
 #include "macro.h"
 #include "method-parameters.h"
 #include "module-name.h"
-#include "seal.h"
+#include "method-seal.h"
 #include "strv.h"
 #include "varlink-errors.h"
 

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "loader.h"
+#include "module-loader.h"
 #include "log.h"
 #include "monitor.h"
 #include "strv.h"

@@ -8,7 +8,7 @@
 #include <systemd/sd-json.h>
 
 #include "chatter.h"
-#include "journal.h"
+#include "record-journal.h"
 #include "manager.h"
 #include "module-result.h"
 

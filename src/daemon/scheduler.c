@@ -13,7 +13,7 @@
 
 #include "decide.h"
 #include "hashmap.h"
-#include "journal.h"
+#include "record-journal.h"
 #include "kernel.h"
 #include "log.h"
 #include "module-name.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "journal.h"
+#include "record-journal.h"
 #include "parse-util.h"
 #include "uevent-log.h"
 

@@ -10,7 +10,7 @@
 #include <systemd/sd-json.h>
 
 #include "fuzz.h"
-#include "history.h"
+#include "record-history.h"
 #include "module-name.h"
 
 /* An entry takes 15 bytes at least ({"module":"a"} and its newline). */

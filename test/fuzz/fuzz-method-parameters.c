@@ -14,7 +14,7 @@
 #include "load-parameters.h"
 #include "method-parameters.h"
 #include "module-name.h"
-#include "seal.h"
+#include "method-seal.h"
 #include "strv.h"
 #include "varlink-io.modgate.Manager.h"
 

@@ -8,16 +8,16 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "explain.h"
-#include "journal.h"
+#include "method-explain.h"
+#include "record-journal.h"
 #include "kernel.h"
-#include "load.h"
-#include "loader.h"
+#include "method-load.h"
+#include "module-loader.h"
 #include "log.h"
 #include "macro.h"
 #include "policy.h"
 #include "reader-pool.h"
-#include "seal.h"
+#include "method-seal.h"
 #include "strv.h"
 
 typedef struct Explanation {

@@ -10,7 +10,7 @@
 #include "log.h"
 #include "reader-pool.h"
 #include "root-identity.h"
-#include "status.h"
+#include "method-status.h"
 #include "strv.h"
 #include "time-util.h"
 

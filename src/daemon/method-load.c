@@ -8,7 +8,7 @@
 #include <string.h>
 #include <systemd/sd-json.h>
 
-#include "load.h"
+#include "method-load.h"
 #include "log.h"
 #include "policy.h"
 #include "record.h"

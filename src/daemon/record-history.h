@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <systemd/sd-json.h>
 
-#include "journal.h"
+#include "record-journal.h"
 #include "macro.h"
 
 /* This boot's decisions, module by module, so that List and Describe can answer for every module in

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "kernel.h"
-#include "loader.h"
+#include "module-loader.h"
 #include "modinfo.h"
 #include "module-name.h"
 #include "probe-client.h"

@@ -15,7 +15,7 @@
 #include "fdstore.h"
 #include "fileio.h"
 #include "hashmap.h"
-#include "history.h"
+#include "record-history.h"
 #include "kernel.h"
 #include "module-name.h"
 #include "strv.h"

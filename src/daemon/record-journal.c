@@ -9,7 +9,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
-#include "journal.h"
+#include "record-journal.h"
 #include "kernel.h"
 #include "log.h"
 #include "strv.h"

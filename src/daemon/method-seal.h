@@ -6,7 +6,7 @@
 #include <systemd/sd-varlink.h>
 
 #include "decide.h"
-#include "journal.h"
+#include "record-journal.h"
 #include "resolver.h"
 
 /* Sealing the kernel: kernel.modules_disabled=1, after which neither modgate nor anyone else can load
