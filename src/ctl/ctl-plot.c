@@ -139,7 +139,8 @@ int verb_plot(char **args, size_t n) {
 
         r = read_boot(&entries, &n_entries);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_FAILURE, log_error_errno(r, "Failed to read this boot's journal: %m"));
+                return ctl_fail(CTL_EXIT_FAILURE,
+                                log_error_errno(r, "Failed to read this boot's journal: %m"));
         r = plot_layout(entries, n_entries, &layout);
         if (r >= 0)
                 r = plot_write_svg(&layout, "modgate: module requests of this boot", stdout);

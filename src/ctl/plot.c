@@ -135,12 +135,18 @@ static void write_legend(FILE *f) {
         unsigned x = MARGIN_LEFT;
 
         for (PlotOutcome o = 0; o < _PLOT_OUTCOME_MAX; o++) {
-                fprintf(f, "<g class=\"legend\"><rect x=\"%u\" y=\"40\" width=\"14\" height=\"14\" fill=\"%s\"/>"
-                        "<text x=\"%u\" y=\"52\">%s</text></g>\n", x, outcome_color[o], x + 20, outcome_legend[o]);
+                fprintf(f,
+                        "<g class=\"legend\"><rect x=\"%u\" y=\"40\" width=\"14\" height=\"14\" "
+                        "fill=\"%s\"/>"
+                        "<text x=\"%u\" y=\"52\">%s</text></g>\n",
+                        x, outcome_color[o], x + 20, outcome_legend[o]);
                 x += 230;
         }
-        fprintf(f, "<text class=\"note\" x=\"%u\" y=\"72\">Each bar runs from the request (who asked in brackets: "
-                "udev, kernel, boot list, admin, or outside) to the decision.</text>\n", MARGIN_LEFT);
+        fprintf(f,
+                "<text class=\"note\" x=\"%u\" y=\"72\">Each bar runs from the request (who asked in "
+                "brackets: "
+                "udev, kernel, boot list, admin, or outside) to the decision.</text>\n",
+                MARGIN_LEFT);
 }
 
 static void write_axis(const PlotLayout *l, FILE *f) {
@@ -182,7 +188,8 @@ int plot_write_svg(const PlotLayout *l, const char *title, FILE *f) {
                 write_escaped(f, b->entry->module);
                 fputs(" (", f);
                 write_escaped(f, b->entry->source ?: "outside");
-                fprintf(f, ", %.1f ms)</text></g>\n", (double) (b->entry->end_usec - b->entry->begin_usec) / 1000.0);
+                fprintf(f, ", %.1f ms)</text></g>\n",
+                        (double) (b->entry->end_usec - b->entry->begin_usec) / 1000.0);
         }
         fputs("</svg>\n", f);
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;

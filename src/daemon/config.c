@@ -73,12 +73,14 @@ unsigned config_evidence(const Config *c) {
 
 static bool root_config_equal(const RootConfig *a, const RootConfig *b) {
         return strcmp(a->path ?: "", b->path ?: "") == 0 && a->set == b->set && a->evidence == b->evidence &&
-                strv_equal(a->root_hashes, b->root_hashes) && strv_equal(a->fsverity_digests, b->fsverity_digests) &&
+                strv_equal(a->root_hashes, b->root_hashes) &&
+                strv_equal(a->fsverity_digests, b->fsverity_digests) &&
                 strcmp(a->manifest ?: "", b->manifest ?: "") == 0 && a->require_ima == b->require_ima;
 }
 
 bool config_trust_equal(const Config *a, const Config *b) {
-        if (!strv_equal(a->trusted_roots, b->trusted_roots) || a->require_superblock_ro != b->require_superblock_ro ||
+        if (!strv_equal(a->trusted_roots, b->trusted_roots) ||
+            a->require_superblock_ro != b->require_superblock_ro ||
             !root_config_equal(&a->trust, &b->trust) || a->n_roots != b->n_roots)
                 return false;
         for (size_t i = 0; i < a->n_roots; i++)
@@ -122,7 +124,8 @@ static int root_config_apply(RootConfig *to, const RootConfig *from) {
         }
         if (from->set & ROOT_FIELD_FSVERITY_DIGEST) {
                 strv_free(to->fsverity_digests);
-                to->fsverity_digests = strv_copy_n(from->fsverity_digests, strv_length(from->fsverity_digests));
+                to->fsverity_digests =
+                        strv_copy_n(from->fsverity_digests, strv_length(from->fsverity_digests));
                 if (!to->fsverity_digests && from->fsverity_digests)
                         return -ENOMEM;
         }
@@ -143,8 +146,8 @@ static int root_config_apply(RootConfig *to, const RootConfig *from) {
 static int root_config_init(RootConfig *r, const Config *c, const char *path, bool first) {
         RootConfig trust = c->trust;
 
-        trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST | ROOT_FIELD_REQUIRE_IMA |
-                    (first ? ROOT_FIELD_MANIFEST : 0);
+        trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST |
+                ROOT_FIELD_REQUIRE_IMA | (first ? ROOT_FIELD_MANIFEST : 0);
         *r = (RootConfig) {};
         r->path = strdup(path);
         if (!r->path || root_config_apply(r, &trust) < 0)
@@ -224,7 +227,8 @@ static int parse_workers(ConfParser *parser, const char *key, const char *value)
 }
 
 /* A time span, where "infinity" and 0 both mean never; empty: def. */
-static int parse_span_or_never(ParseState *s, const char *key, const char *value, uint64_t def, uint64_t *ret) {
+static int parse_span_or_never(ParseState *s, const char *key, const char *value, uint64_t def,
+                               uint64_t *ret) {
         uint64_t v;
         int r;
 
@@ -249,7 +253,8 @@ static int parse_idle_exit(ConfParser *parser, const char *key, const char *valu
 }
 
 /* A number of connections, 1..CONFIG_CONNECTIONS_LIMIT; empty: def. */
-static int parse_connections(ParseState *s, const char *key, const char *value, unsigned def, unsigned *ret) {
+static int parse_connections(ParseState *s, const char *key, const char *value, unsigned def,
+                             unsigned *ret) {
         unsigned v;
         int r;
 
@@ -261,7 +266,8 @@ static int parse_connections(ParseState *s, const char *key, const char *value, 
         if (r == -EINVAL)
                 return parse_error(s, -EINVAL, "%s=%s is not a number", key, value);
         if (r < 0 || v < 1 || v > CONFIG_CONNECTIONS_LIMIT)
-                return parse_error(s, -EINVAL, "%s=%s is out of range 1..%u", key, value, CONFIG_CONNECTIONS_LIMIT);
+                return parse_error(s, -EINVAL, "%s=%s is out of range 1..%u", key, value,
+                                   CONFIG_CONNECTIONS_LIMIT);
         *ret = v;
         return 0;
 }
@@ -324,8 +330,8 @@ static int parse_read_group(ConfParser *parser, const char *key, const char *val
                 if (r == -ENOMEM)
                         return parse_error(s, r, "out of memory");
                 if (r < 0)
-                        return parse_error(s, -EINVAL, "%s=%s is not a group of this system (%s)", key, value,
-                                           r == -ENOENT ? "no such group" : strerror(-r));
+                        return parse_error(s, -EINVAL, "%s=%s is not a group of this system (%s)", key,
+                                           value, r == -ENOENT ? "no such group" : strerror(-r));
         }
         s->config->have_read_group = true;
         return 0;
@@ -430,8 +436,10 @@ static int parse_evidence(ConfParser *parser, const char *key, const char *value
                 return 0;
         }
         if (config_parse_evidence(value, &mask) < 0)
-                return parse_error(s, -EINVAL, "%s=%s: the kinds of evidence are verity, read-only, manifest and "
-                                   "ownership", key, value);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s: the kinds of evidence are verity, read-only, manifest and "
+                                   "ownership",
+                                   key, value);
         s->root->evidence = mask;
         s->root->set |= ROOT_FIELD_EVIDENCE;
         return 0;
@@ -542,15 +550,19 @@ int config_normalize_fsverity_digest(char *s) {
 
 static int check_root_hash(ParseState *s, const char *key, char *word) {
         if (config_normalize_root_hash(word) < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not a dm-verity root hash (32 to 128 hex digits, as "
-                                   "veritysetup prints it)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not a dm-verity root hash (32 to 128 hex digits, as "
+                                   "veritysetup prints it)",
+                                   key, word);
         return 0;
 }
 
 static int check_fsverity_digest(ParseState *s, const char *key, char *word) {
         if (config_normalize_fsverity_digest(word) < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not an fs-verity digest (sha256: and 64 hex digits, or "
-                                   "sha512: and 128, as fsverity measure prints it)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not an fs-verity digest (sha256: and 64 hex digits, or "
+                                   "sha512: and 128, as fsverity measure prints it)",
+                                   key, word);
         return 0;
 }
 

@@ -135,13 +135,13 @@ static int load_request_reply(LoadRequest *req) {
 
         f = first_failure(req);
         if (!f)
-                return sd_varlink_replybo(
-                                req->link,
-                                SD_JSON_BUILD_PAIR_VARIANT("modules", array),
-                                SD_JSON_BUILD_PAIR_CONDITION(!!req->blacklisted && !!req->blacklisted[0],
-                                                             "blacklisted", SD_JSON_BUILD_STRV(req->blacklisted)),
-                                SD_JSON_BUILD_PAIR_CONDITION(!!req->denied, "denied",
-                                                             SD_JSON_BUILD_VARIANT(req->denied)));
+                return sd_varlink_replybo(req->link, SD_JSON_BUILD_PAIR_VARIANT("modules", array),
+                                          SD_JSON_BUILD_PAIR_CONDITION(!!req->blacklisted &&
+                                                                               !!req->blacklisted[0],
+                                                                       "blacklisted",
+                                                                       SD_JSON_BUILD_STRV(req->blacklisted)),
+                                          SD_JSON_BUILD_PAIR_CONDITION(!!req->denied, "denied",
+                                                                       SD_JSON_BUILD_VARIANT(req->denied)));
         if (f->command)
                 return sd_varlink_errorbo(req->link, MANAGER_ERROR_INSTALL_COMMAND_REFUSED,
                                           SD_JSON_BUILD_PAIR_STRING("module", f->name),
@@ -150,16 +150,18 @@ static int load_request_reply(LoadRequest *req) {
         if (f->outcome == OUTCOME_DENIED)
                 return sd_varlink_errorbo(req->link, MANAGER_ERROR_UNTRUSTED_ORIGIN,
                                           SD_JSON_BUILD_PAIR_STRING("module", f->name),
-                                          SD_JSON_BUILD_PAIR_CONDITION(!!f->path, "path", SD_JSON_BUILD_STRING(f->path)),
-                                          SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "untrusted origin"),
+                                          SD_JSON_BUILD_PAIR_CONDITION(!!f->path, "path",
+                                                                       SD_JSON_BUILD_STRING(f->path)),
+                                          SD_JSON_BUILD_PAIR_STRING("reason",
+                                                                    f->reason ?: "untrusted origin"),
                                           SD_JSON_BUILD_PAIR_VARIANT("modules", array));
-        return sd_varlink_errorbo(req->link, MANAGER_ERROR_LOAD_FAILED,
-                                  SD_JSON_BUILD_PAIR_STRING("module", f->name),
-                                  SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "load failed"),
-                                  SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errno", SD_JSON_BUILD_INTEGER(f->error)),
-                                  SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errnoName",
-                                                               SD_JSON_BUILD_STRING(strerrorname_np(f->error))),
-                                  SD_JSON_BUILD_PAIR_VARIANT("modules", array));
+        return sd_varlink_errorbo(
+                req->link, MANAGER_ERROR_LOAD_FAILED, SD_JSON_BUILD_PAIR_STRING("module", f->name),
+                SD_JSON_BUILD_PAIR_STRING("reason", f->reason ?: "load failed"),
+                SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errno", SD_JSON_BUILD_INTEGER(f->error)),
+                SD_JSON_BUILD_PAIR_CONDITION(f->error != 0, "errnoName",
+                                             SD_JSON_BUILD_STRING(strerrorname_np(f->error))),
+                SD_JSON_BUILD_PAIR_VARIANT("modules", array));
 }
 
 /* later: answered outside its method call, when a job finished; the reply is written with the others
@@ -200,7 +202,8 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
         for (size_t i = 0; r >= 0 && i < req->n_jobs; i++)
                 if (!job_is_done(req->jobs[i]))
                         r = sd_json_variant_append_arrayb(&pending,
-                                                          SD_JSON_BUILD_STRING(job_result(req->jobs[i])->name));
+                                                          SD_JSON_BUILD_STRING(
+                                                                  job_result(req->jobs[i])->name));
         if (r >= 0)
                 r = sd_varlink_errorbo(req->link, MANAGER_ERROR_TIMEOUT,
                                        SD_JSON_BUILD_PAIR_VARIANT("pending", pending));
@@ -336,11 +339,13 @@ static LoadRequest *load_request_new(Manager *m, uint64_t arrival_usec) {
 }
 
 int load_reply_busy(sd_varlink *link, const char *module) {
-        return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
-                                  SD_JSON_BUILD_PAIR_STRING("reason", "module is being loaded from another file or "
-                                                            "with other parameters; ask again when that load is "
-                                                            "done"),
-                                  SD_JSON_BUILD_PAIR_STRING("module", module));
+        return sd_varlink_errorbo(
+                link, MANAGER_ERROR_BUSY,
+                SD_JSON_BUILD_PAIR_STRING("reason",
+                                          "module is being loaded from another file or "
+                                          "with other parameters; ask again when that load is "
+                                          "done"),
+                SD_JSON_BUILD_PAIR_STRING("module", module));
 }
 
 int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, const LoadParameters *p,

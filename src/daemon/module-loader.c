@@ -76,7 +76,8 @@ static const char *finit_error_to_string(int error) {
                 return "the module signature was rejected or is missing while signatures are enforced";
         case EKEYEXPIRED:
         case ENOPKG:
-                return "the module signature cannot be checked (expired key, or a hash algorithm the kernel lacks)";
+                return "the module signature cannot be checked (expired key, or a hash algorithm the kernel "
+                       "lacks)";
         case ETXTBSY:
                 return "the file is open for writing";
         case EFBIG:
@@ -120,14 +121,17 @@ static int check_compression(const LoadContext *ctx, int fd, ModuleResult *r) {
                                          strerrordesc_np(errno));
         r->compression = compression_from_magic(magic, (size_t) n);
         if (r->compression == COMPRESSION_UNKNOWN)
-                return module_result_set(r, OUTCOME_FAILED, ENOEXEC, "not an ELF object or a known compressed file");
+                return module_result_set(r, OUTCOME_FAILED, ENOEXEC,
+                                         "not an ELF object or a known compressed file");
         if (r->compression == COMPRESSION_NONE)
                 return 0;
         if (r->compression != ctx->kernel_compression)
-                return module_result_set(r, OUTCOME_FAILED, ENOEXEC, "file is %s-compressed, the kernel decompresses %s",
+                return module_result_set(r, OUTCOME_FAILED, ENOEXEC,
+                                         "file is %s-compressed, the kernel decompresses %s",
                                          compression_to_string(r->compression),
                                          ctx->kernel_compression == COMPRESSION_NONE ?
-                                         "nothing" : compression_to_string(ctx->kernel_compression));
+                                                 "nothing" :
+                                                 compression_to_string(ctx->kernel_compression));
         r->flags |= MODULE_INIT_COMPRESSED_FILE;
         return 0;
 }
@@ -246,7 +250,8 @@ static int record_origin(const Origin *o, ModuleResult *r) {
                 return -ENOMEM;
         if (!o->device_mapper)
                 return 0;
-        if (strdup_nonempty(o->device, &r->dm_device) < 0 || strdup_nonempty(o->dm.target, &r->dm_target) < 0 ||
+        if (strdup_nonempty(o->device, &r->dm_device) < 0 ||
+            strdup_nonempty(o->dm.target, &r->dm_target) < 0 ||
             strdup_nonempty(o->dm.root_hash, &r->verity_root_hash) < 0)
                 return -ENOMEM;
         return 0;
@@ -269,9 +274,12 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
         /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
         q = origin_collect(fd, &o);
         if (q == -ENOENT && root_detached(root))
-                return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s is a detached mount (unmounted "
-                                         "since it was pinned): its file system cannot be identified; restart "
-                                         "modgated to pin what is there now", root->path);
+                return module_result_set(
+                        r, OUTCOME_FAILED, q,
+                        "trusted root %s is a detached mount (unmounted "
+                        "since it was pinned): its file system cannot be identified; restart "
+                        "modgated to pin what is there now",
+                        root->path);
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, q, "cannot identify the file's origin: %s",
                                          strerrordesc_np(-q));
@@ -283,7 +291,8 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
                 return -ENOMEM;
         /* A loop device's backing file, opened by a path, is evidence only if it is the file the
          * device reads; asked each load too, as a loop device can be given another file. */
-        if (root->evidence & EVIDENCE_MASK(EVIDENCE_READ_ONLY) && probe_loop_backing(ctx->probe_address, o) < 0)
+        if (root->evidence & EVIDENCE_MASK(EVIDENCE_READ_ONLY) &&
+            probe_loop_backing(ctx->probe_address, o) < 0)
                 return -ENOMEM;
         if (origin_verify_backing(o) < 0)
                 return -ENOMEM;
@@ -323,15 +332,18 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
                         return q;
                 if (q < 0)
                         return module_result_set(r, OUTCOME_FAILED, ENOEXEC,
-                                                 "cannot read the module's information: %s", strerrordesc_np(-q));
+                                                 "cannot read the module's information: %s",
+                                                 strerrordesc_np(-q));
         }
         r->have_modinfo = true;
         /* Without name= the kernel takes the name from the module's own struct, which modgate
          * does not read: nothing would say which module the file is. Every kernel modgate runs on
          * (5.x and later) writes it. */
         if (!r->modinfo.name)
-                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file's .modinfo has no name=: which module "
-                                         "it is cannot be checked against %s", r->name);
+                return module_result_set(r, OUTCOME_DENIED, EPERM,
+                                         "the file's .modinfo has no name=: which module "
+                                         "it is cannot be checked against %s",
+                                         r->name);
         if (!module_name_equal(r->modinfo.name, r->name))
                 return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
                                          r->modinfo.name, r->name);
@@ -386,7 +398,8 @@ static int hash_file(int fd, ModuleResult *r) {
 }
 
 /* The trusted root r->path lies beneath, pinned and unchanged; else r has the reason. */
-static int pinned_root(const LoadContext *ctx, ModuleResult *r, TrustedRoot **ret_root, const char **ret_rel) {
+static int pinned_root(const LoadContext *ctx, ModuleResult *r, TrustedRoot **ret_root,
+                       const char **ret_rel) {
         TrustedRoot *root;
         int q;
 
@@ -398,11 +411,13 @@ static int pinned_root(const LoadContext *ctx, ModuleResult *r, TrustedRoot **re
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
-                return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s cannot be pinned: %s", root->path,
-                                         strerrordesc_np(-q) ?: "unknown error");
+                return module_result_set(r, OUTCOME_FAILED, q, "trusted root %s cannot be pinned: %s",
+                                         root->path, strerrordesc_np(-q) ?: "unknown error");
         if (root->changed)
-                return module_result_set(r, OUTCOME_DENIED, ESTALE, "trusted root %s is not what it was when first "
-                                         "pinned this boot (%s)", root->path, root->changed);
+                return module_result_set(r, OUTCOME_DENIED, ESTALE,
+                                         "trusted root %s is not what it was when first "
+                                         "pinned this boot (%s)",
+                                         root->path, root->changed);
         *ret_root = root;
         return 0;
 }
@@ -505,9 +520,10 @@ int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) 
                 (void) kernel_module_state(r->name, &state);
                 if (state == MODULE_STATE_LIVE)
                         return module_result_set(r, OUTCOME_ALREADY_LOADED, 0, NULL);
-                return module_result_set(r, OUTCOME_FAILED, q, "finit_module() said EEXIST, but %s is not live "
-                                         "(%s): its init failed with EEXIST", r->name,
-                                         module_state_to_string(state));
+                return module_result_set(r, OUTCOME_FAILED, q,
+                                         "finit_module() said EEXIST, but %s is not live "
+                                         "(%s): its init failed with EEXIST",
+                                         r->name, module_state_to_string(state));
         }
         if (q < 0)
                 return module_result_set(r, OUTCOME_FAILED, q, "%s", finit_error_to_string(q));

@@ -92,7 +92,8 @@ static void record_message(Record *rec, const ModuleResult *r) {
                            r->path ?: "(no file)", r->reason ?: "untrusted origin");
                 break;
         default:
-                record_add(rec, "MESSAGE=Failed to load module %s: %s.", r->name, r->reason ?: "unknown error");
+                record_add(rec, "MESSAGE=Failed to load module %s: %s.", r->name,
+                           r->reason ?: "unknown error");
         }
 }
 
@@ -108,7 +109,8 @@ static void record_fallback(const Record *rec, int error) {
 
 int requester_copy(const Requester *from, Requester *to) {
         *to = *from;
-        to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = to->unit = NULL;
+        to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = to->unit =
+                NULL;
         to->cgroup = to->comm = to->vendor = to->model = NULL;
         if (strdup_or_null(from->name, &to->name) < 0 || strdup_or_null(from->modalias, &to->modalias) < 0 ||
             strdup_or_null(from->unit, &to->unit) < 0 || strdup_or_null(from->cgroup, &to->cgroup) < 0 ||
@@ -294,7 +296,8 @@ void journal_record_module(const Requesters *all, const ModuleResult *r) {
         for (size_t i = 0; i < all->n_joined; i++)
                 record_joined(&rec, all->joined + i);
         if (n_requesters > all->n_joined + 1)
-                record_add(&rec, "MODGATE_JOINED_NOT_LISTED=%u", n_requesters - 1 - (unsigned) all->n_joined);
+                record_add(&rec, "MODGATE_JOINED_NOT_LISTED=%u",
+                           n_requesters - 1 - (unsigned) all->n_joined);
         record_origin(&rec, r);
         if (r->parameters)
                 record_add(&rec, "MODGATE_PARAMETERS=%s", r->parameters);
@@ -346,11 +349,13 @@ void journal_record_policy(const Requester *who, const PolicyRecord *pr) {
         Record rec = {};
 
         if (pr->would)
-                record_add(&rec, "MESSAGE=Policy would deny %s %s, loading it as the mode is permissive: %s.", what,
-                           key, pr->reason);
+                record_add(&rec,
+                           "MESSAGE=Policy would deny %s %s, loading it as the mode is permissive: %s.",
+                           what, key, pr->reason);
         else
                 record_add(&rec, "MESSAGE=Policy denied %s %s: %s.", what, key, pr->reason);
-        record_add(&rec, "MESSAGE_ID=%s", pr->would ? MODGATE_MESSAGE_WOULD_DENY : MODGATE_MESSAGE_MODULE_DENIED);
+        record_add(&rec, "MESSAGE_ID=%s",
+                   pr->would ? MODGATE_MESSAGE_WOULD_DENY : MODGATE_MESSAGE_MODULE_DENIED);
         record_add(&rec, "PRIORITY=%d", LOG_WARNING);
         record_add(&rec, "MODGATE_OUTCOME=%s", pr->would ? "would_deny" : "denied");
         record_add(&rec, "MODGATE_VERDICT=policy");
@@ -393,12 +398,16 @@ void journal_record_root(const char *path, const char *identity, const char *rec
         Record rec = {};
 
         if (changed)
-                record_add(&rec, "MESSAGE=Trusted root %s is not what it was when first pinned this boot: recorded "
-                           "%s, now %s. Nothing beneath it is loaded.", path, recorded, identity);
+                record_add(
+                        &rec,
+                        "MESSAGE=Trusted root %s is not what it was when first pinned this boot: recorded "
+                        "%s, now %s. Nothing beneath it is loaded.",
+                        path, recorded, identity);
         else
                 record_add(&rec, "MESSAGE=Pinned trusted root %s (%s)%s.", path, identity,
                            recorded ? ", as at its first pin this boot" : "");
-        record_add(&rec, "MESSAGE_ID=%s", changed ? MODGATE_MESSAGE_ROOT_CHANGED : MODGATE_MESSAGE_ROOT_PINNED);
+        record_add(&rec, "MESSAGE_ID=%s",
+                   changed ? MODGATE_MESSAGE_ROOT_CHANGED : MODGATE_MESSAGE_ROOT_PINNED);
         record_add(&rec, "PRIORITY=%d", changed ? LOG_ERR : LOG_INFO);
         record_add(&rec, "MODGATE_ROOT=%s", path);
         record_add(&rec, "MODGATE_ROOT_IDENTITY=%s", identity);
@@ -464,7 +473,8 @@ static const char *const summary_what[_CHATTER_KIND_MAX] = {
         [CHATTER_PRESENT] = "were for modules already loaded or builtin",
         [CHATTER_SEALED] = "were refused because the kernel is sealed (METHOD:SOURCE:KEY)",
         [CHATTER_DENIED] = "were denied (SOURCE:MODULE or SOURCE:KEY)",
-        [CHATTER_WOULD_DENY] = "would have been denied but for the permissive mode (SOURCE:MODULE or SOURCE:KEY)",
+        [CHATTER_WOULD_DENY] =
+                "would have been denied but for the permissive mode (SOURCE:MODULE or SOURCE:KEY)",
         [CHATTER_REFUSED_CALLER] = "were refused because of who asked (METHOD:SOURCE:KEY)",
         [CHATTER_FAILED] = "failed to load (SOURCE:MODULE)",
 };
@@ -502,12 +512,14 @@ void journal_record_summary(const ChatterSummary *s, unsigned window_sec) {
         Record rec = {};
 
         if (s->peer)
-                record_add(&rec, "MESSAGE=%lu more requests from %s in the last %us %s, for %zu keys: %s.", s->total,
-                           s->peer, window_sec, summary_what[s->kind], s->n_keys, top ?: "(none remembered)");
+                record_add(&rec, "MESSAGE=%lu more requests from %s in the last %us %s, for %zu keys: %s.",
+                           s->total, s->peer, window_sec, summary_what[s->kind], s->n_keys,
+                           top ?: "(none remembered)");
         else
-                record_add(&rec, "MESSAGE=%lu more requests from %zu more peers in the last %us %s: %s.", s->total,
-                           s->n_peers, window_sec, summary_what[s->kind], peers ?: "?");
-        record_add(&rec, "MESSAGE_ID=%s", refusal ? MODGATE_MESSAGE_REFUSALS_COUNTED : MODGATE_MESSAGE_SUMMARY);
+                record_add(&rec, "MESSAGE=%lu more requests from %zu more peers in the last %us %s: %s.",
+                           s->total, s->n_peers, window_sec, summary_what[s->kind], peers ?: "?");
+        record_add(&rec, "MESSAGE_ID=%s",
+                   refusal ? MODGATE_MESSAGE_REFUSALS_COUNTED : MODGATE_MESSAGE_SUMMARY);
         record_add(&rec, "PRIORITY=%d", refusal ? LOG_WARNING : LOG_INFO);
         record_add(&rec, "MODGATE_OUTCOME=%s", summary_outcome[s->kind]);
         if (s->peer)
@@ -533,8 +545,8 @@ void journal_record_started(const char *version, const char *policy_digest, cons
                             const char *enforcement, const char *tree, bool sealed) {
         Record rec = {};
 
-        record_add(&rec, "MESSAGE=modgated %s started: policy %.12s (%s), module tree %s; kernel: %s%s.", version,
-                   policy_digest, mode, tree, enforcement,
+        record_add(&rec, "MESSAGE=modgated %s started: policy %.12s (%s), module tree %s; kernel: %s%s.",
+                   version, policy_digest, mode, tree, enforcement,
                    sealed ? "; the kernel is sealed, every Load, Unload and Seal is refused" : "");
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_STARTED);
         record_add(&rec, "PRIORITY=%d", LOG_INFO);
@@ -569,10 +581,13 @@ void journal_record_sealed(const Requester *who, char *const *load, char *const 
         Record rec = {};
 
         if (who)
-                record_add(&rec, "MESSAGE=Sealed the kernel (kernel.modules_disabled=1): no module can be loaded or "
-                           "unloaded until reboot.");
+                record_add(
+                        &rec,
+                        "MESSAGE=Sealed the kernel (kernel.modules_disabled=1): no module can be loaded or "
+                        "unloaded until reboot.");
         else
-                record_add(&rec, "MESSAGE=The kernel was sealed outside modgate (kernel.modules_disabled=1): no "
+                record_add(&rec,
+                           "MESSAGE=The kernel was sealed outside modgate (kernel.modules_disabled=1): no "
                            "module can be loaded or unloaded until reboot.");
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_SEALED);
         record_add(&rec, "PRIORITY=%d", LOG_NOTICE);
@@ -581,7 +596,8 @@ void journal_record_sealed(const Requester *who, char *const *load, char *const 
                 record_add(&rec, "MODGATE_METHOD=Seal");
                 record_requester(&rec, who);
         } else
-                record_add(&rec, "MODGATE_REASON=kernel.modules_disabled reads 1, and modgate did not write it");
+                record_add(&rec,
+                           "MODGATE_REASON=kernel.modules_disabled reads 1, and modgate did not write it");
         record_names(&rec, "MODGATE_SEAL_LOAD", load);
         record_names(&rec, "MODGATE_SEAL_PENDING", pending);
         record_send(&rec);
@@ -589,7 +605,8 @@ void journal_record_sealed(const Requester *who, char *const *load, char *const 
 
 void journal_record_sealed_refusal(const Requester *who, const char *method, bool sealing) {
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
-        const char *why = sealing ? "the kernel is being sealed" : "the kernel is sealed (kernel.modules_disabled=1)";
+        const char *why =
+                sealing ? "the kernel is being sealed" : "the kernel is sealed (kernel.modules_disabled=1)";
         Record rec = {};
 
         record_add(&rec, "MESSAGE=Refused %s%s%s: %s.", method, *key ? " of " : "", key, why);
@@ -626,9 +643,10 @@ void journal_record_input_ignored(const char *input, char *const *files) {
 
         if (n == 0)
                 return;
-        record_add(&rec, "MESSAGE=Ignoring %zu %s file%s in /run (%s%s): only /etc and /usr may steer modgate, "
-                   "and a process denied module loading can usually still write /run.", n, input,
-                   n > 1 ? "s" : "", files[0], n > 1 ? ", ..." : "");
+        record_add(&rec,
+                   "MESSAGE=Ignoring %zu %s file%s in /run (%s%s): only /etc and /usr may steer modgate, "
+                   "and a process denied module loading can usually still write /run.",
+                   n, input, n > 1 ? "s" : "", files[0], n > 1 ? ", ..." : "");
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_INPUT_IGNORED);
         record_add(&rec, "PRIORITY=%d", LOG_WARNING);
         record_add(&rec, "MODGATE_INPUT=%s", input);
@@ -636,7 +654,8 @@ void journal_record_input_ignored(const char *input, char *const *files) {
         record_send(&rec);
 }
 
-void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm, const char *unit) {
+void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, const char *comm,
+                                   const char *unit) {
         Record rec = {};
 
         record_add(&rec, "MESSAGE=Ignoring %s from pid %d (uid %u, %s, %s): only PID 1 reloads modgated "
@@ -657,9 +676,12 @@ void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, con
 void journal_record_uevents_lost(uint64_t seqnum, int rcvbuf) {
         Record rec = {};
 
-        record_add(&rec, "MESSAGE=The kernel's uevents overflowed modgated's receive buffer (%d bytes): udevd's "
-                   "requests for events up to %llu are checked against sysfs, and one for a device gone by then "
-                   "is refused.", rcvbuf, (unsigned long long) seqnum);
+        record_add(&rec,
+                   "MESSAGE=The kernel's uevents overflowed modgated's receive buffer (%d bytes): udevd's "
+                   "requests for events up to %llu are checked against sysfs, and one for a device gone by "
+                   "then "
+                   "is refused.",
+                   rcvbuf, (unsigned long long) seqnum);
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_UEVENTS_LOST);
         record_add(&rec, "PRIORITY=%d", LOG_WARNING);
         record_add(&rec, "MODGATE_SEQNUM=%llu", (unsigned long long) seqnum);
