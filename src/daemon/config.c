@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -39,6 +40,8 @@ const char *const config_ignored_dirs[] = {
 };
 
 void config_init_defaults(Config *c) {
+        assert(c);
+
         *c = (Config) {
                 .workers = CONFIG_WORKERS_DEFAULT,
                 .idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT,
@@ -54,6 +57,8 @@ void config_init_defaults(Config *c) {
 int config_default_trusted_root(char **ret) {
         struct utsname u;
 
+        assert(ret);
+
         if (uname(&u) < 0)
                 return negative_errno();
         return asprintf(ret, "/usr/lib/modules/%s", u.release) < 0 ? -ENOMEM : 0;
@@ -62,12 +67,16 @@ int config_default_trusted_root(char **ret) {
 int config_default_manifest_path(char **ret) {
         struct utsname u;
 
+        assert(ret);
+
         if (uname(&u) < 0)
                 return negative_errno();
         return asprintf(ret, "%s/%s%s", MANIFEST_DIR, u.release, MANIFEST_SUFFIX) < 0 ? -ENOMEM : 0;
 }
 
 unsigned config_evidence(const Config *c) {
+        assert(c);
+
         return c->trust.evidence | (c->require_superblock_ro ? 0 : EVIDENCE_MASK(EVIDENCE_OWNERSHIP));
 }
 
@@ -79,6 +88,9 @@ static bool root_config_equal(const RootConfig *a, const RootConfig *b) {
 }
 
 bool config_trust_equal(const Config *a, const Config *b) {
+        assert(a);
+        assert(b);
+
         if (!strv_equal(a->trusted_roots, b->trusted_roots) ||
             a->require_superblock_ro != b->require_superblock_ro ||
             !root_config_equal(&a->trust, &b->trust) || a->n_roots != b->n_roots)
@@ -163,6 +175,9 @@ int config_trusted_roots(const Config *c, RootConfig **ret) {
         RootConfig *a;
         size_t n = 0, cap;
         int r;
+
+        assert(c);
+        assert(ret);
 
         if (strv_length(paths) == 0) {
                 r = config_default_trusted_root(&def);
@@ -400,6 +415,9 @@ static int parse_trusted_root(ConfParser *parser, const char *key, const char *v
 int config_parse_evidence(const char *value, unsigned *ret) {
         unsigned mask = 0;
 
+        assert(value);
+        assert(ret);
+
         for (const char *p = value + strspn(value, CONF_WHITESPACE); *p; p += strspn(p, CONF_WHITESPACE)) {
                 size_t n = strcspn(p, CONF_WHITESPACE);
                 char word[16];
@@ -494,6 +512,8 @@ static bool hex_lower(char *s, size_t n) {
 int config_normalize_root_hash(char *s) {
         size_t n = strlen(s);
 
+        assert(s);
+
         if (n < 32 || n > 128 || n % 2 != 0 || !hex_lower(s, n))
                 return -EINVAL;
         return 0;
@@ -502,6 +522,8 @@ int config_normalize_root_hash(char *s) {
 int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_free_ char *word = malloc(strlen(cmdline) + 1);
+
+        assert(ret);
 
         if (!word)
                 return -ENOMEM;
@@ -534,6 +556,8 @@ int config_normalize_fsverity_digest(char *s) {
                 { "sha256:", 64 },
                 { "sha512:", 128 },
         };
+
+        assert(s);
 
         for (size_t i = 0; i < ELEMENTSOF(algorithms); i++) {
                 size_t p = strlen(algorithms[i].prefix);
@@ -681,6 +705,11 @@ static int start_section(ConfParser *parser) {
 int config_parse_list(ParseState *s, const char *key, const char *value, char ***list, WordCheck check) {
         int r;
 
+        assert(s);
+        assert(key);
+        assert(value);
+        assert(list);
+
         if (value[0] == '\0') {
                 *list = strv_free(*list);
                 return 0;
@@ -722,6 +751,10 @@ static ParseState parse_state_new(Config *c, const char *filename, char **reterr
 int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message) {
         ParseState s = parse_state_new(c, filename, reterr_message);
 
+        assert(c);
+        assert(f);
+        assert(filename);
+
         return conf_parse_file(&s.parser, f, CONFIG_FILE_MAX);
 }
 
@@ -761,6 +794,8 @@ int config_load(Config *c, const char *root, char **reterr_message) {
         _cleanup_strv_free_ char **files = NULL;
         int r;
 
+        assert(c);
+
         config_init_defaults(&t);
 
         r = conf_files_list_main(config_dirs, root, "modgate.conf", &files);
@@ -783,5 +818,7 @@ int config_load(Config *c, const char *root, char **reterr_message) {
 }
 
 int config_ignored_files(const char *root, char ***ret) {
+        assert(ret);
+
         return conf_files_list_main(config_ignored_dirs, root, "modgate.conf", ret);
 }

@@ -51,6 +51,8 @@ static void load_request_free(LoadRequest *req) {
 }
 
 void manager_free_requests(Manager *m) {
+        assert(m);
+
         while (m->requests)
                 load_request_free(m->requests);
         m->reply_writer = sd_event_source_disable_unref(m->reply_writer);
@@ -218,6 +220,10 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 
 /* Every input is checked, with a named error, before anything is looked up. */
 int load_reply_refusal(sd_varlink *link, const LoadParameters *p, const LoadRefusal *f) {
+        assert(link);
+        assert(p);
+        assert(f);
+
         if (f->field)
                 return sd_varlink_error_invalid_parameter_name(link, f->field);
         if (strcmp(f->error, MANAGER_ERROR_INVALID_NAME) == 0)
@@ -253,6 +259,10 @@ static void load_resolve(Manager *m, const LoadParameters *p, LoadJudgement *j) 
 int load_judge(Manager *m, const LoadParameters *p, KernelSeal seal, bool resolve, LoadJudgement *ret) {
         int r;
 
+        assert(m);
+        assert(p);
+        assert(ret);
+
         *ret = (LoadJudgement) {
                 .input = {
                         .name = p->name,
@@ -283,6 +293,8 @@ void load_judgement_done(LoadJudgement *j) {
 }
 
 const Plan *load_judgement_plan(const LoadJudgement *j) {
+        assert(j);
+
         return j->decision.plan ?: j->input.plan;
 }
 
@@ -309,6 +321,10 @@ int load_judgement_apply(Manager *m, sd_varlink *link, const Requester *who, con
         const char *key = who->name ?: who->modalias ?: who->path;
         const DecisionStep *s;
 
+        assert(m);
+        assert(link);
+        assert(who);
+        assert(j);
         assert(d->verdict != LOAD_SEALED);
         for (size_t i = 0; i < d->n_steps && i <= d->decided; i++)
                 record_step(m, who, j, d->steps + i);
@@ -339,6 +355,8 @@ static LoadRequest *load_request_new(Manager *m, uint64_t arrival_usec) {
 }
 
 int load_reply_busy(sd_varlink *link, const char *module) {
+        assert(link);
+
         return sd_varlink_errorbo(
                 link, MANAGER_ERROR_BUSY,
                 SD_JSON_BUILD_PAIR_STRING("reason",
@@ -353,6 +371,10 @@ int load_start(Manager *m, sd_varlink *link, sd_varlink_method_flags_t flags, co
         const char *conflict = NULL;
         LoadRequest *req;
         int r = 0;
+
+        assert(m);
+        assert(link);
+        assert(p);
 
         req = load_request_new(m, arrival_usec);
         if (!req)

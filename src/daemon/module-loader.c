@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/module.h>
@@ -451,6 +452,9 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, LoaderPrepared 
 int loader_check(const LoadContext *ctx, ModuleResult *r) {
         _cleanup_close_ int fd = -EBADF;
 
+        assert(ctx);
+        assert(r);
+
         return open_checked(ctx, r, NULL, &fd);
 }
 
@@ -481,6 +485,10 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
         uint64_t start = now_usec();
         int q;
 
+        assert(ctx);
+        assert(r);
+        assert(ret);
+
         /* What fails here decides nothing: the load checks again, once what it needs is live, and
          * decides then (a job whose dependency fails says so, not what its own file is). Nothing of
          * the file is kept but what its bytes said: the load opens the path again, as it would
@@ -503,6 +511,9 @@ int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) 
         _cleanup_close_ int fd = -EBADF;
         uint64_t start = now_usec(), before = ahead && ahead->checked ? ahead->usec : 0;
         int q;
+
+        assert(ctx);
+        assert(r);
 
         q = open_checked(ctx, r, ahead, &fd);
         r->duration_usec = before + now_usec() - start;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,6 +109,9 @@ static void record_fallback(const Record *rec, int error) {
 }
 
 int requester_copy(const Requester *from, Requester *to) {
+        assert(from);
+        assert(to);
+
         *to = *from;
         to->name = to->modalias = to->path = to->devpath = to->subsystem = to->action = to->file = to->unit =
                 NULL;
@@ -285,6 +289,8 @@ void journal_record_module(const Requesters *all, const ModuleResult *r) {
         unsigned n_requesters = all->n;
         Record rec = {};
 
+        assert(r);
+
         record_message(&rec, r);
         record_add(&rec, "MESSAGE_ID=%s", message_id(r->outcome));
         record_add(&rec, "PRIORITY=%d", priority(r->outcome));
@@ -348,6 +354,9 @@ void journal_record_policy(const Requester *who, const PolicyRecord *pr) {
         const char *key = pr->module ?: who->name ?: who->modalias ?: "";
         Record rec = {};
 
+        assert(who);
+        assert(pr);
+
         if (pr->would)
                 record_add(&rec,
                            "MESSAGE=Policy would deny %s %s, loading it as the mode is permissive: %s.",
@@ -396,6 +405,8 @@ void journal_record_unload(const Requester *who, const char *module, int error, 
 
 void journal_record_root(const char *path, const char *identity, const char *recorded, bool changed) {
         Record rec = {};
+
+        assert(path);
 
         if (changed)
                 record_add(
@@ -510,6 +521,8 @@ void journal_record_summary(const ChatterSummary *s, unsigned window_sec) {
         _cleanup_free_ char *top = counts_text(s->top, s->n_top), *peers = counts_text(s->peers, s->n_peers);
         bool refusal = s->kind >= CHATTER_DENIED;
         Record rec = {};
+
+        assert(s);
 
         if (s->peer)
                 record_add(&rec, "MESSAGE=%lu more requests from %s in the last %us %s, for %zu keys: %s.",
