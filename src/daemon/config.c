@@ -520,28 +520,21 @@ int config_normalize_root_hash(char *s) {
 }
 
 int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
-        _cleanup_free_ char *word = malloc(strlen(cmdline) + 1);
+        static const char *const keys[] = { "roothash", "usrhash", NULL };
+        _cleanup_strv_free_ char **values = NULL, **l = NULL;
+        int r;
 
+        assert(cmdline);
         assert(ret);
 
-        if (!word)
-                return -ENOMEM;
         /* As systemd-veritysetup-generator reads them, which sets up the images they name. */
-        for (const char *p = cmdline; (p = systemd_cmdline_next_word(p, word));) {
-                _cleanup_free_ char *hash = NULL;
-                const char *v = systemd_cmdline_value(word, "roothash");
-
-                if (!v)
-                        v = systemd_cmdline_value(word, "usrhash");
-                if (!v)
+        r = systemd_cmdline_values(cmdline, keys, &values);
+        if (r < 0)
+                return r;
+        for (char **v = values; v && *v; v++) {
+                if (config_normalize_root_hash(*v) < 0 || strv_contains(l, *v))
                         continue;
-                hash = strdup(v);
-                if (!hash)
-                        return -ENOMEM;
-                if (config_normalize_root_hash(hash) < 0 || strv_contains(l, hash))
-                        continue;
-                if (strv_consume(&l, TAKE_PTR(hash)) < 0)
+                if (strv_extend(&l, *v) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(l);

@@ -384,21 +384,20 @@ static int cmdline_add_blacklists(Policy *p, const char *cmdline, char ***ignore
 
 /* modgate.mode=, our own option, read as systemd reads its own; the last one counts. */
 static int cmdline_set_mode(Policy *p, const char *cmdline, char ***ignored) {
-        _cleanup_free_ char *word = malloc(strlen(cmdline) + 1);
+        static const char *const keys[] = { "modgate.mode", NULL };
+        _cleanup_strv_free_ char **values = NULL;
+        int r;
 
-        if (!word)
-                return -ENOMEM;
-        for (const char *s = cmdline; (s = systemd_cmdline_next_word(s, word));) {
+        r = systemd_cmdline_values(cmdline, keys, &values);
+        if (r < 0)
+                return r;
+        for (char **v = values; v && *v; v++) {
                 _cleanup_free_ char *text = NULL;
-                const char *v = systemd_cmdline_value(word, "modgate.mode");
                 PolicyMode m;
-                int r;
 
-                if (!v)
-                        continue;
-                if (asprintf(&text, "modgate.mode=%s", v) < 0)
+                if (asprintf(&text, "modgate.mode=%s", *v) < 0)
                         return -ENOMEM;
-                m = policy_mode_from_string(v);
+                m = policy_mode_from_string(*v);
                 if (m < 0) {
                         r = strv_consume(ignored, TAKE_PTR(text));
                         if (r < 0)

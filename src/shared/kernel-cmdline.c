@@ -11,6 +11,7 @@
 #include "kernel-cmdline.h"
 #include "macro.h"
 #include "module-name.h"
+#include "strv.h"
 
 int kernel_cmdline_read(const char *path, char **ret) {
         _cleanup_free_ char *buf = NULL;
@@ -154,4 +155,29 @@ const char *systemd_cmdline_value(const char *word, const char *key) {
                         return NULL;
         }
         return word[i] == '=' && key[i] == '\0' ? word + i + 1 : NULL;
+}
+
+int systemd_cmdline_values(const char *cmdline, const char *const *keys, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *word = NULL;
+
+        assert(cmdline);
+        assert(keys);
+        assert(ret);
+
+        word = malloc(strlen(cmdline) + 1);
+        if (!word)
+                return -ENOMEM;
+        for (const char *p = cmdline; (p = systemd_cmdline_next_word(p, word));)
+                for (const char *const *k = keys; *k; k++) {
+                        const char *v = systemd_cmdline_value(word, *k);
+
+                        if (!v)
+                                continue;
+                        if (strv_extend(&l, v) < 0)
+                                return -ENOMEM;
+                        break;
+                }
+        *ret = TAKE_PTR(l);
+        return 0;
 }

@@ -56,3 +56,7 @@ const char *systemd_cmdline_next_word(const char *p, char *buf);
 /* The value of word when it is "key=value", with '-' and '_' alike in the key as systemd compares
  * them (proc_cmdline_key_streq()); else NULL. */
 const char *systemd_cmdline_value(const char *word, const char *key);
+
+/* The values of the words "KEY=value" for any KEY of keys, in the command line's order, words read as
+ * systemd_cmdline_next_word() reads them. *ret is NULL when there are none. */
+int systemd_cmdline_values(const char *cmdline, const char *const *keys, char ***ret);

@@ -132,6 +132,21 @@ TEST(systemd_rules) {
         check(!systemd_cmdline_value("RootHash=x", "roothash"));
 }
 
+/* Every value of any of the keys, in the command line's order, read by systemd's rules. */
+TEST(systemd_values) {
+        static const char *const keys[] = { "a", "b-c", NULL };
+        _cleanup_strv_free_ char **v = NULL, **none = NULL;
+
+        check(systemd_cmdline_values("a=1 x=2 b_c='3 4' \"a=5\" a ax=6 b-c=", keys, &v) == 0);
+        check(strv_length(v) == 4);
+        check_streq(v[0], "1");
+        check_streq(v[1], "3 4");
+        check_streq(v[2], "5");
+        check_streq(v[3], "");
+        check(systemd_cmdline_values("quiet x='a=1'", keys, &none) == 0);
+        check(!none);
+}
+
 static void check_hashes(const char *cmdline, const char *const *want, size_t n) {
         _cleanup_strv_free_ char **l = NULL;
 
@@ -206,6 +221,7 @@ int main(void) {
         RUN(kernel_rules);
         RUN(kmod_rules);
         RUN(systemd_rules);
+        RUN(systemd_values);
         RUN(root_hashes);
         RUN(policy_options);
         RUN(read);
