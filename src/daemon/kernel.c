@@ -29,14 +29,22 @@ const char *module_state_to_string(ModuleState s) {
         return s >= 0 && s < _MODULE_STATE_MAX ? state_table[s] : NULL;
 }
 
+/* One line of /sys/module/NAME/ATTR. */
+static int read_module_attribute(const char *name, const char *attr, char *buf, size_t size) {
+        char path[128];
+
+        snprintf(path, sizeof(path), "/sys/module/%s/%s", name, attr);
+        return read_line_at(AT_FDCWD, path, buf, size);
+}
+
 int kernel_module_state(const char *name, ModuleState *ret) {
         char path[128], buf[32];
         int r;
 
+        assert(name);
         assert(ret);
 
-        snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
-        r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));
+        r = read_module_attribute(name, "initstate", buf, sizeof(buf));
         if (r == -ENOENT) {
                 /* Builtin modules with parameters have a directory but no initstate. */
                 snprintf(path, sizeof(path), "/sys/module/%s", name);
@@ -114,13 +122,13 @@ int kernel_module_holders(const char *name, char ***ret) {
 }
 
 int kernel_module_refcount(const char *name, unsigned *ret) {
-        char path[128], buf[32];
+        char buf[32];
         int r;
 
+        assert(name);
         assert(ret);
 
-        snprintf(path, sizeof(path), "/sys/module/%s/refcnt", name);
-        r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));
+        r = read_module_attribute(name, "refcnt", buf, sizeof(buf));
         if (r < 0)
                 return r;
         *ret = (unsigned) strtoul(buf, NULL, 10);

@@ -217,22 +217,21 @@ static void on_job_done(Job *j, void *userdata) {
                 (void) sd_event_source_set_enabled(req->again, SD_EVENT_ONESHOT);
 }
 
-/* Waits for every job in flight, then looks again: what they started is waited for too. */
-static int seal_wait(SealRequest *req) {
-        Scheduler *s = req->manager->scheduler;
-        Job **jobs;
-        size_t n;
+static int watch_job(Job *j, void *userdata) {
+        SealRequest *req = userdata;
         int r;
 
-        r = scheduler_jobs(s, &jobs, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                r = job_watch(jobs[i], on_job_done, req);
-                if (r >= 0)
-                        req->n_watched++;
-        }
-        jobs_unref(jobs, n);
+        r = job_watch(j, on_job_done, req);
+        if (r >= 0)
+                req->n_watched++;
+        return r;
+}
+
+/* Waits for every job in flight, then looks again: what they started is waited for too. */
+static int seal_wait(SealRequest *req) {
+        int r;
+
+        r = scheduler_foreach_job(req->manager->scheduler, watch_job, req);
         if (r < 0)
                 return r;
         if (req->n_watched == 0)
@@ -279,18 +278,15 @@ static int seal_submit(SealRequest *req, sd_varlink *link, Plan *const *plans, s
         return 1;
 }
 
+static int add_job_name(Job *j, void *userdata) {
+        return strv_extend(userdata, job_result(j)->name);
+}
+
 static int pending_names(Scheduler *s, char ***ret) {
         _cleanup_strv_free_ char **names = NULL;
-        Job **jobs;
-        size_t n;
         int r;
 
-        r = scheduler_jobs(s, &jobs, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = strv_extend(&names, job_result(jobs[i])->name);
-        jobs_unref(jobs, n);
+        r = scheduler_foreach_job(s, add_job_name, &names);
         if (r < 0)
                 return r;
         /* Always an array: the reply lists none as []. */

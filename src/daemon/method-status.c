@@ -145,26 +145,25 @@ static int latency_build(const Latency *l, sd_json_variant **ret) {
                               SD_JSON_BUILD_PAIR_UNSIGNED("maxUSec", s.max));
 }
 
+static int add_running(Job *j, void *userdata) {
+        sd_json_variant **a = userdata;
+        uint64_t now = now_usec(), since = job_running_since(j);
+
+        if (since == 0)
+                return 0;
+        return sd_json_variant_append_arraybo(a, SD_JSON_BUILD_PAIR_STRING("module", job_result(j)->name),
+                                              SD_JSON_BUILD_PAIR_UNSIGNED("forUSec",
+                                                                          now > since ? now - since : 0));
+}
+
 /* The modules on a worker now, with how long each has been there: an init that hangs shows here. */
 static int loading_build(Scheduler *s, sd_json_variant **ret) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *a = NULL;
-        uint64_t now = now_usec();
-        Job **jobs = NULL;
-        size_t n = 0;
         int r;
 
         r = sd_json_variant_new_array(&a, NULL, 0);
         if (r >= 0)
-                r = scheduler_jobs(s, &jobs, &n);
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                uint64_t since = job_running_since(jobs[i]);
-
-                if (since > 0)
-                        r = sd_json_variant_append_arraybo(
-                                &a, SD_JSON_BUILD_PAIR_STRING("module", job_result(jobs[i])->name),
-                                SD_JSON_BUILD_PAIR_UNSIGNED("forUSec", now > since ? now - since : 0));
-        }
-        jobs_unref(jobs, n);
+                r = scheduler_foreach_job(s, add_running, &a);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(a);

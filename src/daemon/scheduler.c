@@ -909,21 +909,24 @@ uint64_t job_running_since(const Job *j) {
         return j->state == JOB_RUNNING ? j->running_since : 0;
 }
 
-int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {
+int scheduler_foreach_job(Scheduler *s, int (*fn)(Job *j, void *userdata), void *userdata) {
         size_t state = 0, n = 0;
         Job **jobs, *j;
+        int r = 0;
 
         assert(s);
-        assert(ret_n);
+        assert(fn);
 
+        /* Each referenced first: fn may finish one, or start others. */
         jobs = calloc(hashmap_size(s->jobs) ?: 1, sizeof(Job *));
         if (!jobs)
                 return -ENOMEM;
         while (hashmap_iterate(s->jobs, &state, NULL, (void **) &j))
                 jobs[n++] = job_ref(j);
-        *ret = jobs;
-        *ret_n = n;
-        return 0;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = fn(jobs[i], userdata);
+        jobs_unref(jobs, n);
+        return r < 0 ? r : 0;
 }
 
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {

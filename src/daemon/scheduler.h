@@ -65,9 +65,9 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
 bool scheduler_has_job(Scheduler *s, const char *name);
 /* Jobs in flight: the daemon is idle only at zero. */
 size_t scheduler_n_jobs(Scheduler *s);
-/* The jobs in flight, each referenced, in an array the caller frees with jobs_unref(). Returns 0 or
- * -ENOMEM. */
-int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n);
+/* Calls fn for each job in flight, as they were at the call (fn may start or finish jobs), until fn
+ * returns < 0. Returns that, -ENOMEM, or 0. */
+int scheduler_foreach_job(Scheduler *s, int (*fn)(Job *j, void *userdata), void *userdata);
 
 Job *job_ref(Job *j);
 Job *job_unref(Job *j);

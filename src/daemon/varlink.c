@@ -108,6 +108,21 @@ static int udev_device(Manager *m, const RequestContext *c, bool *ret_exists, ch
 }
 
 /* Who asks for a Load, as the request says; the peer's identity is added after. Borrows p's strings. */
+/* Load's and Explain's parameters, checked. Returns 1 with *p set, else the reply's result. */
+static int dispatch_load_parameters(sd_varlink *link, sd_json_variant *parameters, LoadParameters *p) {
+        LoadRefusal refusal = {};
+        int r;
+
+        r = load_parameters_parse(parameters, p, &refusal);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = load_reply_refusal(link, p, &refusal);
+                return r < 0 ? r : 0;
+        }
+        return 1;
+}
+
 static Requester load_requester(const LoadParameters *p) {
         return (Requester) {
                 .name = (char *) p->name,
@@ -128,7 +143,6 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         _cleanup_(load_judgement_done) LoadJudgement judgement = {};
         Manager *m = userdata;
         LoadParameters p = {};
-        LoadRefusal refusal = {};
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
         _cleanup_free_ char *device_modalias = NULL, *device_subsystem = NULL;
         char device_unknown[512] = "";
@@ -138,11 +152,9 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         int r;
 
         manager_touch(m);
-        r = load_parameters_parse(parameters, &p, &refusal);
-        if (r < 0)
+        r = dispatch_load_parameters(link, parameters, &p);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return load_reply_refusal(link, &p, &refusal);
 
         if (m->n_requests >= REQUESTS_MAX)
                 return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
@@ -257,16 +269,13 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
                              void *userdata) {
         Manager *m = userdata;
         LoadParameters p = {};
-        LoadRefusal refusal = {};
         Requester who;
         int r;
 
         manager_touch(m);
-        r = load_parameters_parse(parameters, &p, &refusal);
-        if (r < 0)
+        r = dispatch_load_parameters(link, parameters, &p);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return load_reply_refusal(link, &p, &refusal);
 
         who = (Requester) { .name = (char *) p.name,
                             .modalias = (char *) p.modalias,
