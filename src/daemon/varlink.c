@@ -376,19 +376,34 @@ static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_va
         return status_start(m, link);
 }
 
+/* Monitor's and Seal's parameters: a list of module names, checked by parse. Returns 1 with *ret set,
+ * else the reply's result. */
+static int dispatch_names(sd_varlink *link, sd_json_variant *parameters,
+                          int (*parse)(sd_json_variant *v, char ***ret, MethodRefusal *ret_refusal),
+                          char ***ret) {
+        MethodRefusal refusal;
+        int r;
+
+        r = parse(parameters, ret, &refusal);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = method_reply_refusal(link, &refusal);
+                return r < 0 ? r : 0;
+        }
+        return 1;
+}
+
 static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                              void *userdata) {
         _cleanup_strv_free_ char **modules = NULL;
         Manager *m = userdata;
-        MethodRefusal refusal;
         int r;
 
         manager_touch(m);
-        r = method_parameters_monitor(parameters, &modules, &refusal);
-        if (r < 0)
+        r = dispatch_names(link, parameters, method_parameters_monitor, &modules);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return method_reply_refusal(link, &refusal);
         if (!(flags & SD_VARLINK_METHOD_MORE))
                 return sd_varlink_error(link, SD_VARLINK_ERROR_EXPECTED_MORE, NULL);
         r = check_reader(m, link, "Monitor", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
@@ -453,17 +468,14 @@ static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varl
         _cleanup_strv_free_ char **names = NULL;
         Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
         Manager *m = userdata;
-        MethodRefusal refusal;
         Plan **plans = NULL;
         size_t n;
         int r;
 
         manager_touch(m);
-        r = method_parameters_seal(parameters, &names, &refusal);
-        if (r < 0)
+        r = dispatch_names(link, parameters, method_parameters_seal, &names);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return method_reply_refusal(link, &refusal);
         n = strv_length(names);
 
         r = identify_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_SEAL }, &who, "Seal");
