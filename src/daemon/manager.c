@@ -79,10 +79,6 @@ int manager_new(Manager **ret) {
         if (r < 0)
                 return r;
 
-        r = sd_event_set_signal_exit(m->event, true);
-        if (r < 0)
-                return r;
-
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 return r;
@@ -120,6 +116,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
 
         sd_event_source_disable_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->summary_timer);
         /* Workers first: a load in progress completes, nothing new starts, nothing is sealed. */
         seal_cancel(m);
@@ -874,6 +871,53 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* Whether nothing that was asked is unanswered: no Load waiting for its jobs, no job (a job's waiters
+ * are answered when it finishes), no reader's work, and every answer made written out. */
+static bool manager_drained(Manager *m) {
+        return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
+                reader_pool_pending(m->readers) == 0 && m->n_replied == 0;
+}
+
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_drained(m))
+                return sd_event_exit(m->event, 0);
+        if (now_usec() >= m->stop_deadline_usec) {
+                log_warning("Stopping with %u requests and %zu loads still unanswered after %llu s.",
+                            m->n_requests, scheduler_n_jobs(m->scheduler),
+                            (unsigned long long) (STOP_DRAIN_USEC / USEC_PER_SEC));
+                return sd_event_exit(m->event, 0);
+        }
+        (void) sd_event_source_set_time_relative(s, STOP_POLL_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* SIGTERM (systemctl stop, restart, a package's upgrade) and SIGINT: what is in flight is finished and
+ * answered before the loop ends, so that no caller is left without an answer while its module loads
+ * (the loop ending at once left the workers' answers unwritten). What arrives meanwhile is served
+ * too; whatever is still unanswered after STOP_DRAIN_USEC is left, and said. */
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        if (m->stop_timer)
+                return 0;
+        if (manager_drained(m))
+                return sd_event_exit(m->event, 0);
+        log_info("Stopping once the %u requests and %zu loads in flight are answered.", m->n_requests,
+                 scheduler_n_jobs(m->scheduler));
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Answering the requests in flight...");
+        m->stop_deadline_usec = now_usec() + STOP_DRAIN_USEC;
+        r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
+                                       on_stop_timer, m);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to wait for the requests in flight, stopping now: %m");
+                return sd_event_exit(m->event, 0);
+        }
+        return 0;
+}
+
 int manager_run(Manager *m) {
         int r;
 
@@ -882,6 +926,12 @@ int manager_run(Manager *m) {
         r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to handle SIGHUP: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, on_stop_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle SIGTERM: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, on_stop_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle SIGINT: %m");
 
         r = manager_arm_idle_timer(m);
         if (r < 0)
