@@ -40,12 +40,36 @@ static int field(sd_journal *j, const char *name, char **ret) {
         return 1;
 }
 
+/* The stages' fields, each whole and their sum no later than the record; false when any is missing or
+ * bad (a record of an older modgated), and the bar is then one piece. */
+static int read_stages(sd_journal *j, uint64_t mono, uint64_t stage_usec[static _PLOT_STAGE_MAX]) {
+        static const char *const names[_PLOT_STAGE_MAX] = {
+                [PLOT_STAGE_WAIT] = "MODGATE_WAIT_USEC",
+                [PLOT_STAGE_CHECK] = "MODGATE_CHECK_USEC",
+                [PLOT_STAGE_INIT] = "MODGATE_INIT_USEC",
+        };
+        uint64_t sum = 0;
+        int r;
+
+        for (PlotStage st = 0; st < _PLOT_STAGE_MAX; st++) {
+                _cleanup_free_ char *v = NULL;
+
+                r = field(j, names[st], &v);
+                if (r <= 0)
+                        return r;
+                if (parse_uint64(v, stage_usec + st) < 0 || stage_usec[st] > mono - sum)
+                        return 0;
+                sum += stage_usec[st];
+        }
+        return 1;
+}
+
 static int read_entry(sd_journal *j, PlotEntry *ret) {
         _cleanup_free_ char *module = NULL, *source = NULL, *outcome = NULL, *duration = NULL;
-        uint64_t mono, usec = 0;
+        uint64_t mono, usec = 0, stage_usec[_PLOT_STAGE_MAX] = {};
         sd_id128_t boot;
         PlotOutcome o;
-        int r;
+        int r, stages;
 
         if (field(j, "MODGATE_MODULE", &module) <= 0 || field(j, "MODGATE_OUTCOME", &outcome) <= 0)
                 return 0;
@@ -63,13 +87,23 @@ static int read_entry(sd_journal *j, PlotEntry *ret) {
                 return r;
         if (duration && (parse_uint64(duration, &usec) < 0 || usec > mono))
                 usec = 0;
+        stages = read_stages(j, mono, stage_usec);
+        if (stages < 0)
+                return stages;
+        /* With its stages, the request was made when they began: the duration's checks made ahead
+         * happened while it waited. */
+        if (stages > 0)
+                usec = stage_usec[PLOT_STAGE_WAIT] + stage_usec[PLOT_STAGE_CHECK] +
+                        stage_usec[PLOT_STAGE_INIT];
         *ret = (PlotEntry) {
                 .module = TAKE_PTR(module),
                 .source = o == PLOT_OUTSIDE ? NULL : TAKE_PTR(source),
                 .begin_usec = mono - usec,
                 .end_usec = mono,
                 .outcome = o,
+                .have_stages = stages > 0,
         };
+        memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));
         return 1;
 }
 

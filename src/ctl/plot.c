@@ -12,7 +12,7 @@
 #define PX_PER_SEC 100U
 #define ROW_HEIGHT 20U
 #define MARGIN_LEFT 20U
-#define MARGIN_TOP 90U          /* title, legend */
+#define MARGIN_TOP 100U         /* title, legend */
 #define MARGIN_BOTTOM 30U
 #define LABEL_ROOM 300U         /* right of the last bar, for its label */
 #define USEC_PER_SEC_U 1000000ULL
@@ -88,6 +88,19 @@ int plot_layout(PlotEntry *entries, size_t n, PlotLayout *ret) {
                         .x = MARGIN_LEFT + usec_to_px(e->begin_usec),
                         .width = MAX(usec_to_px(e->end_usec) - usec_to_px(e->begin_usec), 1U),
                 };
+                if (e->have_stages) {
+                        uint64_t at = e->begin_usec;
+
+                        /* One after another from the request; none reaches past the decision. From
+                         * the boundaries, so that the pieces' rounding adds up to the whole. */
+                        for (PlotStage st = 0; st < _PLOT_STAGE_MAX; st++) {
+                                uint64_t next = at + MIN(e->stage_usec[st], e->end_usec - at);
+
+                                bars[i].stage_x[st] = MARGIN_LEFT + usec_to_px(at);
+                                bars[i].stage_width[st] = usec_to_px(next) - usec_to_px(at);
+                                at = next;
+                        }
+                }
                 end = MAX(end, e->end_usec);
                 widest = MAX(widest, bars[i].x + bars[i].width);
         }
@@ -131,22 +144,43 @@ static void write_escaped(FILE *f, const char *s) {
                 }
 }
 
+/* A stage shades the outcome's colour: waiting lighter, the checks darker, the init as it is. */
+static const char *const stage_class[_PLOT_STAGE_MAX] = {
+        [PLOT_STAGE_WAIT] = "wait",
+        [PLOT_STAGE_CHECK] = "check",
+        [PLOT_STAGE_INIT] = "init",
+};
+
+static const char *const stage_legend[_PLOT_STAGE_MAX] = {
+        [PLOT_STAGE_WAIT] = "waiting for its dependencies (lighter)",
+        [PLOT_STAGE_CHECK] = "its checks (darker)",
+        [PLOT_STAGE_INIT] = "its init until live",
+};
+
 static void write_legend(FILE *f) {
         unsigned x = MARGIN_LEFT;
 
         for (PlotOutcome o = 0; o < _PLOT_OUTCOME_MAX; o++) {
-                fprintf(f,
-                        "<g class=\"legend\"><rect x=\"%u\" y=\"40\" width=\"14\" height=\"14\" "
-                        "fill=\"%s\"/>"
-                        "<text x=\"%u\" y=\"52\">%s</text></g>\n",
+                fprintf(f, "<g class=\"legend\"><rect x=\"%u\" y=\"34\" width=\"14\" height=\"14\" "
+                        "fill=\"%s\"/><text x=\"%u\" y=\"46\">%s</text></g>\n",
                         x, outcome_color[o], x + 20, outcome_legend[o]);
                 x += 230;
         }
-        fprintf(f,
-                "<text class=\"note\" x=\"%u\" y=\"72\">Each bar runs from the request (who asked in "
-                "brackets: "
-                "udev, kernel, boot list, admin, or outside) to the decision.</text>\n",
-                MARGIN_LEFT);
+        x = MARGIN_LEFT;
+        for (PlotStage st = 0; st < _PLOT_STAGE_MAX; st++) {
+                fprintf(f, "<g class=\"legend-stage\"><rect x=\"%u\" y=\"54\" width=\"14\" height=\"14\" "
+                        "fill=\"%s\"/><rect class=\"%s\" x=\"%u\" y=\"54\" width=\"14\" height=\"14\"/>"
+                        "<text x=\"%u\" y=\"66\">%s</text></g>\n",
+                        x, outcome_color[PLOT_LOADED], stage_class[st], x, x + 20, stage_legend[st]);
+                x += 300;
+        }
+        fprintf(f, "<text class=\"note\" x=\"%u\" y=\"82\">Each bar runs from the request (who asked in "
+                "brackets: udev, kernel, boot list, admin, or outside) to the decision, in its stages; a "
+                "record without them (an older modgated's) is one bar.</text>\n", MARGIN_LEFT);
+}
+
+static void write_duration(FILE *f, uint64_t usec) {
+        fprintf(f, "%.1f", (double) usec / 1000.0);
 }
 
 static void write_axis(const PlotLayout *l, FILE *f) {
@@ -166,7 +200,8 @@ int plot_write_svg(const PlotLayout *l, const char *title, FILE *f) {
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%u\" height=\"%u\">\n"
                 "<style>text { font-family: sans-serif; font-size: 12px; } .title { font-size: 16px; } "
                 ".tick { stroke: #dddddd; } .axis { fill: #555555; font-size: 10px; } "
-                ".note { fill: #555555; }</style>\n"
+                ".note { fill: #555555; } .wait { fill: #ffffff; fill-opacity: 0.55; } "
+                ".check { fill: #000000; fill-opacity: 0.35; } .init { fill-opacity: 0; }</style>\n"
                 "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n"
                 "<text class=\"title\" x=\"%u\" y=\"22\">", l->width, l->height, MARGIN_LEFT);
         write_escaped(f, title);
@@ -188,8 +223,25 @@ int plot_write_svg(const PlotLayout *l, const char *title, FILE *f) {
                 write_escaped(f, b->entry->module);
                 fputs(" (", f);
                 write_escaped(f, b->entry->source ?: "outside");
-                fprintf(f, ", %.1f ms)</text></g>\n",
-                        (double) (b->entry->end_usec - b->entry->begin_usec) / 1000.0);
+                fputs(", ", f);
+                write_duration(f, b->entry->end_usec - b->entry->begin_usec);
+                fputs(" ms", f);
+                if (b->entry->have_stages) {
+                        fputs(": waited ", f);
+                        write_duration(f, b->entry->stage_usec[PLOT_STAGE_WAIT]);
+                        fputs(", checks ", f);
+                        write_duration(f, b->entry->stage_usec[PLOT_STAGE_CHECK]);
+                        fputs(", init ", f);
+                        write_duration(f, b->entry->stage_usec[PLOT_STAGE_INIT]);
+                }
+                fputs(")</text>", f);
+                /* Over the bar, which keeps the outcome's colour: each stage's shade. */
+                for (PlotStage st = 0; b->entry->have_stages && st < _PLOT_STAGE_MAX; st++)
+                        if (b->stage_width[st] > 0)
+                                fprintf(f, "<rect class=\"%s\" x=\"%u\" y=\"%u\" width=\"%u\" "
+                                        "height=\"%u\"/>", stage_class[st], b->stage_x[st], y + 3,
+                                        b->stage_width[st], ROW_HEIGHT - 6);
+                fputs("</g>\n", f);
         }
         fputs("</svg>\n", f);
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,18 +21,30 @@ typedef enum PlotOutcome {
         _PLOT_OUTCOME_INVALID = -1,
 } PlotOutcome;
 
+/* The stages of a request, one after another from when it was asked for, as its record says. */
+typedef enum PlotStage {
+        PLOT_STAGE_WAIT,        /* for the modules it needs and a free worker */
+        PLOT_STAGE_CHECK,       /* open, origin, hash, name */
+        PLOT_STAGE_INIT,        /* finit_module() until it returned */
+        _PLOT_STAGE_MAX,
+} PlotStage;
+
 typedef struct PlotEntry {
         char *module;
         char *source;           /* udev, kernel, boot, admin; NULL: no request (a load outside) */
         uint64_t begin_usec;    /* CLOCK_MONOTONIC: when it was asked for */
         uint64_t end_usec;      /* when the decision was recorded */
         PlotOutcome outcome;
+        bool have_stages;       /* the record has the stages' fields; without, the bar is one piece */
+        uint64_t stage_usec[_PLOT_STAGE_MAX];
 } PlotEntry;
 
 typedef struct PlotBar {
         const PlotEntry *entry;
         unsigned row;           /* in the order of the requests, from 0 */
         unsigned x, width;      /* pixels, width at least 1 */
+        /* With the entry's stages: each one's piece of the bar, in pixels; a width may be 0. */
+        unsigned stage_x[_PLOT_STAGE_MAX], stage_width[_PLOT_STAGE_MAX];
 } PlotBar;
 
 typedef struct PlotLayout {

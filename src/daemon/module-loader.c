@@ -477,7 +477,7 @@ static void module_result_forget_checks(ModuleResult *r) {
         memset(r->sha256, 0, sizeof(r->sha256));
         r->compression = 0;
         r->flags = 0;
-        r->duration_usec = 0;
+        r->duration_usec = r->check_usec = r->init_usec = 0;
 }
 
 int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret) {
@@ -509,19 +509,22 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
 
 int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) {
         _cleanup_close_ int fd = -EBADF;
-        uint64_t start = now_usec(), before = ahead && ahead->checked ? ahead->usec : 0;
+        uint64_t start = now_usec(), before = ahead && ahead->checked ? ahead->usec : 0, checked;
         int q;
 
         assert(ctx);
         assert(r);
 
         q = open_checked(ctx, r, ahead, &fd);
-        r->duration_usec = before + now_usec() - start;
+        checked = now_usec();
+        r->check_usec = checked - start;
+        r->duration_usec = before + r->check_usec;
         if (q < 0 || r->reason)
                 return q;
 
         q = kernel_finit_module(fd, r->parameters, r->flags);
-        r->duration_usec = before + now_usec() - start;
+        r->init_usec = now_usec() - checked;
+        r->duration_usec = before + r->check_usec + r->init_usec;
         if (q == -EEXIST) {
                 ModuleState state = MODULE_STATE_ABSENT;
 

@@ -66,7 +66,11 @@ typedef struct ModuleResult {
         ModInfo modinfo;        /* its name and its signature, as the file says */
         Compression compression;
         unsigned flags;         /* finit_module() flags used */
-        uint64_t duration_usec;
+        uint64_t duration_usec; /* every check of the file (those made while it waited too) and its init */
+        /* The stages of the request, for the record and modgatectl plot: from the job's making until
+         * a worker began its load (what it needed, a free worker), the checks of the load itself, and
+         * finit_module() until it returned. Each is 0 when that stage did not happen. */
+        uint64_t wait_usec, check_usec, init_usec;
 } ModuleResult;
 
 void module_result_done(ModuleResult *r);

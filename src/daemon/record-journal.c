@@ -330,6 +330,9 @@ void journal_record_module(const Requesters *all, const ModuleResult *r) {
                         record_add(&rec, "MODGATE_ERRNO_CLASS=%s", kernel_error_class(r->error));
         }
         record_add(&rec, "MODGATE_DURATION_USEC=%llu", (unsigned long long) r->duration_usec);
+        record_add(&rec, "MODGATE_WAIT_USEC=%llu", (unsigned long long) r->wait_usec);
+        record_add(&rec, "MODGATE_CHECK_USEC=%llu", (unsigned long long) r->check_usec);
+        record_add(&rec, "MODGATE_INIT_USEC=%llu", (unsigned long long) r->init_usec);
         record_send(&rec);
 }
 

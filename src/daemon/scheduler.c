@@ -47,6 +47,7 @@ struct Job {
         ModuleResult result;
         bool alone;
         bool kernel;            /* asked for by the kernel's request_module(): never waits behind loads */
+        uint64_t made_usec;     /* CLOCK_MONOTONIC: when it was asked for */
         uint64_t running_since; /* CLOCK_MONOTONIC, once on a worker */
         uint64_t seq;           /* in the order jobs were made: what a module needs comes first */
         LoaderPrepared prepared; /* what a check of its file found while it waited */
@@ -402,6 +403,7 @@ static void job_run(Scheduler *s, Job *j) {
         j->prepared_counted = false;
         j->state = JOB_RUNNING;
         j->running_since = now_usec();
+        j->result.wait_usec = j->running_since - j->made_usec;
         s->n_running++;
         s->alone_running = s->alone_running || j->alone;
         if (s->started)
@@ -715,6 +717,7 @@ static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *paramet
         j->n_ref = 1;
         j->scheduler = s;
         j->seq = ++s->seq;
+        j->made_usec = now_usec();
         j->n_requesters = 1;
         j->alone = name_in(s->load_alone, spec->name);
         j->kernel = who->source == SOURCE_KERNEL;

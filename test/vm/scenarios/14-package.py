@@ -5,16 +5,20 @@ driver; after a reboot coldplug, hotplug and the kernel's requests go through mo
 while loads run loses none; `apt remove` gives udevd CAP_SYS_MODULE, the kernel /sbin/modprobe and
 systemd-modules-load the boot list back at once; `apt purge` leaves nothing of the package.
 
-The package is what tools/package builds from this tree (prepare(), before the boot), or the .deb
-that MODGATE_VM_DEB names. The upgrade installs the same files repacked with a higher version:
-what dpkg and the maintainer scripts see of an upgrade."""
+The package is what tools/package builds from this tree (prepare(), before the boot), and the
+upgrade a second build of it with a higher version (tools/package --version=); or the .deb that
+MODGATE_VM_DEB names, and then the upgrade is the same files repacked with a higher version: what
+dpkg and the maintainer scripts see of an upgrade."""
 
 import base64
 import glob
 import os
 import shutil
+import struct
 import subprocess
+import time
 import xml.etree.ElementTree as ET
+import zlib
 
 import guest
 
@@ -45,6 +49,16 @@ def prepare(build_dir):
         first = glob.glob(os.path.join(out, "modgate_*_amd64.deb"))[0]
     version = subprocess.run(["dpkg-deb", "-f", first, "Version"], check=True, capture_output=True,
                              text=True).stdout.strip()
+    if not given:
+        # A real rebuild: what an upgrade from the archive installs, its own build and all.
+        again = os.path.join(out, "rebuild")
+        begin = time.monotonic()
+        subprocess.run([os.path.join(SRC, "tools", "package"), "--version=%s+vm1" % version, again], check=True,
+                       stdout=subprocess.DEVNULL)
+        print("# the rebuild as %s+vm1 took %.0f s" % (version, time.monotonic() - begin), flush=True)
+        second = glob.glob(os.path.join(again, "modgate_*_amd64.deb"))[0]
+        debs.update(first=first, second=second, version=version)
+        return
     tree = os.path.join(out, "repack")
     subprocess.run(["dpkg-deb", "-R", first, tree], check=True)
     control = os.path.join(tree, "DEBIAN", "control")
@@ -148,9 +162,61 @@ def test_plot(vm):
             if r.get("MODGATE_MODULE") and r.get("MODGATE_OUTCOME") in ("loaded", "denied", "failed", "loaded_outside")]
     assert rows and sorted(rows) == sorted(r["MODGATE_MODULE"] for r in recs), (rows, len(recs))
     assert HOTPLUG_MODULE in rows and KERNEL_MODULE in rows, rows
+    # The records of this modgated have their stages: a bar in pieces, the checks among them.
+    staged = [g for g in root.iter(ns + "g") if g.get("class") == "module" and
+              any(r.get("class") == "check" for r in g.findall(ns + "rect"))]
+    assert staged, "no bar has its stages"
     with open(os.path.join(vm.workdir, "boot-plot.svg"), "w") as f:
         f.write(svg)
-    print("# %d rows, %d bytes of SVG" % (len(rows), len(svg)))
+    # Rendered as a user would look at it: the PNG is the SVG's size and has its colours.
+    png = base64.b64decode(vm.sh("modgatectl plot >/root/plot.svg && rsvg-convert -f png /root/plot.svg | base64 -w0",
+                                 timeout=120).out)
+    with open(os.path.join(vm.workdir, "boot-plot.png"), "wb") as f:
+        f.write(png)
+    width, height, colours = png_colours(png)
+    assert (width, height) == (int(root.get("width")), int(root.get("height"))), (width, height)
+    for c in ("#4c9f38", "#ffffff"):
+        assert tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) in colours, (c, len(colours))
+    assert len(colours) >= 16, "a blank picture: %d colours" % len(colours)
+    print("# %d rows (%d in stages), %d bytes of SVG; PNG %dx%d, %d bytes, %d colours" %
+          (len(rows), len(staged), len(svg), width, height, len(png), len(colours)))
+
+
+def png_colours(png):
+    """Width, height and the set of (r, g, b) of an 8-bit RGB or RGBA PNG, as rsvg-convert writes."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", png[:8]
+    pos, idat, header = 8, b"", None
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, ctype, _, _, interlace = header
+    assert depth == 8 and ctype in (2, 6) and interlace == 0, header
+    bpp = 4 if ctype == 6 else 3
+    raw, stride = zlib.decompress(idat), width * bpp
+    prev, colours = bytearray(stride), set()
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 0xff
+            elif kind == 2:
+                line[i] = (line[i] + b) & 0xff
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xff
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xff
+        colours.update(bytes(line[i:i + 3]) for i in range(0, stride, bpp))
+        prev = line
+    return width, height, {tuple(c) for c in colours}
 
 
 def test_upgrade(vm):
