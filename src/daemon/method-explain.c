@@ -8,16 +8,16 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "method-explain.h"
-#include "record-journal.h"
 #include "kernel.h"
-#include "method-load.h"
-#include "module-loader.h"
 #include "log.h"
 #include "macro.h"
+#include "method-explain.h"
+#include "method-load.h"
+#include "method-seal.h"
+#include "module-loader.h"
 #include "policy.h"
 #include "reader-pool.h"
-#include "method-seal.h"
+#include "record-journal.h"
 #include "strv.h"
 
 typedef struct Explanation {

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <systemd/sd-json.h>
 
-#include "method-load.h"
 #include "log.h"
+#include "method-load.h"
 #include "policy.h"
 #include "record.h"
 #include "strv.h"

@@ -8,8 +8,8 @@
 
 #include "macro.h"
 #include "method-parameters.h"
-#include "module-name.h"
 #include "method-seal.h"
+#include "module-name.h"
 #include "strv.h"
 #include "varlink-errors.h"
 

@@ -8,9 +8,9 @@
 
 #include "enforcement.h"
 #include "log.h"
+#include "method-status.h"
 #include "reader-pool.h"
 #include "root-identity.h"
-#include "method-status.h"
 #include "strv.h"
 #include "time-util.h"
 

@@ -9,12 +9,12 @@
 #include <systemd/sd-json.h>
 
 #include "kernel.h"
-#include "method-load.h"
 #include "log.h"
+#include "method-load.h"
+#include "method-unload.h"
 #include "module-name.h"
 #include "record.h"
 #include "strv.h"
-#include "method-unload.h"
 #include "varlink-errors.h"
 
 static int unload_refuse(sd_varlink *link, const Requester *who, const char *name, int error,

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "kernel.h"
-#include "module-loader.h"
 #include "modinfo.h"
+#include "module-loader.h"
 #include "module-name.h"
 #include "probe-client.h"
 #include "root-identity.h"

@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "module-loader.h"
 #include "log.h"
+#include "module-loader.h"
 #include "monitor.h"
 #include "strv.h"
 #include "time-util.h"

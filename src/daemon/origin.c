@@ -19,8 +19,8 @@
 #include "fileio.h"
 #include "loop-util.h"
 #include "mountinfo.h"
-#include "parse-util.h"
 #include "origin.h"
+#include "parse-util.h"
 
 /* The superblock flag statmount() reports, the same bit as MS_RDONLY. */
 #ifndef SB_RDONLY

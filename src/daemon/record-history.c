@@ -15,9 +15,9 @@
 #include "fdstore.h"
 #include "fileio.h"
 #include "hashmap.h"
-#include "record-history.h"
 #include "kernel.h"
 #include "module-name.h"
+#include "record-history.h"
 #include "strv.h"
 #include "time-util.h"
 

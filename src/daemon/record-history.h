@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <systemd/sd-json.h>
 
-#include "record-journal.h"
 #include "macro.h"
+#include "record-journal.h"
 
 /* This boot's decisions, module by module, so that List and Describe can answer for every module in
  * the kernel after an idle exit or a restart: kept in a memfd in PID 1's fd store (not in /run, which

@@ -10,9 +10,9 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
-#include "record-journal.h"
 #include "kernel.h"
 #include "log.h"
+#include "record-journal.h"
 #include "strv.h"
 
 #define FIELDS_MAX 96

@@ -8,9 +8,9 @@
 #include <systemd/sd-json.h>
 
 #include "chatter.h"
-#include "record-journal.h"
 #include "manager.h"
 #include "module-result.h"
+#include "record-journal.h"
 
 /* Keeps entry (a reference is taken) as its module's latest in the history; a failure to write it is
  * logged, memory still has it. */

@@ -13,10 +13,10 @@
 
 #include "decide.h"
 #include "hashmap.h"
-#include "record-journal.h"
 #include "kernel.h"
 #include "log.h"
 #include "module-name.h"
+#include "record-journal.h"
 #include "scheduler.h"
 #include "time-util.h"
 

@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
-#include "record-journal.h"
 #include "module-loader.h"
+#include "record-journal.h"
 #include "resolver.h"
 
 /* One job per module name, however many ask: a request for a module that is already being loaded

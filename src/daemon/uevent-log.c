@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "record-journal.h"
 #include "parse-util.h"
+#include "record-journal.h"
 #include "uevent-log.h"
 
 /* The kernel's multicast group of uevents (udevd's own messages go to group 2). */

@@ -3,12 +3,12 @@
 #include <errno.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "policy.h"
 #include "request.h"
-#include "fileio.h"
 #include "strv.h"
-#include "trust.h"
 #include "tests-tmp.h"
+#include "trust.h"
 
 static int parse_n(Config *c, const char *text, size_t n, char **ret_message) {
         FILE *f = fmemopen((void *) text, n, "r");

@@ -4,8 +4,8 @@
 
 #include "fileio.h"
 #include "macro.h"
-#include "tests.h"
 #include "tests-tmp.h"
+#include "tests.h"
 
 static int read_mem(const char *data, size_t n, size_t max, char **ret, size_t *ret_size) {
         FILE *f = fmemopen((void *) data, n, "r");
