@@ -117,15 +117,19 @@ int history_open_fd(int fd, History **ret, unsigned *ret_skipped) {
         if (!h->modules)
                 return -ENOMEM;
         if (fd >= 0) {
+                bool cut;
+
                 r = read_memfd(fd, &text, &size);
                 if (r < 0)
                         return r;
                 h->file_size = size;
+                /* Looked at before read_lines(), which ends each line it reads with a NUL. */
+                cut = size > 0 && text[size - 1] != '\n';
                 r = read_lines(h, text, size, ret_skipped);
                 if (r < 0)
                         return r;
                 /* A line a crash cut short is closed, so that the next one is whole. */
-                if (size > 0 && text[size - 1] != '\n') {
+                if (cut) {
                         if (pwrite(fd, "\n", 1, (off_t) size) != 1)
                                 return negative_errno();
                         h->file_size++;
