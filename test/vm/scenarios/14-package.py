@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The Debian package on a guest that has never had modgate (IMAGE = "stock"), as a user installs
+"""The Debian package on a guest that has never had modgate (GUEST_IMAGE = "stock"), as a user installs
 it: `apt install` hands loading over at once, with a hotplug during the install that still gets its
 driver; after a reboot coldplug, hotplug and the kernel's requests go through modgate; an upgrade
 while loads run loses none; `apt remove` gives udevd CAP_SYS_MODULE, the kernel /sbin/modprobe and
@@ -22,7 +22,7 @@ import zlib
 
 import guest
 
-IMAGE = "stock"
+GUEST_IMAGE = "stock"
 TIMEOUT = 900
 
 HERE = os.path.dirname(os.path.abspath(__file__))
