@@ -247,7 +247,7 @@ def main():
     fail_d = daemon("fail", env={"MODGATE_SHIM_FAIL": fail_env})
     slow_d = daemon("slow", env={"MODGATE_SHIM_DELAY_MS": str(SLOW_MS)}, args=("--workers=8",))
     par_d = daemon("par", env={"MODGATE_SHIM_DELAY_MS": str(PAR_MS)}, args=("--workers=%d" % PAR_WORKERS,))
-    alone_d = daemon("alone", env={"MODGATE_SHIM_DELAY_MS": str(PAR_MS)},
+    alone_d = daemon("alone", env={"MODGATE_SHIM_DELAY_MS": str(SLOW_MS)},
                      args=("--workers=%d" % PAR_WORKERS, "--load-alone=" + alone_name))
     fresh_d = daemon("fresh", root=fresh_root, args=("--manifest=" + fresh_manifest,))
     print("# set-up took %.1f s" % (time.monotonic() - started), flush=True)
