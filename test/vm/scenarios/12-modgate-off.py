@@ -56,11 +56,7 @@ def test_stock_loading(vm):
 
 def test_hotplug(vm):
     """a hotplugged e1000 gets its driver from udevd itself"""
-    assert guest.live_modules(vm)[HOTPLUG_MODULE] == 0, "e1000 is loaded already"
-    vm.qmp("device_add", driver="e1000", id="modgate-nic")
-    vm.sh("for i in $(seq 300); do grep -q '^%s ' /proc/modules && break; sleep 0.1; done; udevadm settle"
-          % HOTPLUG_MODULE, timeout=90)
-    assert guest.initstate(vm, HOTPLUG_MODULE) == "live"
+    guest.hotplug(vm, "e1000", HOTPLUG_MODULE, "modgate-nic")
     assert not modgate_records(vm)
 
 
