@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -11,6 +12,8 @@
 
 #include "load-plain.h"
 #include "macro.h"
+#include "time-util.h"
+#include "varlink-errors.h"
 #include "varlink-plain.h"
 
 static void write_context(JsonWriter *w, const RequestContext *c) {
@@ -47,10 +50,13 @@ int plain_request_message(const PlainRequest *req, uint64_t daemon_timeout, char
         JsonWriter w = {};
         int r;
 
+        assert(req);
+        assert(ret_refusal);
+
         /* JSON carries UTF-8 only: a name or a modalias of other bytes names no module. */
         if (what && !utf8_is_valid(what, strlen(what))) {
                 *ret_refusal = (LoadRefusal) {
-                        .error = req->name ? "io.modgate.Manager.InvalidName" : "io.modgate.Manager.InvalidModalias",
+                        .error = req->name ? MANAGER_ERROR_INVALID_NAME : MANAGER_ERROR_INVALID_MODALIAS,
                         .reason = "not UTF-8",
                 };
                 return 1;
@@ -138,8 +144,8 @@ static int call_start(Run *run, Call *c) {
                 return load_result_set(&c->req->result, LOAD_VERDICT_INVALID, 0, refusal.error, detail);
         }
 
-        r = varlink_conn_open(&c->conn, run->options->address ?: MODGATE_VARLINK_ADDRESS, TAKE_PTR(message), len,
-                              left);
+        r = varlink_conn_open(&c->conn, run->options->address ?: MODGATE_VARLINK_ADDRESS, TAKE_PTR(message),
+                              len, left);
         if (r == -EAGAIN) {
                 varlink_conn_close(&c->conn);
                 return load_result_from_reply(&c->req->result, VARLINK_ERROR_TIMEOUT, NULL);
@@ -163,7 +169,8 @@ static int call_broken(Call *c, int error, const char *reason) {
                 return error;
         snprintf(detail, sizeof(detail), "modgated's answer is not a varlink reply (%s)",
                  reason ?: (error == -EMSGSIZE ? "larger than 1 MiB" : "read failed"));
-        r = load_result_set(&c->req->result, LOAD_VERDICT_UNREACHABLE, error, VARLINK_ERROR_PROTOCOL, detail);
+        r = load_result_set(&c->req->result, LOAD_VERDICT_UNREACHABLE, error, VARLINK_ERROR_PROTOCOL,
+                            detail);
         return r < 0 ? r : 0;
 }
 
@@ -179,7 +186,7 @@ static int call_reply(Run *run, Call *c) {
         if (r < 0)
                 return call_broken(c, r, reason);
 
-        if (reply.error && strcmp(reply.error, "io.modgate.Manager.Busy") == 0) {
+        if (reply.error && strcmp(reply.error, MANAGER_ERROR_BUSY) == 0) {
                 uint64_t now = now_usec();
 
                 if (c->busy++ == 0)
@@ -216,7 +223,8 @@ static int run_poll_setup(Run *run, struct pollfd *pfd, Call **polled, size_t ma
                 Call *c = run->calls + i;
 
                 if (c->conn.fd >= 0 && k < max) {
-                        pfd[k] = (struct pollfd) { .fd = c->conn.fd, .events = varlink_conn_events(&c->conn) };
+                        pfd[k] = (struct pollfd) { .fd = c->conn.fd,
+                                                   .events = varlink_conn_events(&c->conn) };
                         polled[k++] = c;
                 } else if (c->retry_at > 0)
                         until = MIN(until, c->retry_at);
@@ -334,6 +342,8 @@ int plain_requests_run(const PlainOptions *o, PlainRequest *reqs, size_t n) {
                 .deadline = o->timeout_usec != USEC_INFINITY ? now_usec() + o->timeout_usec : USEC_INFINITY,
         };
         int r = 0;
+
+        assert(o);
 
         for (size_t i = 0; i < n; i++) {
                 r = load_result_set(&reqs[i].result, LOAD_VERDICT_NO_REPLY, 0, NULL, NULL);

@@ -8,11 +8,11 @@
 #include "load-reply.h"
 #include "request.h"
 
-/* io.modgate.Manager.Load without libsystemd, for modgate-udev and modgate-modprobe, which udevd and
- * the kernel start once per device event or request_module(): what they cost to start is most of
- * what they cost. It asks as load-client.h does (the same
- * parameters, the same checks before sending, Busy asked again, the daemon given part of the time
- * left), over varlink-plain.h, with libc only. */
+/* io.modgate.Manager.Load without libsystemd, for every helper: modgate-udev and modgate-modprobe,
+ * which udevd and the kernel start once per device event or request_module() (what they cost to start
+ * is most of what they cost), and modgate-modules-load, which asks for the whole boot list at once.
+ * The daemon's own checks run before sending, Busy is asked again, and the daemon is given part of
+ * the time left; over varlink-plain.h, with libc only. */
 
 typedef struct PlainRequest {
         /* Exactly one of name and modalias. Borrowed, as is context (may be NULL). */
@@ -48,7 +48,11 @@ bool load_daemon_running(const char *path);
 int plain_request_message(const PlainRequest *req, uint64_t daemon_timeout, char **ret, size_t *ret_len,
                           LoadRefusal *ret_refusal);
 
-/* Sends every request and waits for the answers or the deadline, as load_requests_run() does.
- * Returns 0 (each outcome is in its request), or -ENOMEM or poll()'s -errno. Does not log. */
+/* Sends every request, at most max_parallel at once, and waits for the answers or the deadline. A
+ * request that the daemon would refuse as invalid is not sent: it gets LOAD_VERDICT_INVALID and the
+ * daemon's error and reason at once. With a finite timeout, each request carries a timeoutUSec a
+ * little shorter than the time left, so that the daemon answers Timeout before this client gives up.
+ * Returns 0 (each outcome is in its request), or -ENOMEM, -EILSEQ (a context string that is not
+ * UTF-8) or poll()'s -errno. Does not log. */
 int plain_requests_run(const PlainOptions *o, PlainRequest *reqs, size_t n);
 void plain_requests_done(PlainRequest *reqs, size_t n);

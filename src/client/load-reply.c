@@ -2,6 +2,7 @@
 
 /* Reading io.modgate.Manager.Load's answers: pure functions of the reply. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,8 +11,8 @@
 
 #include "load-reply.h"
 #include "macro.h"
+#include "varlink-errors.h"
 
-#define ERROR_PREFIX "io.modgate.Manager."
 
 static const char *const verdict_table[_LOAD_VERDICT_MAX] = {
         [LOAD_VERDICT_LOADED] = "loaded",
@@ -39,27 +40,28 @@ static size_t field_elements(const JsonValue *v, const char *key) {
 }
 
 static bool error_is(const char *error_id, const char *name) {
-        return strncmp(error_id, ERROR_PREFIX, strlen(ERROR_PREFIX)) == 0 &&
-                strcmp(error_id + strlen(ERROR_PREFIX), name) == 0;
+        return strcmp(error_id, name) == 0;
 }
 
 LoadVerdict load_verdict_from_reply(const char *error_id, const JsonValue *parameters) {
         static const char *const invalid[] = {
-                "InvalidName", "InvalidModalias", "InvalidPath", "InvalidModuleParameters", "InvalidRequest",
+                MANAGER_ERROR_INVALID_NAME, MANAGER_ERROR_INVALID_MODALIAS, MANAGER_ERROR_INVALID_PATH,
+                MANAGER_ERROR_INVALID_MODULE_PARAMETERS, MANAGER_ERROR_INVALID_REQUEST,
         };
 
         if (!error_id)
                 return LOAD_VERDICT_LOADED;
 
-        if (error_is(error_id, "ModuleNotFound"))
+        if (error_is(error_id, MANAGER_ERROR_MODULE_NOT_FOUND))
                 return field_elements(parameters, "blacklisted") > 0 ? LOAD_VERDICT_BLACKLISTED
                                                                       : LOAD_VERDICT_NOT_FOUND;
-        if (error_is(error_id, "UntrustedOrigin") || error_is(error_id, "PolicyDenied") ||
-            error_is(error_id, "ParameterDenied"))
+        if (error_is(error_id, MANAGER_ERROR_UNTRUSTED_ORIGIN) ||
+            error_is(error_id, MANAGER_ERROR_POLICY_DENIED) ||
+            error_is(error_id, MANAGER_ERROR_PARAMETER_DENIED))
                 return LOAD_VERDICT_DENIED;
-        if (error_is(error_id, "InstallCommandRefused"))
+        if (error_is(error_id, MANAGER_ERROR_INSTALL_COMMAND_REFUSED))
                 return LOAD_VERDICT_INSTALL_REFUSED;
-        if (error_is(error_id, "Timeout"))
+        if (error_is(error_id, MANAGER_ERROR_TIMEOUT))
                 return LOAD_VERDICT_TIMEOUT;
         for (size_t i = 0; i < ELEMENTSOF(invalid); i++)
                 if (error_is(error_id, invalid[i]))
@@ -72,8 +74,8 @@ LoadVerdict load_verdict_from_reply(const char *error_id, const JsonValue *param
         /* Generated locally by the client, not sent by the daemon. */
         if (strcmp(error_id, VARLINK_ERROR_TIMEOUT) == 0)
                 return LOAD_VERDICT_NO_REPLY;
-        if (strcmp(error_id, VARLINK_ERROR_DISCONNECTED) == 0 || strcmp(error_id, VARLINK_ERROR_PROTOCOL) == 0 ||
-            strcmp(error_id, VARLINK_ERROR_SYSTEM) == 0)
+        if (strcmp(error_id, VARLINK_ERROR_DISCONNECTED) == 0 ||
+            strcmp(error_id, VARLINK_ERROR_PROTOCOL) == 0 || strcmp(error_id, VARLINK_ERROR_SYSTEM) == 0)
                 return LOAD_VERDICT_UNREACHABLE;
 
         return LOAD_VERDICT_FAILED;
@@ -135,8 +137,9 @@ static void describe_success(FILE *f, const JsonValue *parameters, size_t *ret_n
 }
 
 static void describe_error(FILE *f, const char *error_id, const JsonValue *parameters) {
-        const char *module = field_string(parameters, "module"), *reason = field_string(parameters, "reason"),
-                   *path = field_string(parameters, "path"), *errno_name = field_string(parameters, "errnoName");
+        const char *module = field_string(parameters, "module"),
+                   *reason = field_string(parameters, "reason"), *path = field_string(parameters, "path"),
+                   *errno_name = field_string(parameters, "errnoName");
 
         switch (load_verdict_from_reply(error_id, parameters)) {
         case LOAD_VERDICT_NOT_FOUND:
@@ -147,8 +150,9 @@ static void describe_error(FILE *f, const char *error_id, const JsonValue *param
                 (void) put_names(f, parameters, "blacklisted", NULL);
                 break;
         case LOAD_VERDICT_DENIED:
-                /* The policy's reason names its rule already: "vxlan needs udp_tunnel, denied by F:3 ...". */
-                if (!error_is(error_id, "UntrustedOrigin")) {
+                /* The policy's reason names its rule already: "vxlan needs udp_tunnel, denied by
+                 * F:3 ...". */
+                if (!error_is(error_id, MANAGER_ERROR_UNTRUSTED_ORIGIN)) {
                         fprintf(f, "the module policy denies it: %s", reason ?: "no reason given");
                         break;
                 }
@@ -166,13 +170,13 @@ static void describe_error(FILE *f, const char *error_id, const JsonValue *param
                         fputs("?", f);
                 break;
         case LOAD_VERDICT_FAILED:
-                if (error_is(error_id, "Busy")) {
+                if (error_is(error_id, MANAGER_ERROR_BUSY)) {
                         fprintf(f, "modgated stayed busy until no time was left: %s", reason ?: "busy");
                         if (module)
                                 fprintf(f, " (%s)", module);
                         break;
                 }
-                if (!error_is(error_id, "LoadFailed")) {
+                if (!error_is(error_id, MANAGER_ERROR_LOAD_FAILED)) {
                         fprintf(f, "modgated answered %s", error_id);
                         break;
                 }
@@ -222,6 +226,8 @@ int load_refusal_describe(const LoadRefusal *f, char **ret_detail) {
         const char *why = f->reason ?: f->field;
         char *s;
 
+        assert(f);
+
         /* As describe_error() words the daemon's refusal, but saying that it was not sent. */
         if (asprintf(&s, "refused before asking modgated: %s%s%s%s", f->error, why ? " (" : "", why ?: "",
                      why ? ")" : "") < 0)
@@ -230,7 +236,10 @@ int load_refusal_describe(const LoadRefusal *f, char **ret_detail) {
         return 0;
 }
 
-int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id, const char *detail) {
+int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id,
+                    const char *detail) {
+        assert(res);
+
         load_result_done(res);
         *res = (LoadResult) {
                 .verdict = verdict,
@@ -243,6 +252,8 @@ int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char 
 
 int load_result_from_reply(LoadResult *res, const char *error_id, const JsonValue *parameters) {
         int r;
+
+        assert(res);
 
         load_result_done(res);
         res->verdict = load_verdict_from_reply(error_id, parameters);
@@ -262,13 +273,6 @@ void load_result_done(LoadResult *res) {
         free(res->error_id);
         free(res->detail);
         res->error_id = res->detail = NULL;
-}
-
-uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* The daemon starts its timer when it reads the request, which may sit in the socket while the
@@ -300,6 +304,8 @@ uint64_t load_busy_retry_at(unsigned busy, uint64_t first_busy, uint64_t now, ui
 int parse_timeout(const char *s, uint64_t *ret_usec) {
         uint64_t whole = 0, frac = 0, scale = USEC_PER_SEC, unit = USEC_PER_SEC, usec;
         const char *p = s;
+
+        assert(ret_usec);
 
         if (!s || *s < '0' || *s > '9')
                 return -EINVAL;

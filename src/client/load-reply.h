@@ -8,8 +8,8 @@
 #include "parse-util.h"
 #include "request.h"
 
-/* What the clients make of io.modgate.Manager.Load's answers: pure, libc only, shared by the
- * sd-varlink client (load-client.h) and the plain one (load-plain.h). */
+/* What the clients make of io.modgate.Manager.Load's answers: pure, libc only, for the plain client
+ * (load-plain.h) that every helper asks with. */
 
 #define MODGATE_VARLINK_ADDRESS "/run/modgate/io.modgate"
 
@@ -47,7 +47,8 @@ typedef struct LoadResult {
 } LoadResult;
 
 /* Replaces what *res held. detail NULL: the verdict's name. Returns 0 or -ENOMEM. */
-int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id, const char *detail);
+int load_result_set(LoadResult *res, LoadVerdict verdict, int error, const char *error_id,
+                    const char *detail);
 /* From an answer (error_id NULL for success; parameters may be NULL). Returns 0 or -ENOMEM. */
 int load_result_from_reply(LoadResult *res, const char *error_id, const JsonValue *parameters);
 void load_result_done(LoadResult *res);
@@ -68,6 +69,3 @@ uint64_t load_busy_retry_at(unsigned busy, uint64_t first_busy, uint64_t now, ui
 
 /* "60", "1.5", "60s", "500ms": a timeout for --timeout=, more than 0 and at most an hour. */
 int parse_timeout(const char *s, uint64_t *ret_usec);
-
-/* CLOCK_MONOTONIC in microseconds. */
-uint64_t now_usec(void);

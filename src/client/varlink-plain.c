@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,7 +35,8 @@ static int connect_unix(int fd, const char *address, uint64_t timeout_usec) {
                 return -errno;
 
         for (;;) {
-                if (connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + n + 1) >= 0)
+                if (connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + n + 1) >=
+                    0)
                         break;
                 if (errno == EISCONN)
                         break;          /* an earlier attempt, interrupted, went through */
@@ -50,9 +52,12 @@ static int connect_unix(int fd, const char *address, uint64_t timeout_usec) {
         return 0;
 }
 
-int varlink_conn_open(VarlinkConn *c, const char *address, char *message, size_t len, uint64_t timeout_usec) {
+int varlink_conn_open(VarlinkConn *c, const char *address, char *message, size_t len,
+                      uint64_t timeout_usec) {
         _cleanup_close_ int fd = -EBADF;
         int r;
+
+        assert(c);
 
         *c = (VarlinkConn) { .fd = -EBADF, .out = message, .out_len = len + 1 };
 
@@ -67,13 +72,16 @@ int varlink_conn_open(VarlinkConn *c, const char *address, char *message, size_t
 }
 
 short varlink_conn_events(const VarlinkConn *c) {
+        assert(c);
+
         return c->out_done < c->out_len ? POLLOUT : POLLIN;
 }
 
 static int conn_write(VarlinkConn *c) {
         while (c->out_done < c->out_len) {
                 /* message's NUL terminator is the frame's end: out_len counts it. */
-                ssize_t k = send(c->fd, c->out + c->out_done, c->out_len - c->out_done, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t k = send(c->fd, c->out + c->out_done, c->out_len - c->out_done,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
 
                 if (k < 0) {
                         if (errno == EINTR)
@@ -90,6 +98,8 @@ static int conn_write(VarlinkConn *c) {
 int varlink_frame_end(const char *buf, size_t len, size_t *ret_len) {
         const char *nul = memchr(buf, 0, len);
 
+        assert(ret_len);
+
         if (!nul)
                 return 0;
         *ret_len = (size_t) (nul - buf);
@@ -102,7 +112,8 @@ static int conn_read(VarlinkConn *c) {
                 ssize_t k;
 
                 if (c->in_cap - c->in_len < 4096) {
-                        size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 8192), (size_t) VARLINK_PLAIN_REPLY_MAX + 1);
+                        size_t cap =
+                                MIN(MAX(c->in_cap * 2, (size_t) 8192), (size_t) VARLINK_PLAIN_REPLY_MAX + 1);
                         char *b;
 
                         if (cap <= c->in_len)
@@ -143,6 +154,8 @@ int varlink_conn_io(VarlinkConn *c) {
 }
 
 void varlink_conn_close(VarlinkConn *c) {
+        assert(c);
+
         c->fd = safe_close(c->fd);
         free(c->out);
         free(c->in);
@@ -154,6 +167,8 @@ int varlink_reply_parse(const char *text, size_t len, VarlinkReply *ret, const c
         const JsonValue *error, *parameters, *continues;
         const char *reason = NULL;
         int r;
+
+        assert(ret);
 
         r = json_parse(text, len, &j, &reason);
         if (r < 0) {

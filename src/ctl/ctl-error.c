@@ -11,32 +11,32 @@
 #include "ctl.h"
 #include "log.h"
 #include "macro.h"
+#include "varlink-errors.h"
 
-#define M "io.modgate.Manager."
 
 static const struct {
         const char *error;
         CtlExit status;
 } error_status[] = {
-        { M "InvalidName", CTL_EXIT_INVALID },
-        { M "InvalidModalias", CTL_EXIT_INVALID },
-        { M "InvalidPath", CTL_EXIT_INVALID },
-        { M "InvalidModuleParameters", CTL_EXIT_INVALID },
-        { M "InvalidRequest", CTL_EXIT_INVALID },
+        { MANAGER_ERROR_INVALID_NAME, CTL_EXIT_INVALID },
+        { MANAGER_ERROR_INVALID_MODALIAS, CTL_EXIT_INVALID },
+        { MANAGER_ERROR_INVALID_PATH, CTL_EXIT_INVALID },
+        { MANAGER_ERROR_INVALID_MODULE_PARAMETERS, CTL_EXIT_INVALID },
+        { MANAGER_ERROR_INVALID_REQUEST, CTL_EXIT_INVALID },
         { "org.varlink.service.InvalidParameter", CTL_EXIT_INVALID },
-        { M "PolicyDenied", CTL_EXIT_DENIED },
-        { M "ParameterDenied", CTL_EXIT_DENIED },
-        { M "UntrustedOrigin", CTL_EXIT_DENIED },
-        { M "InstallCommandRefused", CTL_EXIT_DENIED },
-        { M "ModuleNotFound", CTL_EXIT_NOT_FOUND },
-        { M "NoRecord", CTL_EXIT_NOT_FOUND },
-        { M "NotLoaded", CTL_EXIT_NOT_FOUND },
-        { M "LoadFailed", CTL_EXIT_LOAD_FAILED },
-        { M "Timeout", CTL_EXIT_LOAD_FAILED },
-        { M "UnloadFailed", CTL_EXIT_LOAD_FAILED },
-        { M "ModuleInUse", CTL_EXIT_LOAD_FAILED },
-        { M "PermissionDenied", CTL_EXIT_REFUSED },
-        { M "Sealed", CTL_EXIT_REFUSED },
+        { MANAGER_ERROR_POLICY_DENIED, CTL_EXIT_DENIED },
+        { MANAGER_ERROR_PARAMETER_DENIED, CTL_EXIT_DENIED },
+        { MANAGER_ERROR_UNTRUSTED_ORIGIN, CTL_EXIT_DENIED },
+        { MANAGER_ERROR_INSTALL_COMMAND_REFUSED, CTL_EXIT_DENIED },
+        { MANAGER_ERROR_MODULE_NOT_FOUND, CTL_EXIT_NOT_FOUND },
+        { MANAGER_ERROR_NO_RECORD, CTL_EXIT_NOT_FOUND },
+        { MANAGER_ERROR_NOT_LOADED, CTL_EXIT_NOT_FOUND },
+        { MANAGER_ERROR_LOAD_FAILED, CTL_EXIT_LOAD_FAILED },
+        { MANAGER_ERROR_TIMEOUT, CTL_EXIT_LOAD_FAILED },
+        { MANAGER_ERROR_UNLOAD_FAILED, CTL_EXIT_LOAD_FAILED },
+        { MANAGER_ERROR_MODULE_IN_USE, CTL_EXIT_LOAD_FAILED },
+        { MANAGER_ERROR_PERMISSION_DENIED, CTL_EXIT_REFUSED },
+        { MANAGER_ERROR_SEALED, CTL_EXIT_REFUSED },
         { "io.systemd.Disconnected", CTL_EXIT_NO_DAEMON },
 };
 
@@ -239,14 +239,21 @@ static void text_invalid(const ErrorText *t) {
         static const struct {
                 const char *error, *hint;
         } hints[] = {
-                { M "InvalidName", "A module name has letters, digits, '_' and '-', at most 55 of them; a "
-                                   "modalias goes with -m, a module file as an absolute path." },
-                { M "InvalidModalias", "A modalias is one word of printable ASCII, as a device's modalias "
-                                       "file in sysfs holds it." },
-                { M "InvalidPath", "A module file is named by its absolute, normalized path beneath a trusted "
-                                   "root, ending in .ko, .ko.xz, .ko.zst or .ko.gz." },
-                { M "InvalidModuleParameters", "Parameters are KEY=VALUE words separated by spaces, as "
-                                               "modprobe takes them, without control characters." },
+                { MANAGER_ERROR_INVALID_NAME,
+                  "A module name has letters, digits, '_' and '-', at most 55 of them; a modalias goes with "
+                  "-m, a "
+                  "module file as an absolute path." },
+                { MANAGER_ERROR_INVALID_MODALIAS,
+                  "A modalias is one word of printable ASCII, as a device's modalias file in sysfs holds "
+                  "it." },
+                { MANAGER_ERROR_INVALID_PATH,
+                  "A module file is named by its absolute, normalized path beneath a trusted root, ending "
+                  "in .ko, "
+                  ".ko.xz, .ko.zst or .ko.gz." },
+                { MANAGER_ERROR_INVALID_MODULE_PARAMETERS,
+                  "Parameters are KEY=VALUE words separated by spaces, as modprobe takes them, without "
+                  "control "
+                  "characters." },
         };
         const char *reason = json_str(t->p, "reason"), *hint = "See modgatectl(1) for what each verb takes.";
 
@@ -280,26 +287,26 @@ static const struct {
         const char *error;
         void (*text)(const ErrorText *t);
 } error_text[] = {
-        { M "PolicyDenied", text_policy_denied },
-        { M "ParameterDenied", text_parameter_denied },
-        { M "UntrustedOrigin", text_untrusted },
-        { M "InstallCommandRefused", text_install_command },
-        { M "ModuleNotFound", text_not_found },
-        { M "NoRecord", text_no_record },
-        { M "NotLoaded", text_not_loaded },
-        { M "LoadFailed", text_load_failed },
-        { M "Timeout", text_timeout },
-        { M "ModuleInUse", text_in_use },
-        { M "UnloadFailed", text_unload_failed },
-        { M "Busy", text_busy },
-        { M "PermissionDenied", text_permission },
-        { M "Sealed", text_sealed },
-        { M "ConfigurationInvalid", text_configuration },
-        { M "InvalidName", text_invalid },
-        { M "InvalidModalias", text_invalid },
-        { M "InvalidPath", text_invalid },
-        { M "InvalidModuleParameters", text_invalid },
-        { M "InvalidRequest", text_invalid },
+        { MANAGER_ERROR_POLICY_DENIED, text_policy_denied },
+        { MANAGER_ERROR_PARAMETER_DENIED, text_parameter_denied },
+        { MANAGER_ERROR_UNTRUSTED_ORIGIN, text_untrusted },
+        { MANAGER_ERROR_INSTALL_COMMAND_REFUSED, text_install_command },
+        { MANAGER_ERROR_MODULE_NOT_FOUND, text_not_found },
+        { MANAGER_ERROR_NO_RECORD, text_no_record },
+        { MANAGER_ERROR_NOT_LOADED, text_not_loaded },
+        { MANAGER_ERROR_LOAD_FAILED, text_load_failed },
+        { MANAGER_ERROR_TIMEOUT, text_timeout },
+        { MANAGER_ERROR_MODULE_IN_USE, text_in_use },
+        { MANAGER_ERROR_UNLOAD_FAILED, text_unload_failed },
+        { MANAGER_ERROR_BUSY, text_busy },
+        { MANAGER_ERROR_PERMISSION_DENIED, text_permission },
+        { MANAGER_ERROR_SEALED, text_sealed },
+        { MANAGER_ERROR_CONFIGURATION_INVALID, text_configuration },
+        { MANAGER_ERROR_INVALID_NAME, text_invalid },
+        { MANAGER_ERROR_INVALID_MODALIAS, text_invalid },
+        { MANAGER_ERROR_INVALID_PATH, text_invalid },
+        { MANAGER_ERROR_INVALID_MODULE_PARAMETERS, text_invalid },
+        { MANAGER_ERROR_INVALID_REQUEST, text_invalid },
         { "org.varlink.service.InvalidParameter", text_invalid },
         { "org.varlink.service.MethodNotFound", text_method_not_found },
         { "io.systemd.Disconnected", text_disconnected },

@@ -10,7 +10,7 @@ typedef enum CtlExit {
         CTL_EXIT_SUCCESS = 0,
         CTL_EXIT_FAILURE = 1,           /* anything not below */
         CTL_EXIT_INVALID = 2,           /* the command line, or a request modgated would refuse as invalid */
-        CTL_EXIT_DENIED = 3,            /* PolicyDenied, ParameterDenied, UntrustedOrigin, InstallCommandRefused */
+        CTL_EXIT_DENIED = 3, /* PolicyDenied, ParameterDenied, UntrustedOrigin, InstallCommandRefused */
         CTL_EXIT_NOT_FOUND = 4,         /* ModuleNotFound, NoRecord, NotLoaded */
         CTL_EXIT_LOAD_FAILED = 5,       /* LoadFailed, Timeout, UnloadFailed, ModuleInUse */
         CTL_EXIT_REFUSED = 6,           /* PermissionDenied, Sealed: this caller may not ask this */

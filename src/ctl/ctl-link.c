@@ -47,7 +47,8 @@ int ctl_call(sd_varlink *vl, const char *method, sd_json_variant *parameters, sd
         return 0;
 }
 
-int ctl_call_simple(const char *verb, const char *method, sd_varlink **ret_link, sd_json_variant **ret_reply) {
+int ctl_call_simple(const char *verb, const char *method, sd_varlink **ret_link,
+                    sd_json_variant **ret_reply) {
         sd_json_variant *reply = NULL;
         const char *error = NULL;
         int r;

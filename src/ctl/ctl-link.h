@@ -16,4 +16,5 @@ int ctl_call(sd_varlink *vl, const char *method, sd_json_variant *parameters, sd
 
 /* Connects and makes one call without parameters, for the verbs that ask once; logs an error
  * reply with ctl_log_error() for verb. Returns 0 with ret_reply, or -errno. */
-int ctl_call_simple(const char *verb, const char *method, sd_varlink **ret_link, sd_json_variant **ret_reply);
+int ctl_call_simple(const char *verb, const char *method, sd_varlink **ret_link,
+                    sd_json_variant **ret_reply);

@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* list and describe: this boot's record of each module (List, Describe). */
 
@@ -69,7 +70,8 @@ int verb_list(char **args, size_t n) {
                 return 0;
         }
         modules = sd_json_variant_by_key(reply, "modules");
-        for (size_t i = 0; modules && sd_json_variant_is_array(modules) && i < sd_json_variant_elements(modules); i++) {
+        for (size_t i = 0;
+             modules && sd_json_variant_is_array(modules) && i < sd_json_variant_elements(modules); i++) {
                 sd_json_variant *m = sd_json_variant_by_index(modules, i);
 
                 if (!matches(json_str(m, "module"), args, n))
@@ -119,8 +121,8 @@ static void print_caller(sd_json_variant *m) {
                 return;
         printf("%*s: ", FIELD_WIDTH, "Caller");
         if (has_pid)
-                printf("pid %" PRIi64 "%s%s%s%s", pid, command ? " (" : "", command ?: "", command ? ")" : "",
-                       has_uid || unit ? ", " : "");
+                printf("pid %" PRIi64 "%s%s%s%s", pid, command ? " (" : "", command ?: "",
+                       command ? ")" : "", has_uid || unit ? ", " : "");
         if (has_uid)
                 printf("uid %" PRIi64 "%s", uid, unit ? ", " : "");
         if (unit)
@@ -147,14 +149,16 @@ static void print_record(sd_json_variant *m) {
         char ts[TIMESTAMP_MAX], ago[TIMESTAMP_MAX];
         int64_t time;
 
-        printf("%s%s%s %s\n", ansi(outcome_color(outcome)), glyph_dot(), ansi(outcome_color(outcome) ? ANSI_NORMAL : NULL),
-               json_str(m, "module") ?: "?");
+        printf("%s%s%s %s\n", ansi(outcome_color(outcome)), glyph_dot(),
+               ansi(outcome_color(outcome) ? ANSI_NORMAL : NULL), json_str(m, "module") ?: "?");
         print_fieldf("Outcome", "%s%s%s", ansi(outcome_color(outcome)), outcome ?: "?",
                      ansi(outcome_color(outcome) ? ANSI_NORMAL : NULL));
         if (json_int(m, "time", &time) && time > 0)
-                print_fieldf("When", "%s; %s", format_timestamp(ts, (uint64_t) time), format_ago(ago, (uint64_t) time));
+                print_fieldf("When", "%s; %s", format_timestamp(ts, (uint64_t) time),
+                             format_ago(ago, (uint64_t) time));
         if (json_str(m, "source"))
-                print_fieldf("Source", "%s%s%s%s", json_str(m, "source"), role ? " (" : "", role ?: "", role ? ")" : "");
+                print_fieldf("Source", "%s%s%s%s", json_str(m, "source"), role ? " (" : "", role ?: "",
+                             role ? ")" : "");
         print_request(m);
         print_caller(m);
         print_file(m);
@@ -172,7 +176,7 @@ int verb_describe(char **args, size_t n) {
 
         for (size_t i = 0; i < n; i++)
                 if (!module_name_is_valid(args[i]))
-                        return ctl_log_refusal(args[i], "io.modgate.Manager.InvalidName", NULL);
+                        return ctl_log_refusal(args[i], MANAGER_ERROR_INVALID_NAME, NULL);
         r = ctl_connect(&vl);
         if (r < 0)
                 return r;

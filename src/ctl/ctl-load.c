@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* load, unload and explain: one call per argument, on one connection. */
 
@@ -61,7 +62,7 @@ static int build_load(const char *arg, sd_json_variant **ret) {
 
 static int build_unload(const char *arg, sd_json_variant **ret) {
         if (!module_name_is_valid(arg))
-                return ctl_log_refusal(arg, "io.modgate.Manager.InvalidName", NULL);
+                return ctl_log_refusal(arg, MANAGER_ERROR_INVALID_NAME, NULL);
         if (sd_json_buildo(ret, SD_JSON_BUILD_PAIR_STRING("name", arg)) < 0)
                 return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         return 0;
@@ -71,8 +72,8 @@ const char *const module_headers[MODULE_COLUMNS] = { "MODULE", "OUTCOME", "ROLE"
 
 /* The modules of a Load reply (or of an error that carries them), as table rows. */
 int table_add_modules(Table *t, sd_json_variant *modules) {
-        for (size_t i = 0; modules && sd_json_variant_is_array(modules) && i < sd_json_variant_elements(modules);
-             i++) {
+        for (size_t i = 0;
+             modules && sd_json_variant_is_array(modules) && i < sd_json_variant_elements(modules); i++) {
                 sd_json_variant *m = sd_json_variant_by_index(modules, i);
                 const char *outcome = json_str(m, "outcome");
                 int r;
@@ -95,7 +96,8 @@ static void show_left_out(const char *what, sd_json_variant *reply) {
         sd_json_variant *denied = reply ? sd_json_variant_by_key(reply, "denied") : NULL;
         _cleanup_free_ char *blacklisted = json_join(reply, "blacklisted", ", ");
 
-        for (size_t i = 0; denied && sd_json_variant_is_array(denied) && i < sd_json_variant_elements(denied); i++) {
+        for (size_t i = 0;
+             denied && sd_json_variant_is_array(denied) && i < sd_json_variant_elements(denied); i++) {
                 sd_json_variant *d = sd_json_variant_by_index(denied, i);
 
                 log_notice("%s: softdep %s left out: %s", what, json_str(d, "name") ?: "?",
@@ -120,14 +122,17 @@ static int show_load(Request *req, const char *what, sd_json_variant *reply, con
 }
 
 static void print_origin(sd_json_variant *o) {
-        const char *signer = json_str(o, "signer"), *key = json_str(o, "signatureKey"), *sha = json_str(o, "sha256");
+        const char *signer = json_str(o, "signer"), *key = json_str(o, "signatureKey"),
+                   *sha = json_str(o, "sha256");
 
         if (!o || !sd_json_variant_is_object(o))
                 return;
         if (json_bool(o, "trusted"))
-                printf("    file: %strusted%s by %s evidence (%s on %s)\n", ansi(ANSI_GREEN), ansi(ANSI_NORMAL),
-                       json_str(o, "evidence") ?: "?", json_str(o, "fstype") ?: "?",
-                       json_str(o, "backing") ?: json_str(o, "device") ?: "?");
+                printf("    file: %strusted%s by %s evidence (%s on %s)\n", ansi(ANSI_GREEN),
+                       ansi(ANSI_NORMAL), json_str(o, "evidence") ?: "?", json_str(o, "fstype") ?: "?",
+                       json_str(o, "backing")        ?:
+                               json_str(o, "device") ?:
+                                                       "?");
         else
                 printf("    file: %snot trusted%s: %s\n", ansi(ANSI_RED), ansi(ANSI_NORMAL),
                        json_str(o, "reason") ?: "?");
@@ -140,8 +145,9 @@ static void print_explained_module(sd_json_variant *m) {
         _cleanup_free_ char *requires = json_join(m, "requires", " "), *after = json_join(m, "after", " ");
         const char *policy = json_str(m, "policy"), *rule = json_str(m, "rule");
 
-        printf("  %-22s %-12s %-8s policy %s%s%s%s%s\n", json_str(m, "name") ?: "-", json_str(m, "role") ?: "-",
-               json_str(m, "state") ?: "-", ansi(streq_ptr(policy, "deny") ? ANSI_RED : NULL), policy ?: "-",
+        printf("  %-22s %-12s %-8s policy %s%s%s%s%s\n", json_str(m, "name") ?: "-",
+               json_str(m, "role") ?: "-", json_str(m, "state") ?: "-",
+               ansi(streq_ptr(policy, "deny") ? ANSI_RED : NULL), policy ?: "-",
                ansi(streq_ptr(policy, "deny") ? ANSI_NORMAL : NULL), rule ? " by " : "", rule ?: "");
         if (requires)
                 printf("    requires: %s\n", requires);
@@ -188,8 +194,10 @@ static int show_explanation(Request *req, const char *what, sd_json_variant *rep
                 printf("  source %s, mode %s, policy %.12s\n", json_str(reply, "source") ?: "?",
                        json_str(reply, "mode") ?: "?", json_str(reply, "policyDigest") ?: "?");
                 if (json_str(reply, "key"))
-                        printf("  key %s: %s\n", json_str(reply, "key"), json_str(reply, "keyPolicy") ?: "allow");
-                for (size_t i = 0; mods && sd_json_variant_is_array(mods) && i < sd_json_variant_elements(mods); i++)
+                        printf("  key %s: %s\n", json_str(reply, "key"),
+                               json_str(reply, "keyPolicy") ?: "allow");
+                for (size_t i = 0;
+                     mods && sd_json_variant_is_array(mods) && i < sd_json_variant_elements(mods); i++)
                         print_explained_module(sd_json_variant_by_index(mods, i));
         }
         return status == CTL_EXIT_SUCCESS ? 0 : ctl_fail(status, EPERM);
@@ -250,7 +258,8 @@ int verb_explain(char **args, size_t n) {
 }
 
 int verb_unload(char **args, size_t n) {
-        Request req = { "unload", "io.modgate.Manager.Unload", build_unload, show_unload, NULL, .patient = true };
+        Request req = { "unload",       "io.modgate.Manager.Unload", build_unload, show_unload, NULL,
+                        .patient = true };
 
         return request_all(&req, args, n);
 }

@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* reload and seal: what changes the daemon or the kernel as a whole. */
 
@@ -26,7 +27,8 @@ int verb_reload(char **args, size_t n) {
         if (json_output())
                 json_dump(reply);
         else
-                printf("policy %s (%s) in force\n", json_str(reply, "policyDigest") ?: "?", json_str(reply, "mode") ?: "?");
+                printf("policy %s (%s) in force\n", json_str(reply, "policyDigest") ?: "?",
+                       json_str(reply, "mode") ?: "?");
         return 0;
 }
 
@@ -35,11 +37,12 @@ static int seal_parameters(sd_json_variant **ret) {
 
         for (char **name = arg_seal_load; name && *name; name++) {
                 if (!module_name_is_valid(*name))
-                        return ctl_log_refusal(*name, "io.modgate.Manager.InvalidName", NULL);
+                        return ctl_log_refusal(*name, MANAGER_ERROR_INVALID_NAME, NULL);
                 if (sd_json_variant_append_arrayb(&names, SD_JSON_BUILD_STRING(*name)) < 0)
                         return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         }
-        if (sd_json_buildo(ret, SD_JSON_BUILD_PAIR_CONDITION(!!names, "load", SD_JSON_BUILD_VARIANT(names))) < 0)
+        if (sd_json_buildo(ret,
+                           SD_JSON_BUILD_PAIR_CONDITION(!!names, "load", SD_JSON_BUILD_VARIANT(names))) < 0)
                 return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         return 0;
 }
@@ -48,7 +51,8 @@ static int seal_parameters(sd_json_variant **ret) {
 static int seal_check_modules(sd_json_variant *modules) {
         int ret = 0;
 
-        for (size_t i = 0; modules && sd_json_variant_is_array(modules) && i < sd_json_variant_elements(modules); i++) {
+        for (size_t i = 0;
+             modules && sd_json_variant_is_array(modules) && i < sd_json_variant_elements(modules); i++) {
                 sd_json_variant *m = sd_json_variant_by_index(modules, i);
                 const char *outcome = json_str(m, "outcome");
 
@@ -62,7 +66,8 @@ static int seal_check_modules(sd_json_variant *modules) {
                           json_str(m, "reason") ?: "?");
         }
         if (ret < 0)
-                log_error("It cannot be loaded until the next boot. 'modgatectl describe NAME' shows its record.");
+                log_error("It cannot be loaded until the next boot. 'modgatectl describe NAME' shows its "
+                          "record.");
         return ret;
 }
 
@@ -82,7 +87,8 @@ static int seal_show(sd_json_variant *reply) {
                         table_print(t, stdout, arg_legend);
                 if (pending)
                         printf("Loads in flight when sealed (each finished first or failed): %s\n", pending);
-                printf("%sSealed%s: kernel.modules_disabled=1, no module can be loaded or unloaded until reboot.\n",
+                printf("%sSealed%s: kernel.modules_disabled=1, no module can be loaded or unloaded until "
+                       "reboot.\n",
                        ansi(ANSI_BLUE), ansi(ANSI_NORMAL));
         }
         return seal_check_modules(modules);
@@ -107,9 +113,13 @@ int verb_seal(char **args, size_t n) {
                 return r;
         if (error) {
                 /* A name of the final list that cannot load refuses the whole Seal: say which. */
-                r = ctl_log_error("seal", json_str(reply, "name") ?: json_str(reply, "module") ?: "seal", error, reply);
-                if (!streq_ptr(error, "io.modgate.Manager.Sealed") &&
-                    !streq_ptr(error, "io.modgate.Manager.PermissionDenied"))
+                r = ctl_log_error("seal",
+                                  json_str(reply, "name")           ?:
+                                          json_str(reply, "module") ?:
+                                                                      "seal",
+                                  error, reply);
+                if (!streq_ptr(error, MANAGER_ERROR_SEALED) &&
+                    !streq_ptr(error, MANAGER_ERROR_PERMISSION_DENIED))
                         log_error("Nothing was sealed.");
                 return r;
         }

@@ -15,6 +15,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "module-name.h"
+#include "varlink-errors.h"
 
 /* monitor: follows Monitor's events until SIGINT or SIGTERM, one line each (or the daemon's JSON). */
 
@@ -102,15 +103,16 @@ static void print_event(sd_json_variant *ev) {
 
         if (ev_int(ev, "time", &time) && time > 0)
                 format_timestamp_precise(ts, (uint64_t) time);
-        printf("%s %s%-16s%s ", ts, ansi(outcome_color(type)), type ?: "?", ansi(outcome_color(type) ? ANSI_NORMAL : NULL));
+        printf("%s %s%-16s%s ", ts, ansi(outcome_color(type)), type ?: "?",
+               ansi(outcome_color(type) ? ANSI_NORMAL : NULL));
         if (details[0])
                 printf("%-20s %s\n", module ?: "-", details);
         else
                 printf("%s\n", module ?: "-");
 }
 
-static int on_event(sd_varlink *link, sd_json_variant *p, const char *error_id, sd_varlink_reply_flags_t flags,
-                    void *userdata) {
+static int on_event(sd_varlink *link, sd_json_variant *p, const char *error_id,
+                    sd_varlink_reply_flags_t flags, void *userdata) {
         Monitor *m = userdata;
         sd_json_variant *ev = p ? sd_json_variant_by_key(p, "event") : NULL;
 
@@ -146,11 +148,13 @@ static int monitor_parameters(char **args, size_t n, sd_json_variant **ret) {
 
         for (size_t i = 0; i < n; i++) {
                 if (!module_name_is_valid(args[i]))
-                        return ctl_log_refusal(args[i], "io.modgate.Manager.InvalidName", NULL);
+                        return ctl_log_refusal(args[i], MANAGER_ERROR_INVALID_NAME, NULL);
                 if (sd_json_variant_append_arrayb(&names, SD_JSON_BUILD_STRING(args[i])) < 0)
                         return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         }
-        if (sd_json_buildo(ret, SD_JSON_BUILD_PAIR_CONDITION(!!names, "modules", SD_JSON_BUILD_VARIANT(names))) < 0)
+        if (sd_json_buildo(ret,
+                           SD_JSON_BUILD_PAIR_CONDITION(!!names, "modules", SD_JSON_BUILD_VARIANT(names))) <
+            0)
                 return ctl_fail(CTL_EXIT_FAILURE, log_oom());
         return 0;
 }
@@ -186,7 +190,8 @@ int verb_monitor(char **args, size_t n) {
 
         r = sd_varlink_observe(vl, "io.modgate.Manager.Monitor", p);
         if (r < 0)
-                return ctl_fail(CTL_EXIT_NO_DAEMON, log_error_errno(r, "Failed to ask modgated for events: %m"));
+                return ctl_fail(CTL_EXIT_NO_DAEMON,
+                                log_error_errno(r, "Failed to ask modgated for events: %m"));
         r = sd_event_loop(e);
         if (r < 0)
                 return ctl_fail(CTL_EXIT_FAILURE, log_error_errno(r, "Event loop failed: %m"));

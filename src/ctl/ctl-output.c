@@ -72,8 +72,10 @@ void json_dump(sd_json_variant *v) {
         /* No reply (the connection failed) prints nothing rather than an empty object. */
         if (!v)
                 return;
-        (void) sd_json_variant_dump(v, arg_json_format_flags | SD_JSON_FORMAT_NEWLINE | SD_JSON_FORMAT_FLUSH |
-                                    (colors_enabled() ? SD_JSON_FORMAT_COLOR : 0), stdout, NULL);
+        (void) sd_json_variant_dump(v,
+                                    arg_json_format_flags | SD_JSON_FORMAT_NEWLINE | SD_JSON_FORMAT_FLUSH |
+                                            (colors_enabled() ? SD_JSON_FORMAT_COLOR : 0),
+                                    stdout, NULL);
 }
 
 const char *json_str(sd_json_variant *v, const char *key) {
@@ -111,7 +113,8 @@ char *json_join(sd_json_variant *v, const char *key, const char *sep) {
         for (size_t i = 0; i < sd_json_variant_elements(a); i++) {
                 sd_json_variant *e = sd_json_variant_by_index(a, i);
 
-                fprintf(f, "%s%s", i > 0 ? sep : "", sd_json_variant_is_string(e) ? sd_json_variant_string(e) : "?");
+                fprintf(f, "%s%s", i > 0 ? sep : "",
+                        sd_json_variant_is_string(e) ? sd_json_variant_string(e) : "?");
         }
         if (fclose(f) != 0) {
                 free(buf);

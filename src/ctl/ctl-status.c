@@ -25,7 +25,9 @@ static int64_t int_or_zero(sd_json_variant *v, const char *key) {
 static void print_root(sd_json_variant *root, bool first) {
         _cleanup_free_ char *evidence = json_join(root, "evidence", " ");
         const char *state = json_str(root, "state");
-        const char *color = streq_ptr(state, "pinned") ? NULL : streq_ptr(state, "changed") ? ANSI_RED : ANSI_YELLOW;
+        const char *color = streq_ptr(state, "pinned") ? NULL :
+                streq_ptr(state, "changed")            ? ANSI_RED :
+                                                         ANSI_YELLOW;
         int64_t entries;
 
         printf("%*s%s", FIELD_WIDTH, first ? "Roots" : "", first ? ": " : "  ");
@@ -36,7 +38,8 @@ static void print_root(sd_json_variant *root, bool first) {
         if (json_str(root, "identity"))
                 printf("%*s    identity: %s\n", FIELD_WIDTH, "", json_str(root, "identity"));
         if (json_str(root, "verityRootHash"))
-                printf("%*s    dm-verity root hash: %s\n", FIELD_WIDTH, "", json_str(root, "verityRootHash"));
+                printf("%*s    dm-verity root hash: %s\n", FIELD_WIDTH, "",
+                       json_str(root, "verityRootHash"));
         if (json_str(root, "manifest")) {
                 if (json_int(root, "manifestEntries", &entries))
                         printf("%*s    manifest: %s (%" PRIi64 " files)\n", FIELD_WIDTH, "",
@@ -51,8 +54,10 @@ static void print_counters(sd_json_variant *c) {
                 return;
         print_fieldf("Requests", "%" PRIi64 " since start, %" PRIi64 " of them joined a load in flight",
                      int_or_zero(c, "requests"), int_or_zero(c, "coalesced"));
-        print_fieldf("Modules", "%" PRIi64 " loaded, %" PRIi64 " answered at once (loaded, builtin or refused "
-                     "before)", int_or_zero(c, "loads"), int_or_zero(c, "cached"));
+        print_fieldf("Modules",
+                     "%" PRIi64 " loaded, %" PRIi64 " answered at once (loaded, builtin or refused "
+                     "before)",
+                     int_or_zero(c, "loads"), int_or_zero(c, "cached"));
         print_fieldf("Refused", "%" PRIi64 " denied, %" PRIi64 " failed, %" PRIi64 " not found, %" PRIi64
                      " callers refused", int_or_zero(c, "denied"), int_or_zero(c, "failed"),
                      int_or_zero(c, "notFound"), int_or_zero(c, "refusedCallers"));
@@ -95,7 +100,8 @@ static void print_loading(sd_json_variant *loading) {
                 char since[TIMESTAMP_MAX];
 
                 printf("%*s%s%s (for %s)\n", FIELD_WIDTH, i == 0 ? "Loading" : "", i == 0 ? ": " : "  ",
-                       json_str(e, "module") ?: "?", format_timespan(since, (uint64_t) int_or_zero(e, "forUSec")));
+                       json_str(e, "module") ?: "?",
+                       format_timespan(since, (uint64_t) int_or_zero(e, "forUSec")));
         }
 }
 
@@ -126,8 +132,8 @@ static void print_status(sd_json_variant *s) {
         char uptime[TIMESTAMP_MAX];
         bool sealed = json_bool(s, "sealed");
 
-        printf("%s%s%s modgated %s - the kernel module loader\n", ansi(color), glyph_dot(), ansi(ANSI_NORMAL),
-               json_str(s, "version") ?: "?");
+        printf("%s%s%s modgated %s - the kernel module loader\n", ansi(color), glyph_dot(),
+               ansi(ANSI_NORMAL), json_str(s, "version") ?: "?");
         print_fieldf("Mode", "%s%s%s", ansi(color), mode ?: "?", ansi(ANSI_NORMAL));
         print_field("Policy", json_str(s, "policyDigest"));
         print_enforcement(json_str(s, "enforcement"));
@@ -137,7 +143,8 @@ static void print_status(sd_json_variant *s) {
                      sealed ? "yes: no module can be loaded or unloaded until reboot" : "no",
                      ansi(sealed ? ANSI_NORMAL : NULL));
         print_fieldf("Uptime", "%s", format_timespan(uptime, (uint64_t) int_or_zero(s, "uptimeUSec")));
-        for (size_t i = 0; roots && sd_json_variant_is_array(roots) && i < sd_json_variant_elements(roots); i++)
+        for (size_t i = 0; roots && sd_json_variant_is_array(roots) && i < sd_json_variant_elements(roots);
+             i++)
                 print_root(sd_json_variant_by_index(roots, i), i == 0);
         print_fieldf("Workers", "%" PRIi64 " (%" PRIi64 " busy), %" PRIi64 " jobs queued (%" PRIi64
                      " checked ahead), %" PRIi64 " requests waiting, %" PRIi64 " connection%s",

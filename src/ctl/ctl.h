@@ -31,6 +31,7 @@ int verb_status(char **args, size_t n);
 int verb_monitor(char **args, size_t n);
 int verb_reload(char **args, size_t n);
 int verb_seal(char **args, size_t n);
+int verb_plot(char **args, size_t n);
 
 /* The modules of a Load or Seal reply (or of an error that carries them) as rows of a table with
  * these columns. */

@@ -38,7 +38,8 @@ static void help(void) {
                "  list [PATTERN...]       List this boot's record of each module\n"
                "  describe NAME...        Show one module's record: who asked, which file, what evidence\n"
                "  explain NAME|PATH...    Show what load would do, step by step; load nothing\n"
-               "  monitor [NAME...]       Follow requests, loads and refusals as they happen\n\n"
+               "  monitor [NAME...]       Follow requests, loads and refusals as they happen\n"
+               "  plot                    Write an SVG of this boot's module requests, from the journal\n\n"
                "Loading:\n"
                "  load NAME|PATH...       Load modules by name, alias, or file path beneath a trusted root\n"
                "  unload NAME...          Unload modules that nothing uses\n\n"
@@ -51,8 +52,10 @@ static void help(void) {
                "     --address=PATH       Talk to this socket (default: " DEFAULT_ADDRESS ")\n"
                "  -m --modalias           Treat the arguments of load and explain as modaliases\n"
                "  -p --parameters=PARAMS  Module parameters for the requested module ('a=1 b=2')\n"
-               "     --source=SOURCE      Ask as a request of kernel, udev, boot or admin (explain judges it\n"
-               "                          so; a load claiming a source that is not the caller's is refused)\n"
+               "     --source=SOURCE      Ask as a request of kernel, udev, boot or admin (explain judges "
+               "it\n"
+               "                          so; a load claiming a source that is not the caller's is "
+               "refused)\n"
                "     --dry-run            load: explain instead\n"
                "     --load=NAME[,NAME]   seal: load these first, as the boot list would\n"
                "     --json=MODE          Print the daemon's replies as JSON: pretty, short or off\n"
@@ -65,7 +68,8 @@ static void help(void) {
 
 static int parse_json(const char *s) {
         if (!s || strcmp(s, "auto") == 0)
-                arg_json_format_flags = isatty(STDOUT_FILENO) ? SD_JSON_FORMAT_PRETTY : SD_JSON_FORMAT_NEWLINE;
+                arg_json_format_flags =
+                        isatty(STDOUT_FILENO) ? SD_JSON_FORMAT_PRETTY : SD_JSON_FORMAT_NEWLINE;
         else if (strcmp(s, "pretty") == 0)
                 arg_json_format_flags = SD_JSON_FORMAT_PRETTY;
         else if (strcmp(s, "short") == 0)
@@ -76,8 +80,11 @@ static int parse_json(const char *s) {
                 puts("pretty\nshort\noff");
                 return 0;
         } else
-                return ctl_fail(CTL_EXIT_INVALID, log_error_errno(EINVAL, "--json=%s: the modes are pretty, short "
-                                                                  "and off.", s));
+                return ctl_fail(CTL_EXIT_INVALID,
+                                log_error_errno(EINVAL,
+                                                "--json=%s: the modes are pretty, short "
+                                                "and off.",
+                                                s));
         return 1;
 }
 
@@ -126,8 +133,11 @@ static int parse_option(int c) {
                 return parse_json("auto");
         case ARG_SOURCE:
                 if (request_source_from_string(optarg) < 0)
-                        return ctl_fail(CTL_EXIT_INVALID, log_error_errno(EINVAL, "--source=%s: the sources are "
-                                                                          "kernel, udev, boot and admin.", optarg));
+                        return ctl_fail(CTL_EXIT_INVALID,
+                                        log_error_errno(EINVAL,
+                                                        "--source=%s: the sources are "
+                                                        "kernel, udev, boot and admin.",
+                                                        optarg));
                 arg_source = optarg;
                 return 1;
         case ARG_DRY_RUN:
@@ -172,7 +182,8 @@ static int parse_argv(int argc, char *argv[]) {
         }
 
         if (argc - optind < 1)
-                return ctl_fail(CTL_EXIT_INVALID, log_error_errno(EINVAL, "Expected a command; see --help."));
+                return ctl_fail(CTL_EXIT_INVALID,
+                                log_error_errno(EINVAL, "Expected a command; see --help."));
         return 1;
 }
 
@@ -194,6 +205,7 @@ static const Verb verbs[] = {
         { "unload", 1, ANY, verb_unload },
         { "reload", 0, 0, verb_reload },
         { "seal", 0, 0, verb_seal },
+        { "plot", 0, 0, verb_plot },
 };
 
 static const Verb *verb_find(const char *name) {
@@ -207,15 +219,18 @@ static int dispatch_verb(char **args, size_t n) {
         const Verb *verb = verb_find(arg_dry_run && streq_ptr(args[0], "load") ? "explain" : args[0]);
 
         if (!verb)
-                return ctl_fail(CTL_EXIT_INVALID, log_error_errno(EINVAL, "Unknown command '%s'; see --help.", args[0]));
+                return ctl_fail(CTL_EXIT_INVALID,
+                                log_error_errno(EINVAL, "Unknown command '%s'; see --help.", args[0]));
         if (n - 1 < verb->min_args)
                 return ctl_fail(CTL_EXIT_INVALID, log_error_errno(EINVAL, "%s needs at least one argument; "
                                                                   "see --help.", verb->name));
         if (n - 1 > verb->max_args)
-                return ctl_fail(CTL_EXIT_INVALID, log_error_errno(EINVAL, "%s takes no arguments%s.", verb->name,
-                                                                  streq_ptr(verb->name, "seal") ?
-                                                                  "; name the modules to load first with "
-                                                                  "--load=NAME" : ""));
+                return ctl_fail(CTL_EXIT_INVALID,
+                                log_error_errno(EINVAL, "%s takes no arguments%s.", verb->name,
+                                                streq_ptr(verb->name, "seal") ?
+                                                        "; name the modules to load first with "
+                                                        "--load=NAME" :
+                                                        ""));
         if (arg_seal_load && !streq_ptr(verb->name, "seal"))
                 return ctl_fail(CTL_EXIT_INVALID, log_error_errno(EINVAL, "--load= goes with seal; to load "
                                                                   "modules, use 'modgatectl load NAME'."));

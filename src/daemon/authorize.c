@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ static bool in_initial_userns(const PeerIdentity *p) {
 }
 
 bool peer_has_cap_sys_module(const PeerIdentity *p) {
+        assert(p);
+
         return p->known && !p->exited && p->cap_sys_module && in_initial_userns(p) &&
                 p->connect.cap_sys_module && !p->connect.cap_dropped;
 }
@@ -42,14 +45,16 @@ static const char *source_claim(const PeerIdentity *peer, const AuthRequest *req
         if (!req->source_given || req->source == SOURCE_ADMIN)
                 return NULL;
         if (req->source == SOURCE_KERNEL && !helper)
-                snprintf(buf, size, "source \"kernel\" is claimed by pid %d (%s), which is not a kernel usermode "
-                         "helper", (int) peer->pid, unit_of(peer));
+                snprintf(buf, size,
+                         "source \"kernel\" is claimed by pid %d (%s), which is not a kernel usermode "
+                         "helper",
+                         (int) peer->pid, unit_of(peer));
         else if (req->source == SOURCE_BOOT && !is_unit(peer, BOOT_UNIT))
-                snprintf(buf, size, "source \"boot\" is claimed by pid %d (%s), not by " BOOT_UNIT, (int) peer->pid,
-                         unit_of(peer));
+                snprintf(buf, size, "source \"boot\" is claimed by pid %d (%s), not by " BOOT_UNIT,
+                         (int) peer->pid, unit_of(peer));
         else if (req->source == SOURCE_UDEV && !is_unit(peer, UDEV_UNIT))
-                snprintf(buf, size, "source \"udev\" is claimed by pid %d (%s), not by " UDEV_UNIT, (int) peer->pid,
-                         unit_of(peer));
+                snprintf(buf, size, "source \"udev\" is claimed by pid %d (%s), not by " UDEV_UNIT,
+                         (int) peer->pid, unit_of(peer));
         else
                 return NULL;
         return buf;
@@ -73,15 +78,16 @@ static const char *rule_name_failure(const AuthRequest *req, char *buf, size_t s
                         return NULL;
         }
         if (named)
-                snprintf(buf, size, "udev's rules pass module %s for other devices than %s (subsystem %s)", req->name,
-                         req->devpath, req->device_subsystem ?: "none");
+                snprintf(buf, size, "udev's rules pass module %s for other devices than %s (subsystem %s)",
+                         req->name, req->devpath, req->device_subsystem ?: "none");
         else
                 snprintf(buf, size, "module %s is not one that udev's installed rules name", req->name);
         return buf;
 }
 
 /* udevd without CAP_SYS_MODULE: only what the device itself announces. */
-static const char *udev_device_request(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
+static const char *udev_device_request(const PeerIdentity *peer, const AuthRequest *req, char *buf,
+                                       size_t size) {
         if (req->method != AUTH_LOAD)
                 snprintf(buf, size, "udevd may only load modules without CAP_SYS_MODULE");
         else if (req->path || req->parameters)
@@ -122,10 +128,11 @@ static const char *read_request(const PeerIdentity *peer, const AuthRequest *req
         if (peer->uid == 0 || (req->have_read_group && in_group(peer, req->read_group)))
                 return NULL;
         if (req->have_read_group)
-                snprintf(buf, size, "uid %u is neither root nor in group %u (ReadGroup=)", (unsigned) peer->uid,
-                         (unsigned) req->read_group);
+                snprintf(buf, size, "uid %u is neither root nor in group %u (ReadGroup=)",
+                         (unsigned) peer->uid, (unsigned) req->read_group);
         else
-                snprintf(buf, size, "uid %u is not root, and no ReadGroup= is configured", (unsigned) peer->uid);
+                snprintf(buf, size, "uid %u is not root, and no ReadGroup= is configured",
+                         (unsigned) peer->uid);
         return buf;
 }
 
@@ -143,8 +150,10 @@ static const char *lacks_capability(const PeerIdentity *peer, char *buf, size_t 
                 snprintf(buf, size, "pid %d (%s) lacks CAP_SYS_MODULE%s", (int) peer->pid, unit_of(peer),
                          in_initial_userns(peer) ? "" : " in the initial user namespace");
         else if (!c->cap_sys_module)
-                snprintf(buf, size, "pid %d (%s) lacked CAP_SYS_MODULE when it connected: a capability gained "
-                         "after connecting grants nothing on that connection", (int) peer->pid, unit_of(peer));
+                snprintf(buf, size,
+                         "pid %d (%s) lacked CAP_SYS_MODULE when it connected: a capability gained "
+                         "after connecting grants nothing on that connection",
+                         (int) peer->pid, unit_of(peer));
         else
                 snprintf(buf, size, "pid %d (%s) was without CAP_SYS_MODULE at an earlier call on this "
                          "connection: a capability taken back grants nothing on it", (int) peer->pid,
@@ -155,8 +164,11 @@ static const char *lacks_capability(const PeerIdentity *peer, char *buf, size_t 
 const char *authorize(const PeerIdentity *peer, const AuthRequest *req, char *buf, size_t size) {
         const char *why;
 
+        assert(peer);
+
         if (!peer->known) {
-                snprintf(buf, size, "the caller's identity cannot be read (it has exited, or is not a process)");
+                snprintf(buf, size,
+                         "the caller's identity cannot be read (it has exited, or is not a process)");
                 return buf;
         }
         /* Its status still reads, with the credentials it exited with; the connection is someone
@@ -195,7 +207,8 @@ int cgroup_path(const char *text, char **ret) {
                 p = *nl ? nl + 1 : nl;
         }
         /* Hybrid: the unified hierarchy holds nothing ("/"); systemd's own one does. */
-        p = named && (!unified || strncmp(unified, "/\n", 2) == 0 || strcmp(unified, "/") == 0) ? named : unified;
+        p = named && (!unified || strncmp(unified, "/\n", 2) == 0 || strcmp(unified, "/") == 0) ? named :
+                                                                                                  unified;
         if (!p || *p != '/')
                 return -EBADMSG;
         *ret = strndup(p, strcspn(p, "\n"));
@@ -208,6 +221,9 @@ int cgroup_unit(const char *text, char **ret, bool *ret_system, bool *ret_root_c
         unsigned depth = 0;
         const char *c;
         int r;
+
+        assert(ret_system);
+        assert(ret_root_cgroup);
 
         r = cgroup_path(text, &path);
         if (r < 0)
@@ -231,7 +247,8 @@ int cgroup_unit(const char *text, char **ret, bool *ret_system, bool *ret_root_c
                         c += n;
                         continue;
                 }
-                if ((n > 8 && strncmp(c + n - 8, ".service", 8) == 0) || (n > 6 && strncmp(c + n - 6, ".scope", 6) == 0)) {
+                if ((n > 8 && strncmp(c + n - 8, ".service", 8) == 0) ||
+                    (n > 6 && strncmp(c + n - 6, ".scope", 6) == 0)) {
                         *ret = strndup(c, n);
                         if (!*ret)
                                 return -ENOMEM;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,8 @@ int chatter_note(Chatter *c, ChatterKind kind, const char *peer, const char *key
         Tally *t;
         int r;
 
+        assert(c);
+
         r = tally_get(c, kind, peer, &t);
         if (r < 0)
                 return r;
@@ -194,7 +197,9 @@ static int flush_kind(Chatter *c, ChatterKind kind, unsigned *n, chatter_summary
                 if (t->total == 0)
                         continue;
                 if (*n < CHATTER_SUMMARIES_MAX) {
-                        ChatterSummary s = { .kind = kind, .peer = peer, .total = t->total, .folded = t->folded };
+                        ChatterSummary s = {
+                                .kind = kind, .peer = peer, .total = t->total, .folded = t->folded
+                        };
 
                         tally_keys(t, &s, true);
                         cb(&s, userdata);
@@ -211,7 +216,8 @@ static int flush_kind(Chatter *c, ChatterKind kind, unsigned *n, chatter_summary
                 fold.total += c->others[kind];
                 fold.folded += c->others[kind];
                 if (rest)
-                        rest[fold.n_peers++] = (ChatterCount) { .key = CHATTER_OTHER_PEERS, .n = c->others[kind] };
+                        rest[fold.n_peers++] =
+                                (ChatterCount) { .key = CHATTER_OTHER_PEERS, .n = c->others[kind] };
         }
         if (fold.total > 0) {
                 fold.peers = rest;
@@ -224,6 +230,8 @@ static int flush_kind(Chatter *c, ChatterKind kind, unsigned *n, chatter_summary
 int chatter_flush(Chatter *c, chatter_summary_t cb, void *userdata) {
         unsigned n = 0;
         int r = 0;
+
+        assert(c);
 
         for (ChatterKind k = 0; k < _CHATTER_KIND_MAX; k++) {
                 int q = flush_kind(c, k, &n, cb, userdata);
@@ -240,5 +248,7 @@ int chatter_flush(Chatter *c, chatter_summary_t cb, void *userdata) {
 }
 
 bool chatter_pending(const Chatter *c) {
+        assert(c);
+
         return c->pending > 0;
 }

@@ -3,12 +3,13 @@
 /* [Policy], [Source] and [Parameters] of modgate.conf: the module policy's rules (policy.h), each
  * with the file and line where it was written, so that a denial can name them. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config-parse.h"
+#include "config-internal.h"
 #include "request.h"
 
 #define MODULE_GLOB_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-*?[]!"
@@ -44,8 +45,10 @@ static bool is_printable_word(const char *s, const char *refused) {
 
 static int check_module_glob(ParseState *s, const char *key, char *word) {
         if (config_normalize_module_glob(word) < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not a module name glob (letters, digits, '_', '-' and "
-                                   "* ? [ ] !)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not a module name glob (letters, digits, '_', '-' and "
+                                   "* ? [ ] !)",
+                                   key, word);
         return 0;
 }
 
@@ -53,8 +56,10 @@ static int check_module_glob(ParseState *s, const char *key, char *word) {
  * reads as a path or as quoting. */
 static int check_request_glob(ParseState *s, const char *key, char *word) {
         if (!is_printable_word(word, "/\\\"'"))
-                return parse_error(s, -EINVAL, "%s=%s is not a request key glob (printable ASCII without '/', "
-                                   "'\\' or quotes)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not a request key glob (printable ASCII without '/', "
+                                   "'\\' or quotes)",
+                                   key, word);
         return 0;
 }
 
@@ -67,14 +72,17 @@ static int rule_set(ParseState *s, PolicyRule *r, RuleKind kind, const char *pat
                 option = NULL;
                 return parse_error(s, -ENOMEM, "out of memory");
         }
-        if (policy_rule_set(r, kind, pattern, s->filename, line, option) < 0)
+        if (policy_rule_set(r, kind, pattern, s->parser.filename, line, option) < 0)
                 return parse_error(s, -ENOMEM, "out of memory");
         return 0;
 }
 
-int config_parse_mode(ParseState *s, const char *key, const char *value) {
+int config_parse_mode(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         Policy *p = &s->config->policy;
         PolicyMode m = value[0] == '\0' ? POLICY_ENFORCE : policy_mode_from_string(value);
+
+        assert(parser);
 
         if (m < 0)
                 return parse_error(s, -EINVAL, "%s=%s: the modes are enforce and permissive", key, value);
@@ -83,11 +91,14 @@ int config_parse_mode(ParseState *s, const char *key, const char *value) {
                 policy_rule_done(&p->mode_rule);
                 return 0;
         }
-        return rule_set(s, &p->mode_rule, RULE_DEFAULT, NULL, s->line, key, value);
+        return rule_set(s, &p->mode_rule, RULE_DEFAULT, NULL, s->parser.line, key, value);
 }
 
-int config_parse_default(ParseState *s, const char *key, const char *value) {
+int config_parse_default(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         PolicyLayer *l = s->layer;
+
+        assert(parser);
 
         if (value[0] == '\0' || strcmp(value, "allow") == 0) {
                 l->default_deny = false;
@@ -97,11 +108,14 @@ int config_parse_default(ParseState *s, const char *key, const char *value) {
         if (strcmp(value, "deny") != 0)
                 return parse_error(s, -EINVAL, "%s=%s is neither allow nor deny", key, value);
         l->default_deny = true;
-        return rule_set(s, &l->default_rule, RULE_DEFAULT, NULL, s->line, key, value);
+        return rule_set(s, &l->default_rule, RULE_DEFAULT, NULL, s->parser.line, key, value);
 }
 
-int config_parse_request_parameters(ParseState *s, const char *key, const char *value) {
+int config_parse_request_parameters(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         Policy *p = &s->config->policy;
+
+        assert(parser);
 
         if (value[0] == '\0') {
                 p->request_parameters_any = true;
@@ -111,7 +125,7 @@ int config_parse_request_parameters(ParseState *s, const char *key, const char *
         if (strcmp(value, "any") != 0 && strcmp(value, "none") != 0)
                 return parse_error(s, -EINVAL, "%s=%s is neither any nor none", key, value);
         p->request_parameters_any = strcmp(value, "any") == 0;
-        return rule_set(s, &p->request_parameters_rule, RULE_PARAMETERS, NULL, s->line, key, value);
+        return rule_set(s, &p->request_parameters_rule, RULE_PARAMETERS, NULL, s->parser.line, key, value);
 }
 
 static size_t layer_count(const PolicyLayer *l, RuleKind kind, const char *pattern) {
@@ -136,7 +150,7 @@ static int add_rule(ParseState *s, const char *key, RuleKind kind, const char *w
                 option = NULL;
                 return parse_error(s, -ENOMEM, "out of memory");
         }
-        if (policy_layer_add(l, kind, pattern, s->filename, s->line, option) < 0)
+        if (policy_layer_add(l, kind, pattern, s->parser.filename, s->parser.line, option) < 0)
                 return parse_error(s, -ENOMEM, "out of memory");
         return 0;
 }
@@ -152,7 +166,7 @@ static int parse_rules(ParseState *s, const char *key, const char *value, RuleKi
                 _cleanup_free_ char *word = NULL, *pattern = NULL;
                 int r;
 
-                if (config_next_word(&p, &word) < 0 || (word && !(pattern = strdup(word))))
+                if (conf_next_word(&p, &word) < 0 || (word && !(pattern = strdup(word))))
                         return parse_error(s, -ENOMEM, "out of memory");
                 if (!word)
                         return 0;
@@ -164,50 +178,62 @@ static int parse_rules(ParseState *s, const char *key, const char *value, RuleKi
         }
 }
 
-int config_parse_allow(ParseState *s, const char *key, const char *value) {
+int config_parse_allow(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_rules(s, key, value, RULE_ALLOW, check_module_glob);
 }
 
-int config_parse_deny(ParseState *s, const char *key, const char *value) {
+int config_parse_deny(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_rules(s, key, value, RULE_DENY, check_module_glob);
 }
 
-int config_parse_deny_request(ParseState *s, const char *key, const char *value) {
+int config_parse_deny_request(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_rules(s, key, value, RULE_DENY_REQUEST, check_request_glob);
 }
 
 /* Several [Source] sections of one name add to the same layer, as drop-ins do. */
-int config_parse_source_name(ParseState *s, const char *key, const char *value) {
+int config_parse_source_name(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         RequestSource source = request_source_from_string(value);
 
         if (source < 0)
-                return parse_error(s, -EINVAL, "%s=%s: the sources are kernel, udev, boot and admin", key, value);
+                return parse_error(s, -EINVAL, "%s=%s: the sources are kernel, udev, boot and admin", key,
+                                   value);
         s->layer = &s->config->policy.sources[source];
-        s->named = true;
         return 0;
 }
 
 int config_start_parameters(ParseState *s) {
+        assert(s);
+
         if (s->config->policy.n_parameters >= CONFIG_PARAMETERS_MAX)
                 return parse_error(s, -EINVAL, "more than %d [Parameters] sections", CONFIG_PARAMETERS_MAX);
         return 0;
 }
 
 /* Each [Parameters] section is a rule of its own, named by its header's line. */
-int config_parse_parameters_module(ParseState *s, const char *key, const char *value) {
+int config_parse_parameters_module(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         _cleanup_free_ char *glob = strdup(value);
         Policy *p = &s->config->policy;
         ParameterRule t = {}, *a;
         int r;
 
+        assert(parser);
+
         if (!glob)
                 return parse_error(s, -ENOMEM, "out of memory");
-        if (glob[strcspn(glob, WHITESPACE)] != '\0')
+        if (glob[strcspn(glob, CONF_WHITESPACE)] != '\0')
                 return parse_error(s, -EINVAL, "%s=%s: a [Parameters] section is about one module name glob",
                                    key, value);
         r = check_module_glob(s, key, glob);
         if (r >= 0)
-                r = rule_set(s, &t.rule, RULE_PARAMETERS, glob, s->section_line, key, value);
+                r = rule_set(s, &t.rule, RULE_PARAMETERS, glob, s->parser.section_line, key, value);
         if (r < 0)
                 return r;
 
@@ -220,7 +246,6 @@ int config_parse_parameters_module(ParseState *s, const char *key, const char *v
         t.module = TAKE_PTR(glob);
         s->parameters = &a[p->n_parameters++];
         *s->parameters = t;
-        s->named = true;
         return 0;
 }
 
@@ -238,13 +263,17 @@ static int check_parameter(ParseState *s, const char *key, char *word) {
         ok = config_normalize_module_glob(word) >= 0;
         *eq = '=';
         if (!ok)
-                return parse_error(s, -EINVAL, "%s=%s: a parameter name is letters, digits, '_' and '-', or a glob "
-                                   "of them", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s: a parameter name is letters, digits, '_' and '-', or a glob "
+                                   "of them",
+                                   key, word);
         if (!is_printable_word(eq + 1, ""))
                 return parse_error(s, -EINVAL, "%s=%s: a parameter value is printable ASCII", key, word);
         return 0;
 }
 
-int config_parse_parameters_allow(ParseState *s, const char *key, const char *value) {
+int config_parse_parameters_allow(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return config_parse_list(s, key, value, &s->parameters->allow, check_parameter);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -11,9 +12,10 @@
 #include <sys/utsname.h>
 
 #include "conf-files.h"
-#include "config-parse.h"
+#include "config-internal.h"
 #include "config.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "macro.h"
 #include "manifest.h"
 #include "module-name.h"
@@ -37,21 +39,9 @@ const char *const config_ignored_dirs[] = {
         NULL,
 };
 
-typedef int (*SettingParser)(ParseState *s, const char *key, const char *value);
-
-typedef enum SettingFlags {
-        SETTING_REQUIRED = 1u << 0,     /* the section must have it: it says what the section is about */
-        SETTING_FIRST = 1u << 1,        /* and must come before the section's other keys, once */
-} SettingFlags;
-
-typedef struct Setting {
-        const char *section;
-        const char *key;
-        SettingParser parse;
-        SettingFlags flags;
-} Setting;
-
 void config_init_defaults(Config *c) {
+        assert(c);
+
         *c = (Config) {
                 .workers = CONFIG_WORKERS_DEFAULT,
                 .idle_exit_usec = CONFIG_IDLE_EXIT_USEC_DEFAULT,
@@ -68,6 +58,8 @@ void config_init_defaults(Config *c) {
 int config_default_trusted_root(char **ret) {
         struct utsname u;
 
+        assert(ret);
+
         if (uname(&u) < 0)
                 return negative_errno();
         return asprintf(ret, "/usr/lib/modules/%s", u.release) < 0 ? -ENOMEM : 0;
@@ -76,23 +68,32 @@ int config_default_trusted_root(char **ret) {
 int config_default_manifest_path(char **ret) {
         struct utsname u;
 
+        assert(ret);
+
         if (uname(&u) < 0)
                 return negative_errno();
         return asprintf(ret, "%s/%s%s", MANIFEST_DIR, u.release, MANIFEST_SUFFIX) < 0 ? -ENOMEM : 0;
 }
 
 unsigned config_evidence(const Config *c) {
+        assert(c);
+
         return c->trust.evidence | (c->require_superblock_ro ? 0 : EVIDENCE_MASK(EVIDENCE_OWNERSHIP));
 }
 
 static bool root_config_equal(const RootConfig *a, const RootConfig *b) {
         return strcmp(a->path ?: "", b->path ?: "") == 0 && a->set == b->set && a->evidence == b->evidence &&
-                strv_equal(a->root_hashes, b->root_hashes) && strv_equal(a->fsverity_digests, b->fsverity_digests) &&
+                strv_equal(a->root_hashes, b->root_hashes) &&
+                strv_equal(a->fsverity_digests, b->fsverity_digests) &&
                 strcmp(a->manifest ?: "", b->manifest ?: "") == 0 && a->require_ima == b->require_ima;
 }
 
 bool config_trust_equal(const Config *a, const Config *b) {
-        if (!strv_equal(a->trusted_roots, b->trusted_roots) || a->require_superblock_ro != b->require_superblock_ro ||
+        assert(a);
+        assert(b);
+
+        if (!strv_equal(a->trusted_roots, b->trusted_roots) ||
+            a->require_superblock_ro != b->require_superblock_ro ||
             !root_config_equal(&a->trust, &b->trust) || a->n_roots != b->n_roots)
                 return false;
         for (size_t i = 0; i < a->n_roots; i++)
@@ -136,7 +137,8 @@ static int root_config_apply(RootConfig *to, const RootConfig *from) {
         }
         if (from->set & ROOT_FIELD_FSVERITY_DIGEST) {
                 strv_free(to->fsverity_digests);
-                to->fsverity_digests = strv_copy_n(from->fsverity_digests, strv_length(from->fsverity_digests));
+                to->fsverity_digests =
+                        strv_copy_n(from->fsverity_digests, strv_length(from->fsverity_digests));
                 if (!to->fsverity_digests && from->fsverity_digests)
                         return -ENOMEM;
         }
@@ -157,8 +159,8 @@ static int root_config_apply(RootConfig *to, const RootConfig *from) {
 static int root_config_init(RootConfig *r, const Config *c, const char *path, bool first) {
         RootConfig trust = c->trust;
 
-        trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST | ROOT_FIELD_REQUIRE_IMA |
-                    (first ? ROOT_FIELD_MANIFEST : 0);
+        trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST |
+                ROOT_FIELD_REQUIRE_IMA | (first ? ROOT_FIELD_MANIFEST : 0);
         *r = (RootConfig) {};
         r->path = strdup(path);
         if (!r->path || root_config_apply(r, &trust) < 0)
@@ -174,6 +176,9 @@ int config_trusted_roots(const Config *c, RootConfig **ret) {
         RootConfig *a;
         size_t n = 0, cap;
         int r;
+
+        assert(c);
+        assert(ret);
 
         if (strv_length(paths) == 0) {
                 r = config_default_trusted_root(&def);
@@ -218,7 +223,8 @@ oom:
         return -ENOMEM;
 }
 
-static int parse_workers(ParseState *s, const char *key, const char *value) {
+static int parse_workers(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         unsigned v;
         int r;
 
@@ -237,7 +243,8 @@ static int parse_workers(ParseState *s, const char *key, const char *value) {
 }
 
 /* A time span, where "infinity" and 0 both mean never; empty: def. */
-static int parse_span_or_never(ParseState *s, const char *key, const char *value, uint64_t def, uint64_t *ret) {
+static int parse_span_or_never(ParseState *s, const char *key, const char *value, uint64_t def,
+                               uint64_t *ret) {
         uint64_t v;
         int r;
 
@@ -255,12 +262,15 @@ static int parse_span_or_never(ParseState *s, const char *key, const char *value
         return 0;
 }
 
-static int parse_idle_exit(ParseState *s, const char *key, const char *value) {
+static int parse_idle_exit(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_span_or_never(s, key, value, CONFIG_IDLE_EXIT_USEC_DEFAULT, &s->config->idle_exit_usec);
 }
 
 /* A number of connections, 1..CONFIG_CONNECTIONS_LIMIT; empty: def. */
-static int parse_connections(ParseState *s, const char *key, const char *value, unsigned def, unsigned *ret) {
+static int parse_connections(ParseState *s, const char *key, const char *value, unsigned def,
+                             unsigned *ret) {
         unsigned v;
         int r;
 
@@ -272,21 +282,28 @@ static int parse_connections(ParseState *s, const char *key, const char *value, 
         if (r == -EINVAL)
                 return parse_error(s, -EINVAL, "%s=%s is not a number", key, value);
         if (r < 0 || v < 1 || v > CONFIG_CONNECTIONS_LIMIT)
-                return parse_error(s, -EINVAL, "%s=%s is out of range 1..%u", key, value, CONFIG_CONNECTIONS_LIMIT);
+                return parse_error(s, -EINVAL, "%s=%s is out of range 1..%u", key, value,
+                                   CONFIG_CONNECTIONS_LIMIT);
         *ret = v;
         return 0;
 }
 
-static int parse_connections_max(ParseState *s, const char *key, const char *value) {
+static int parse_connections_max(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_connections(s, key, value, CONFIG_CONNECTIONS_MAX_DEFAULT, &s->config->connections_max);
 }
 
-static int parse_connections_per_user_max(ParseState *s, const char *key, const char *value) {
+static int parse_connections_per_user_max(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_connections(s, key, value, CONFIG_CONNECTIONS_PER_USER_MAX_DEFAULT,
                                  &s->config->connections_per_user_max);
 }
 
-static int parse_idle_connection(ParseState *s, const char *key, const char *value) {
+static int parse_idle_connection(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return parse_span_or_never(s, key, value, CONFIG_IDLE_CONNECTION_USEC_DEFAULT,
                                    &s->config->idle_connection_usec);
 }
@@ -314,7 +331,8 @@ static int group_lookup(const char *name, gid_t *ret) {
 }
 
 /* A group name, resolved now, or a number. */
-static int parse_read_group(ParseState *s, const char *key, const char *value) {
+static int parse_read_group(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         unsigned v;
         int r;
 
@@ -328,14 +346,15 @@ static int parse_read_group(ParseState *s, const char *key, const char *value) {
                 if (r == -ENOMEM)
                         return parse_error(s, r, "out of memory");
                 if (r < 0)
-                        return parse_error(s, -EINVAL, "%s=%s is not a group of this system (%s)", key, value,
-                                           r == -ENOENT ? "no such group" : strerror(-r));
+                        return parse_error(s, -EINVAL, "%s=%s is not a group of this system (%s)", key,
+                                           value, r == -ENOENT ? "no such group" : strerror(-r));
         }
         s->config->have_read_group = true;
         return 0;
 }
 
-static int parse_require_superblock_ro(ParseState *s, const char *key, const char *value) {
+static int parse_require_superblock_ro(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         int r;
 
         if (value[0] == '\0') {
@@ -380,11 +399,15 @@ static int check_path(ParseState *s, const char *key, char *word) {
         return 0;
 }
 
-static int parse_load_alone(ParseState *s, const char *key, const char *value) {
+static int parse_load_alone(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return config_parse_list(s, key, value, &s->config->load_alone, check_module_name);
 }
 
-static int parse_trusted_root(ParseState *s, const char *key, const char *value) {
+static int parse_trusted_root(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         return config_parse_list(s, key, value, &s->config->trusted_roots, check_path);
 }
 
@@ -393,8 +416,11 @@ static int parse_trusted_root(ParseState *s, const char *key, const char *value)
 int config_parse_evidence(const char *value, unsigned *ret) {
         unsigned mask = 0;
 
-        for (const char *p = value + strspn(value, WHITESPACE); *p; p += strspn(p, WHITESPACE)) {
-                size_t n = strcspn(p, WHITESPACE);
+        assert(value);
+        assert(ret);
+
+        for (const char *p = value + strspn(value, CONF_WHITESPACE); *p; p += strspn(p, CONF_WHITESPACE)) {
+                size_t n = strcspn(p, CONF_WHITESPACE);
                 char word[16];
                 Evidence e;
 
@@ -420,7 +446,8 @@ static bool reset_setting(ParseState *s, const char *value, RootField field) {
         return true;
 }
 
-static int parse_evidence(ParseState *s, const char *key, const char *value) {
+static int parse_evidence(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         unsigned mask;
 
         if (reset_setting(s, value, ROOT_FIELD_EVIDENCE)) {
@@ -428,8 +455,10 @@ static int parse_evidence(ParseState *s, const char *key, const char *value) {
                 return 0;
         }
         if (config_parse_evidence(value, &mask) < 0)
-                return parse_error(s, -EINVAL, "%s=%s: the kinds of evidence are verity, read-only, manifest and "
-                                   "ownership", key, value);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s: the kinds of evidence are verity, read-only, manifest and "
+                                   "ownership",
+                                   key, value);
         s->root->evidence = mask;
         s->root->set |= ROOT_FIELD_EVIDENCE;
         return 0;
@@ -451,7 +480,9 @@ static int parse_root_path(ParseState *s, const char *key, const char *value, ch
         return 0;
 }
 
-static int parse_manifest(ParseState *s, const char *key, const char *value) {
+static int parse_manifest(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (reset_setting(s, value, ROOT_FIELD_MANIFEST)) {
                 free(s->root->manifest);
                 s->root->manifest = NULL;
@@ -461,10 +492,11 @@ static int parse_manifest(ParseState *s, const char *key, const char *value) {
         return parse_root_path(s, key, value, &s->root->manifest);
 }
 
-static int parse_path(ParseState *s, const char *key, const char *value) {
+static int parse_path(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (value[0] == '\0')
                 return parse_error(s, -EINVAL, "%s= needs the trusted root's directory", key);
-        s->named = true;
         return parse_root_path(s, key, value, &s->root->path);
 }
 
@@ -481,46 +513,33 @@ static bool hex_lower(char *s, size_t n) {
 int config_normalize_root_hash(char *s) {
         size_t n = strlen(s);
 
+        assert(s);
+
         if (n < 32 || n > 128 || n % 2 != 0 || !hex_lower(s, n))
                 return -EINVAL;
         return 0;
 }
 
 int config_cmdline_root_hashes(const char *cmdline, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
+        static const char *const keys[] = { "roothash", "usrhash", NULL };
+        _cleanup_strv_free_ char **values = NULL, **l = NULL;
+        int r;
 
-        for (const char *p = cmdline + strspn(cmdline, WHITESPACE "\n"); *p; p += strspn(p, WHITESPACE "\n")) {
-                size_t n = strcspn(p, WHITESPACE "\n");
-                _cleanup_free_ char *word = strndup(p, n);
-                const char *v;
+        assert(cmdline);
+        assert(ret);
 
-                p += n;
-                if (!word)
-                        return -ENOMEM;
-                if (strncmp(word, "roothash=", 9) == 0)
-                        v = word + 9;
-                else if (strncmp(word, "usrhash=", 8) == 0)
-                        v = word + 8;
-                else
+        /* As systemd-veritysetup-generator reads them, which sets up the images they name. */
+        r = systemd_cmdline_values(cmdline, keys, &values);
+        if (r < 0)
+                return r;
+        for (char **v = values; v && *v; v++) {
+                if (config_normalize_root_hash(*v) < 0 || strv_contains(l, *v))
                         continue;
-                memmove(word, v, strlen(v) + 1);
-                if (config_normalize_root_hash(word) < 0 || strv_contains(l, word))
-                        continue;
-                if (strv_consume(&l, TAKE_PTR(word)) < 0)
+                if (strv_extend(&l, *v) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
         return 0;
-}
-
-int config_read_cmdline_root_hashes(char ***ret) {
-        char cmdline[8192];
-        int r;
-
-        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
-        if (r < 0)
-                return r;
-        return config_cmdline_root_hashes(cmdline, ret);
 }
 
 int config_normalize_fsverity_digest(char *s) {
@@ -531,6 +550,8 @@ int config_normalize_fsverity_digest(char *s) {
                 { "sha256:", 64 },
                 { "sha512:", 128 },
         };
+
+        assert(s);
 
         for (size_t i = 0; i < ELEMENTSOF(algorithms); i++) {
                 size_t p = strlen(algorithms[i].prefix);
@@ -547,19 +568,25 @@ int config_normalize_fsverity_digest(char *s) {
 
 static int check_root_hash(ParseState *s, const char *key, char *word) {
         if (config_normalize_root_hash(word) < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not a dm-verity root hash (32 to 128 hex digits, as "
-                                   "veritysetup prints it)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not a dm-verity root hash (32 to 128 hex digits, as "
+                                   "veritysetup prints it)",
+                                   key, word);
         return 0;
 }
 
 static int check_fsverity_digest(ParseState *s, const char *key, char *word) {
         if (config_normalize_fsverity_digest(word) < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not an fs-verity digest (sha256: and 64 hex digits, or "
-                                   "sha512: and 128, as fsverity measure prints it)", key, word);
+                return parse_error(s, -EINVAL,
+                                   "%s=%s is not an fs-verity digest (sha256: and 64 hex digits, or "
+                                   "sha512: and 128, as fsverity measure prints it)",
+                                   key, word);
         return 0;
 }
 
-static int parse_root_hash(ParseState *s, const char *key, const char *value) {
+static int parse_root_hash(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (reset_setting(s, value, ROOT_FIELD_ROOT_HASH)) {
                 s->root->root_hashes = strv_free(s->root->root_hashes);
                 return 0;
@@ -568,7 +595,9 @@ static int parse_root_hash(ParseState *s, const char *key, const char *value) {
         return config_parse_list(s, key, value, &s->root->root_hashes, check_root_hash);
 }
 
-static int parse_fsverity_digest(ParseState *s, const char *key, const char *value) {
+static int parse_fsverity_digest(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (reset_setting(s, value, ROOT_FIELD_FSVERITY_DIGEST)) {
                 s->root->fsverity_digests = strv_free(s->root->fsverity_digests);
                 return 0;
@@ -577,7 +606,8 @@ static int parse_fsverity_digest(ParseState *s, const char *key, const char *val
         return config_parse_list(s, key, value, &s->root->fsverity_digests, check_fsverity_digest);
 }
 
-static int parse_require_ima(ParseState *s, const char *key, const char *value) {
+static int parse_require_ima(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
         int r;
 
         if (reset_setting(s, value, ROOT_FIELD_REQUIRE_IMA)) {
@@ -594,17 +624,21 @@ static int parse_require_ima(ParseState *s, const char *key, const char *value) 
 }
 
 /* [Guard] Mode=: the kernel's own check (docs/guard.md); empty: the default. */
-static int parse_guard_mode(ParseState *s, const char *key, const char *value) {
+static int parse_guard_mode(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
         if (value[0] == '\0') {
                 s->config->guard_mode = GUARD_MODE_DEFAULT;
                 return 0;
         }
         if (guard_mode_from_string(value, &s->config->guard_mode) < 0)
-                return parse_error(s, -EINVAL, "%s=%s is not a guard mode (off, permissive, enforce)", key, value);
+                return parse_error(s, -EINVAL, "%s=%s is not a guard mode (off, permissive, enforce)", key,
+                                   value);
         return 0;
 }
 
-static const Setting settings[] = {
+/* The settings, by section: the reader (conf-parser.c) knows the sections from here. */
+static const ConfSetting settings[] = {
         { "Load",       "Workers",                   parse_workers                   },
         { "Load",       "LoadAlone",                 parse_load_alone                },
         { "Manager",    "IdleExitSec",               parse_idle_exit                 },
@@ -619,7 +653,7 @@ static const Setting settings[] = {
         { "Trust",      "RootHash",                  parse_root_hash                 },
         { "Trust",      "FsVerityDigest",            parse_fsverity_digest           },
         { "Trust",      "RequireIMASignature",       parse_require_ima               },
-        { "Root",       "Path",                      parse_path, SETTING_REQUIRED    },
+        { "Root",       "Path",                      parse_path, CONF_SETTING_REQUIRED   },
         { "Root",       "Evidence",                  parse_evidence                  },
         { "Root",       "Manifest",                  parse_manifest                  },
         { "Root",       "RootHash",                  parse_root_hash                 },
@@ -632,54 +666,16 @@ static const Setting settings[] = {
         { "Policy",     "DenyRequest",               config_parse_deny_request       },
         { "Policy",     "RequestParameters",         config_parse_request_parameters },
         { "Source",     "Name",                      config_parse_source_name,
-                                                     SETTING_REQUIRED | SETTING_FIRST },
+                                                     CONF_SETTING_REQUIRED | CONF_SETTING_FIRST },
         { "Source",     "Default",                   config_parse_default            },
         { "Source",     "Allow",                     config_parse_allow              },
         { "Source",     "Deny",                      config_parse_deny               },
         { "Source",     "DenyRequest",               config_parse_deny_request       },
         { "Parameters", "Module",                    config_parse_parameters_module,
-                                                     SETTING_REQUIRED | SETTING_FIRST },
+                                                     CONF_SETTING_REQUIRED | CONF_SETTING_FIRST },
         { "Parameters", "Allow",                     config_parse_parameters_allow   },
         { "Guard",      "Mode",                      parse_guard_mode                },
 };
-
-/* The setting with this key in section (any section when section is NULL), compared with
- * strcmp() or, for suggestions, strcasecmp(). */
-static const Setting *setting_find(const char *section, const char *key,
-                                   int (*cmp)(const char *, const char *)) {
-        for (size_t i = 0; i < ELEMENTSOF(settings); i++) {
-                if (section && strcmp(settings[i].section, section) != 0)
-                        continue;
-                if (cmp(settings[i].key, key) == 0)
-                        return &settings[i];
-        }
-        return NULL;
-}
-
-static const char *section_find(const char *name, int (*cmp)(const char *, const char *)) {
-        for (size_t i = 0; i < ELEMENTSOF(settings); i++)
-                if (cmp(settings[i].section, name) == 0)
-                        return settings[i].section;
-        return NULL;
-}
-
-/* The key of section with this flag: [Root] Path=, [Source] Name=, [Parameters] Module=. */
-static const Setting *section_key(const char *section, SettingFlags flag) {
-        for (size_t i = 0; section && i < ELEMENTSOF(settings); i++)
-                if (strcmp(settings[i].section, section) == 0 && (settings[i].flags & flag))
-                        return &settings[i];
-        return NULL;
-}
-
-/* A section is complete when the next header or the end of the file comes. */
-int config_finish_section(ParseState *s) {
-        const Setting *required = section_key(s->section, SETTING_REQUIRED);
-
-        if (required && !s->named)
-                return config_error_at(s, s->section_line, -EINVAL, "[%s] section has no %s=",
-                                       s->section, required->key);
-        return 0;
-}
 
 static int start_root(ParseState *s) {
         Config *c = s->config;
@@ -692,83 +688,83 @@ static int start_root(ParseState *s) {
                 return parse_error(s, -ENOMEM, "out of memory");
         c->roots = a;
         s->root = &a[c->n_roots++];
-        *s->root = (RootConfig) { .line = s->line, .evidence = EVIDENCE_DEFAULT };
+        *s->root = (RootConfig) { .line = s->parser.line, .evidence = EVIDENCE_DEFAULT };
         return 0;
 }
 
-static int unknown_section(ParseState *s, const char *name) {
-        const char *known = section_find(name, strcasecmp);
-
-        if (known)
-                return parse_error(s, -EINVAL, "unknown section [%s] (did you mean [%s]?)", name, known);
-        return parse_error(s, -EINVAL, "unknown section [%s]; the sections are [Load], [Manager], [Trust], "
-                           "[Root], [Policy], [Source], [Parameters] and [Guard]", name);
-}
-
 /* What the keys of the new section apply to; [Source] and [Parameters] learn it from their first. */
-int config_start_section(ParseState *s, const char *name) {
-        s->section = section_find(name, strcmp);
-        if (!s->section)
-                return unknown_section(s, name);
-        s->section_line = s->line;
-        s->named = false;
+static int start_section(ConfParser *parser) {
+        ParseState *s = parse_state(parser);
+        const char *section = parser->section;
+
         s->root = NULL;
         s->layer = NULL;
         s->parameters = NULL;
-        if (strcmp(s->section, "Root") == 0)
+        if (strcmp(section, "Root") == 0)
                 return start_root(s);
-        if (strcmp(s->section, "Trust") == 0)
+        if (strcmp(section, "Trust") == 0)
                 s->root = &s->config->trust;
-        if (strcmp(s->section, "Policy") == 0)
+        if (strcmp(section, "Policy") == 0)
                 s->layer = &s->config->policy.global;
-        if (strcmp(s->section, "Parameters") == 0)
+        if (strcmp(section, "Parameters") == 0)
                 return config_start_parameters(s);
         return 0;
 }
 
-static int unknown_key(ParseState *s, const char *key) {
-        const Setting *other;
-
-        other = setting_find(NULL, key, strcmp);
-        if (other)
-                return parse_error(s, -EINVAL, "%s= belongs in section [%s], not [%s]",
-                                   key, other->section, s->section);
-        other = setting_find(s->section, key, strcasecmp);
-        if (other)
-                return parse_error(s, -EINVAL, "unknown key %s= in section [%s] (did you mean %s=?)",
-                                   key, s->section, other->key);
-        return parse_error(s, -EINVAL, "unknown key %s= in section [%s]", key, s->section);
-}
-
-static int check_key_order(ParseState *s, const Setting *setting) {
-        const Setting *first = section_key(s->section, SETTING_FIRST);
-
-        if (!first)
-                return 0;
-        if (setting != first && !s->named)
-                return parse_error(s, -EINVAL, "%s= comes before %s= in a [%s] section: %s= must come first",
-                                   setting->key, first->key, s->section, first->key);
-        if (setting == first && s->named)
-                return parse_error(s, -EINVAL, "%s= is given twice in one [%s] section", setting->key, s->section);
-        return 0;
-}
-
-int config_parse_assignment(ParseState *s, const char *key, const char *value) {
-        const Setting *setting;
+int config_parse_list(ParseState *s, const char *key, const char *value, char ***list, WordCheck check) {
         int r;
 
-        if (key[0] == '\0')
-                return parse_error(s, -EBADMSG, "assignment without a key: =%s", value);
-        if (!s->section)
-                return parse_error(s, -EBADMSG, "%s= comes before the first [Section] header", key);
+        assert(s);
+        assert(key);
+        assert(value);
+        assert(list);
 
-        setting = setting_find(s->section, key, strcmp);
-        if (!setting)
-                return unknown_key(s, key);
-        r = check_key_order(s, setting);
-        if (r < 0)
-                return r;
-        return setting->parse(s, key, value);
+        if (value[0] == '\0') {
+                *list = strv_free(*list);
+                return 0;
+        }
+
+        for (const char *p = value;;) {
+                _cleanup_free_ char *word = NULL;
+
+                if (conf_next_word(&p, &word) < 0)
+                        return parse_error(s, -ENOMEM, "out of memory");
+                if (!word)
+                        return 0;
+                r = check(s, key, word);
+                if (r < 0)
+                        return r;
+                if (strv_contains(*list, word))
+                        continue;
+                if (strv_length(*list) >= CONFIG_LIST_MAX)
+                        return parse_error(s, -EINVAL, "%s= has more than %d entries", key, CONFIG_LIST_MAX);
+                if (strv_consume(list, TAKE_PTR(word)) < 0)
+                        return parse_error(s, -ENOMEM, "out of memory");
+        }
+}
+
+static ParseState parse_state_new(Config *c, const char *filename, char **reterr_message) {
+        return (ParseState) {
+                .parser = {
+                        .settings = settings,
+                        .n_settings = ELEMENTSOF(settings),
+                        .start_section = start_section,
+                        .filename = filename,
+                        .line_max = CONFIG_LINE_MAX,
+                        .reterr_message = reterr_message,
+                },
+                .config = c,
+        };
+}
+
+int config_parse_file(Config *c, FILE *f, const char *filename, char **reterr_message) {
+        ParseState s = parse_state_new(c, filename, reterr_message);
+
+        assert(c);
+        assert(f);
+        assert(filename);
+
+        return conf_parse_file(&s.parser, f, CONFIG_FILE_MAX);
 }
 
 /* Settings can turn trust checks off: only root (or the caller, for tests) may write them. */
@@ -787,7 +783,7 @@ static int check_owner_and_mode(ParseState *s, FILE *f) {
 }
 
 static int load_file(Config *c, const char *path, char **reterr_message) {
-        ParseState s = { .config = c, .filename = path, .reterr_message = reterr_message };
+        ParseState s = parse_state_new(c, path, reterr_message);
         _cleanup_(fclosep) FILE *f = NULL;
         int r;
 
@@ -799,7 +795,7 @@ static int load_file(Config *c, const char *path, char **reterr_message) {
         r = check_owner_and_mode(&s, f);
         if (r < 0)
                 return r;
-        return config_parse_file(c, f, path, reterr_message);
+        return conf_parse_file(&s.parser, f, CONFIG_FILE_MAX);
 }
 
 int config_load(Config *c, const char *root, char **reterr_message) {
@@ -807,11 +803,14 @@ int config_load(Config *c, const char *root, char **reterr_message) {
         _cleanup_strv_free_ char **files = NULL;
         int r;
 
+        assert(c);
+
         config_init_defaults(&t);
 
         r = conf_files_list_main(config_dirs, root, "modgate.conf", &files);
         if (r < 0) {
-                ParseState s = { .filename = "modgate.conf", .reterr_message = reterr_message };
+                ParseState s = parse_state_new(NULL, "modgate.conf", reterr_message);
+
                 return parse_error(&s, r, "failed to list configuration files: %s", strerror(-r));
         }
 
@@ -828,5 +827,7 @@ int config_load(Config *c, const char *root, char **reterr_message) {
 }
 
 int config_ignored_files(const char *root, char ***ret) {
+        assert(ret);
+
         return conf_files_list_main(config_ignored_dirs, root, "modgate.conf", ret);
 }

@@ -82,11 +82,10 @@ unsigned config_evidence(const Config *c);
 
 /* Checks and normalizes (to lowercase) a dm-verity root hash: 32 to 128 hex digits, an even number. */
 int config_normalize_root_hash(char *s);
-/* The dm-verity root hashes a kernel command line names (systemd's roothash= and usrhash=), each
- * once, normalized; malformed ones are left out. Returns 0 or -ENOMEM. */
+/* The dm-verity root hashes a kernel command line names (systemd's roothash= and usrhash=, split by
+ * systemd's rules: kernel-cmdline.h), each once, normalized; malformed ones are left out. Returns 0
+ * or -ENOMEM. */
 int config_cmdline_root_hashes(const char *cmdline, char ***ret);
-/* The same for the running kernel's /proc/cmdline. Returns 0, or the error reading it, or -ENOMEM. */
-int config_read_cmdline_root_hashes(char ***ret);
 
 /* The same for an fs-verity digest as `fsverity measure` prints it: "sha256:" and 64 hex digits, or
  * "sha512:" and 128. */
@@ -111,8 +110,9 @@ int config_normalize_module_glob(char *s);
 #define CONFIG_IDLE_CONNECTION_USEC_DEFAULT (60 * USEC_PER_SEC)
 
 /* Caps, each with its own error message. */
-#define CONFIG_LINE_MAX 198             /* bytes in a line, without its newline: what libinih takes
-                                         * (INI_MAX_LINE - 2); a list is split over several assignments */
+#define CONFIG_LINE_MAX 198             /* bytes in a line, without its newline: libinih's limit once,
+                                         * kept so that every version reads the same files; a list is
+                                         * split over several assignments */
 #define CONFIG_FILE_MAX (1024 * 1024)   /* bytes in a file */
 #define CONFIG_LIST_MAX 1024            /* entries in a list setting */
 #define CONFIG_ROOTS_MAX 64             /* [Root] sections */
@@ -135,9 +135,10 @@ int config_ignored_files(const char *root, char ***ret);
 void config_init_defaults(Config *c);
 void config_done(Config *c);
 
-/* Applies one file to c. The syntax is that of systemd unit files as libinih reads it, without line
- * continuation or quoting: [Section] headers, Key=Value (or Key:Value) assignments, comment lines
- * starting with '#' or ';', blank lines; a ';' after whitespace starts a comment in a value too.
+/* Applies one file to c, read by conf_parse_buffer() (conf-parser.h) with the table of settings in
+ * config.c. The syntax is that of systemd unit files, without line continuation or quoting:
+ * [Section] headers, Key=Value (or Key:Value) assignments, comment lines starting with '#' or ';',
+ * blank lines; a ';' after whitespace starts a comment in a value too.
  * Whitespace around keys and values, and the indentation of a line, is ignored; CRLF line ends and a
  * UTF-8 byte order mark are accepted. A line has at most CONFIG_LINE_MAX bytes. A later assignment
  * overrides an earlier one; list settings accumulate, and an empty assignment empties the list (and

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -16,6 +17,7 @@
 #include "log.h"
 #include "manager.h"
 #include "peer.h"
+#include "time-util.h"
 
 /* A connection watched for silence and for input without end. sd-varlink reads what the client sends
  * and says nothing of it: a duplicate of the socket, watched edge-triggered, is woken by each arrival
@@ -162,8 +164,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) sd_varlink_get_peer_pid(c->link, &pid);
         (void) sd_varlink_get_peer_uid(c->link, &uid);
-        log_info("Closing the connection of pid %d (uid %u): nothing sent for %llu s, and no call in flight.",
-                 (int) pid, (unsigned) uid, (unsigned long long) (idle / USEC_PER_SEC));
+        log_info(
+                "Closing the connection of pid %d (uid %u): nothing sent for %llu s, and no call in flight.",
+                (int) pid, (unsigned) uid, (unsigned long long) (idle / USEC_PER_SEC));
         /* The disconnect callback frees c. */
         (void) sd_varlink_close(c->link);
         return 0;
@@ -197,8 +200,8 @@ static int count_connection(Connections *cs, sd_varlink *link) {
         /* Counted even when refused: sd-varlink calls the disconnect callback for it too, which
          * takes it off again. */
         if (++*n > cs->per_user_max) {
-                log_debug("Refusing a connection of uid %u: it holds %u (MaxConnectionsPerUser=).", (unsigned) uid,
-                          *n - 1);
+                log_debug("Refusing a connection of uid %u: it holds %u (MaxConnectionsPerUser=).",
+                          (unsigned) uid, *n - 1);
                 return -EDQUOT;
         }
         return 0;
@@ -269,8 +272,8 @@ static int on_connect(sd_varlink_server *server, sd_varlink *link, void *userdat
         if (r >= 0)
                 r = connection_watch_input(cs, c);
         if (r >= 0 && cs->idle_usec > 0)
-                r = sd_event_add_time(cs->event, &c->timer, CLOCK_MONOTONIC, c->last_input_usec + cs->idle_usec,
-                                      USEC_PER_SEC / 10, on_timer, c);
+                r = sd_event_add_time(cs->event, &c->timer, CLOCK_MONOTONIC,
+                                      c->last_input_usec + cs->idle_usec, USEC_PER_SEC / 10, on_timer, c);
         link_key(link, key);
         if (r >= 0)
                 r = hashmap_put(cs->by_link, key, c);
@@ -295,7 +298,8 @@ static void on_disconnect(sd_varlink_server *server, sd_varlink *link, void *use
         uncount_connection(cs, link);
         link_key(link, key);
         connection_free(hashmap_remove(cs->by_link, key));
-        if (sd_varlink_server_current_connections(server) == 0 && now_usec() >= cs->trimmed_usec + TRIM_INTERVAL_USEC) {
+        if (sd_varlink_server_current_connections(server) == 0 &&
+            now_usec() >= cs->trimmed_usec + TRIM_INTERVAL_USEC) {
                 (void) malloc_trim(0);
                 cs->trimmed_usec = now_usec();
         }
@@ -323,15 +327,19 @@ int manager_connections_init(Manager *m, sd_varlink_server *s) {
         Connections *cs;
         int r;
 
+        assert(m);
+
         /* A quarter stays for the others when one uid holds its whole share: root is served while a
          * reader's client hangs on to what it may. */
         total = MIN(config->connections_max, fd_budget(config));
         per_user = MIN(config->connections_per_user_max, total > 1 ? total - MAX(total / 4, 1u) : 1u);
         if (total < config->connections_max || per_user < config->connections_per_user_max)
-                log_notice("At most %u connections, %u per user: MaxConnections=%u and MaxConnectionsPerUser=%u "
-                           "are more than the fd limit (%u) leaves, or than three quarters of the connections.",
-                           total, per_user, config->connections_max, config->connections_per_user_max,
-                           fd_budget(config));
+                log_notice(
+                        "At most %u connections, %u per user: MaxConnections=%u and "
+                        "MaxConnectionsPerUser=%u "
+                        "are more than the fd limit (%u) leaves, or than three quarters of the connections.",
+                        total, per_user, config->connections_max, config->connections_per_user_max,
+                        fd_budget(config));
         r = sd_varlink_server_set_connections_max(s, total);
         if (r >= 0)  /* the per-uid count is kept here (count_connection()) */
                 r = sd_varlink_server_set_connections_per_uid_max(s, total);

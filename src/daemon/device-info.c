@@ -37,7 +37,8 @@ static struct udev_hwdb *device_info_hwdb(DeviceInfo *d) {
         if (d->udev)
                 d->hwdb = udev_hwdb_new(d->udev);
         if (!d->hwdb)
-                log_info("udev's hardware database cannot be read: records carry no device vendor or model.");
+                log_info(
+                        "udev's hardware database cannot be read: records carry no device vendor or model.");
         return d->hwdb;
 }
 

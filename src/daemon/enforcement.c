@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -321,6 +322,8 @@ int enforcement_read(const char *root, Enforcement *ret) {
         Enforcement e = {};
         char lsm_list[VALUE_MAX] = "";
         int r;
+
+        assert(ret);
 
         rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)

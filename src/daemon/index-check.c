@@ -35,15 +35,16 @@ typedef struct Reader {
 } Reader;
 
 static int bad(Reader *r, const char *what, size_t offset) {
-        snprintf(r->detail, r->detail_size, "%s at offset %zu (the file has %zu bytes)", what, offset, r->size);
+        snprintf(r->detail, r->detail_size, "%s at offset %zu (the file has %zu bytes)", what, offset,
+                 r->size);
         return -EBADMSG;
 }
 
 static int read_u32(Reader *r, size_t *pos, uint32_t *ret) {
         if (*pos > r->size || r->size - *pos < 4)
                 return bad(r, "a number past the end", *pos);
-        *ret = (uint32_t) r->p[*pos] << 24 | (uint32_t) r->p[*pos + 1] << 16 | (uint32_t) r->p[*pos + 2] << 8 |
-               r->p[*pos + 3];
+        *ret = (uint32_t) r->p[*pos] << 24 | (uint32_t) r->p[*pos + 1] << 16 |
+                (uint32_t) r->p[*pos + 2] << 8 | r->p[*pos + 3];
         *pos += 4;
         return 0;
 }
@@ -136,7 +137,8 @@ static int check_file(int dirfd, const char *name) {
 
         fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return errno == ENOENT ? 0 : log_error_errno(errno, "Failed to open module index %s: %m", name);
+                return errno == ENOENT ? 0 :
+                                         log_error_errno(errno, "Failed to open module index %s: %m", name);
         if (fstat(fd, &st) < 0)
                 return log_error_errno(errno, "Failed to stat module index %s: %m", name);
         if (st.st_size == 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -28,12 +29,22 @@ const char *module_state_to_string(ModuleState s) {
         return s >= 0 && s < _MODULE_STATE_MAX ? state_table[s] : NULL;
 }
 
+/* One line of /sys/module/NAME/ATTR. */
+static int read_module_attribute(const char *name, const char *attr, char *buf, size_t size) {
+        char path[128];
+
+        snprintf(path, sizeof(path), "/sys/module/%s/%s", name, attr);
+        return read_line_at(AT_FDCWD, path, buf, size);
+}
+
 int kernel_module_state(const char *name, ModuleState *ret) {
         char path[128], buf[32];
         int r;
 
-        snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
-        r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));
+        assert(name);
+        assert(ret);
+
+        r = read_module_attribute(name, "initstate", buf, sizeof(buf));
         if (r == -ENOENT) {
                 /* Builtin modules with parameters have a directory but no initstate. */
                 snprintf(path, sizeof(path), "/sys/module/%s", name);
@@ -54,6 +65,8 @@ int kernel_module_state(const char *name, ModuleState *ret) {
 int kernel_compression(Compression *ret) {
         char buf[32];
         int r;
+
+        assert(ret);
 
         r = read_line_at(AT_FDCWD, "/sys/module/compression", buf, sizeof(buf));
         if (r == -ENOENT) {
@@ -109,11 +122,13 @@ int kernel_module_holders(const char *name, char ***ret) {
 }
 
 int kernel_module_refcount(const char *name, unsigned *ret) {
-        char path[128], buf[32];
+        char buf[32];
         int r;
 
-        snprintf(path, sizeof(path), "/sys/module/%s/refcnt", name);
-        r = read_line_at(AT_FDCWD, path, buf, sizeof(buf));
+        assert(name);
+        assert(ret);
+
+        r = read_module_attribute(name, "refcnt", buf, sizeof(buf));
         if (r < 0)
                 return r;
         *ret = (unsigned) strtoul(buf, NULL, 10);

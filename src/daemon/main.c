@@ -18,6 +18,7 @@
 #include "config.h"
 #include "enforcement.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "log.h"
 #include "manager.h"
 #include "manifest.h"
@@ -64,7 +65,8 @@ static void help(void) {
                "                           --listen=)\n"
                "  -n --test-config         Check the configuration, print it, and exit\n\n"
                "Settings come from modgate.conf and modgate.conf.d/*.conf in /etc/modgate,\n"
-               "/usr/local/lib/modgate and /usr/lib/modgate (never /run); options given here override them.\n",
+               "/usr/local/lib/modgate and /usr/lib/modgate (never /run); options given here override "
+               "them.\n",
                program_invocation_short_name);
 }
 
@@ -121,13 +123,16 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_EVIDENCE:
                         if (config_parse_evidence(optarg, &arg_evidence) < 0)
-                                return log_error_errno(EINVAL, "--evidence= takes verity, read-only, manifest and "
-                                                       "ownership: %s", optarg);
+                                return log_error_errno(EINVAL,
+                                                       "--evidence= takes verity, read-only, manifest and "
+                                                       "ownership: %s",
+                                                       optarg);
                         arg_evidence_set = true;
                         break;
                 case ARG_MANIFEST:
                         if (optarg[0] != '/')
-                                return log_error_errno(EINVAL, "--manifest= takes an absolute path: %s", optarg);
+                                return log_error_errno(EINVAL, "--manifest= takes an absolute path: %s",
+                                                       optarg);
                         free(arg_manifest);
                         arg_manifest = strdup(optarg);
                         if (!arg_manifest)
@@ -161,14 +166,16 @@ static int parse_argv(int argc, char *argv[]) {
                         errno = 0;
                         n = strtoull(optarg, &end, 10);
                         if (errno != 0 || end == optarg || *end != '\0' || n > 86400ULL * 365)
-                                return log_error_errno(EINVAL, "--idle-exit-sec= takes a number of seconds: %s",
+                                return log_error_errno(EINVAL,
+                                                       "--idle-exit-sec= takes a number of seconds: %s",
                                                        optarg);
                         arg_idle_exit_sec = (int64_t) n;
                         break;
                 }
                 case ARG_LOAD_ALONE:
                         if (!module_name_is_valid(optarg))
-                                return log_error_errno(EINVAL, "--load-alone= takes a module name: %s", optarg);
+                                return log_error_errno(EINVAL, "--load-alone= takes a module name: %s",
+                                                       optarg);
                         if (strv_extend(&arg_load_alone, optarg) < 0)
                                 return log_oom();
                         module_name_normalize(arg_load_alone[strv_length(arg_load_alone) - 1]);
@@ -262,14 +269,17 @@ static void print_config(const Config *c) {
 
         printf("[Load]\nWorkers=%u\n", c->workers);
         print_list("LoadAlone", c->load_alone);
-        printf("\n[Manager]\nIdleExitSec=%llus\nMaxConnections=%u\nMaxConnectionsPerUser=%u\nIdleConnectionSec=%llus\n"
-               "\n[Trust]\n", (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC), c->connections_max,
+        printf("\n[Manager]\nIdleExitSec=%llus\nMaxConnections=%u\nMaxConnectionsPerUser=%"
+               "u\nIdleConnectionSec=%llus\n"
+               "\n[Trust]\n",
+               (unsigned long long) (c->idle_exit_usec / USEC_PER_SEC), c->connections_max,
                c->connections_per_user_max, (unsigned long long) (c->idle_connection_usec / USEC_PER_SEC));
         print_list("TrustedRoot", c->trusted_roots);
         printf("RequireReadOnlySuperblock=%s\n", c->require_superblock_ro ? "yes" : "no");
         if (evidence_mask_to_string(c->trust.evidence, " ", &evidence) < 0)
                 return (void) log_oom();
-        printf("Evidence=%s\nManifest=%s\n", evidence, c->trust.manifest ?: MANIFEST_DIR "/$(uname -r).sha256");
+        printf("Evidence=%s\nManifest=%s\n", evidence,
+               c->trust.manifest ?: MANIFEST_DIR "/$(uname -r).sha256");
         print_list("RootHash", c->trust.root_hashes);
         print_list("FsVerityDigest", c->trust.fsverity_digests);
         printf("RequireIMASignature=%s\n", c->trust.require_ima ? "yes" : "no");
@@ -331,8 +341,9 @@ static void print_manifest(const char *path) {
         if (r < 0)
                 printf("  manifest: unavailable: %s: %s\n", path, msg ?: strerror(-r));
         else
-                printf("  manifest: %s: %zu module files of kernel %s, written by %s\n", path, manifest_entries(m),
-                       manifest_kernel(m), manifest_origin_to_string(manifest_origin(m)));
+                printf("  manifest: %s: %zu module files of kernel %s, written by %s\n", path,
+                       manifest_entries(m), manifest_kernel(m),
+                       manifest_origin_to_string(manifest_origin(m)));
 }
 
 /* Verity on the root's directory, for -n: its device (asking the prober, as the daemon would) and
@@ -361,10 +372,12 @@ static void print_verity(const RootConfig *c, Origin *o, char **cmdline_hashes) 
  * differs), and the manifest. The answer to "will my modules load?" before the daemon runs. */
 static void print_roots(const Config *c) {
         _cleanup_strv_free_ char **cmdline_hashes = NULL;
+        _cleanup_free_ char *cmdline = NULL;
         RootConfig *roots = NULL;
         int n;
 
-        if (config_read_cmdline_root_hashes(&cmdline_hashes) == -ENOMEM)
+        n = kernel_cmdline_read(NULL, &cmdline);
+        if (n == -ENOMEM || (n >= 0 && config_cmdline_root_hashes(cmdline, &cmdline_hashes) < 0))
                 return (void) log_oom();
 
         n = config_trusted_roots(c, &roots);
@@ -442,7 +455,8 @@ static void warn_writable(const char *what, const char *path) {
                         if (lstat(at, &st) == 0 && !S_ISLNK(st.st_mode) &&
                             writable_by_others(&st, why, sizeof(why))) {
                                 if (strcmp(at, path) == 0)
-                                        log_warning("Warning: %s %s is %s: someone other than root can change it.",
+                                        log_warning("Warning: %s %s is %s: someone other than root can "
+                                                    "change it.",
                                                     what, path, why);
                                 else
                                         log_warning("Warning: %s %s: directory %s on its way is %s: someone "
@@ -481,10 +495,12 @@ static void check_inputs(void) {
 
         if (config_ignored_files(NULL, &ignored) >= 0)
                 for (char **f = ignored; f && *f; f++)
-                        log_warning("Warning: %s is not read: configuration comes from /etc and /usr only.", *f);
+                        log_warning("Warning: %s is not read: configuration comes from /etc and /usr only.",
+                                    *f);
         if (modprobe_d_ignored_files(NULL, &ignored_modprobe_d) >= 0)
                 for (char **f = ignored_modprobe_d; f && *f; f++)
-                        log_warning("Warning: %s is not read: modprobe.d comes from /etc and /usr only.", *f);
+                        log_warning("Warning: %s is not read: modprobe.d comes from /etc and /usr only.",
+                                    *f);
 }
 
 /* For -n: the manifests, which vouch for module files, checked the same way. */

@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "manager.h"
+#include "record.h"
 
 /* The mode in force: modgate.guard= of the kernel command line, the emergency switch, over [Guard]
  * Mode=. */

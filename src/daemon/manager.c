@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,23 +22,30 @@
 #include "conf-files.h"
 #include "enforcement.h"
 #include "fdstore.h"
-#include "history.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "kernel.h"
-#include "loader.h"
 #include "log.h"
 #include "manager.h"
+#include "method-load.h"
 #include "modprobe-options.h"
+#include "module-loader.h"
 #include "peer.h"
 #include "probe-client.h"
+#include "record-history.h"
+#include "record-journal.h"
+#include "record.h"
 #include "root-identity.h"
 #include "strv.h"
+#include "time-util.h"
 #include "udev-rules.h"
 #include "udevd-check.h"
 #include "varlink.h"
 
 int manager_refresh_index(Manager *m) {
         int r;
+
+        assert(m);
 
         r = resolver_refresh(m->resolver);
         if (r > 0) {
@@ -68,10 +76,6 @@ int manager_new(Manager **ret) {
          * gettid() at every iteration that a default loop runs in the thread that made it, four system
          * calls a request. Nothing here asks for the default loop, and no worker touches this one. */
         r = sd_event_new(&m->event);
-        if (r < 0)
-                return r;
-
-        r = sd_event_set_signal_exit(m->event, true);
         if (r < 0)
                 return r;
 
@@ -112,6 +116,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
 
         sd_event_source_disable_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->summary_timer);
         /* Workers first: a load in progress completes, nothing new starts, nothing is sealed. */
         seal_cancel(m);
@@ -129,6 +134,7 @@ Manager *manager_free(Manager *m) {
                 trusted_root_free(m->roots[i]);
         free(m->roots);
         strv_free(m->cmdline_root_hashes);
+        free(m->kernel_cmdline);
         udev_rule_names_free(m->udev_rule_names, m->n_udev_rule_names);
         free(m->udev_rules_stamp);
         free(m->probe_address);
@@ -155,8 +161,9 @@ static int root_manifest_unavailable(TrustedRoot *t, const char *path, const cha
                 t->manifest_error = NULL;
                 return log_oom();
         }
-        log_warning("Manifest %s of %s cannot be used: %s. Only other evidence can vouch for its module files.",
-                    path, t->path, why);
+        log_warning(
+                "Manifest %s of %s cannot be used: %s. Only other evidence can vouch for its module files.",
+                path, t->path, why);
         return 0;
 }
 
@@ -185,8 +192,10 @@ static int root_load_manifest(TrustedRoot *t, const RootConfig *c) {
         log_info("Manifest %s: %zu module files of kernel %s, written by %s.", c->manifest,
                  manifest_entries(t->manifest), manifest_kernel(t->manifest), manifest_origin_to_string(o));
         if (o == MANIFEST_ORIGIN_FIRST_USE)
-                log_notice("Manifest %s was written on first use: it vouches for the files as they were then, "
-                           "not as the kernel package installed them.", c->manifest);
+                log_notice(
+                        "Manifest %s was written on first use: it vouches for the files as they were then, "
+                        "not as the kernel package installed them.",
+                        c->manifest);
         return 0;
 }
 
@@ -196,14 +205,16 @@ static int root_log(const TrustedRoot *t) {
         if (evidence_mask_to_string(t->evidence, " ", &evidence) < 0)
                 return log_oom();
         if (t->fd >= 0)
-                log_info("Trusted root %s (mount %llu) accepts: %s.", t->path, (unsigned long long) t->mount_id,
-                         *evidence ? evidence : "nothing");
+                log_info("Trusted root %s (mount %llu) accepts: %s.", t->path,
+                         (unsigned long long) t->mount_id, *evidence ? evidence : "nothing");
         else
                 log_info("Trusted root %s is not there yet; it is pinned when a module beneath it is first "
                          "loaded. It accepts: %s.", t->path, *evidence ? evidence : "nothing");
         if (t->evidence & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
-                log_warning("Trusted root %s: module files whose origin is not verified are trusted when root "
-                            "owns them (Evidence=ownership or RequireReadOnlySuperblock=no).", t->path);
+                log_warning(
+                        "Trusted root %s: module files whose origin is not verified are trusted when root "
+                        "owns them (Evidence=ownership or RequireReadOnlySuperblock=no).",
+                        t->path);
         if (t->evidence & EVIDENCE_MASK(EVIDENCE_VERITY) && strv_length(t->root_hashes) == 0 &&
             strv_length(t->fsverity_digests) == 0)
                 log_debug("Trusted root %s accepts verity evidence, but allows no RootHash= and no "
@@ -258,76 +269,76 @@ static void manager_hold_prober(Manager *m) {
         TAKE_FD(fd);
 }
 
-static int manager_pin_roots(Manager *m) {
-        RootConfig *configs = NULL;
-        int n, r = 0;
+/* The roots config_trusted_roots() made, freed with their count. */
+typedef struct RootConfigs {
+        RootConfig *array;
+        int n;
+} RootConfigs;
 
-        n = config_trusted_roots(&m->config, &configs);
-        if (n < 0)
-                return log_error_errno(n, "Failed to determine the trusted roots: %m");
-        for (int i = 0; i < n; i++)
-                if (configs[i].evidence & EVIDENCE_MASK(EVIDENCE_VERITY))
-                        manager_hold_prober(m);
-
-        m->roots = calloc(n, sizeof(TrustedRoot *));
-        if (!m->roots) {
-                r = log_oom();
-                goto finish;
-        }
-        for (int i = 0; i < n; i++) {
-                const RootConfig *c = &configs[i];
-                TrustedRoot *t;
-
-                r = trusted_root_new(c->path, &t);
-                if (r < 0) {
-                        r = log_oom();
-                        goto finish;
-                }
-                m->roots[m->n_roots++] = t;
-                t->evidence = c->evidence;
-                t->require_ima = c->require_ima;
-                t->root_hashes = strv_copy_n(c->root_hashes, strv_length(c->root_hashes));
-                t->fsverity_digests = strv_copy_n(c->fsverity_digests, strv_length(c->fsverity_digests));
-                if (!t->root_hashes || !t->fsverity_digests) {
-                        r = log_oom();
-                        goto finish;
-                }
-
-                r = trusted_root_pin(t, root_verify, m);
-                if (r == -ENOMEM) {
-                        r = log_oom();
-                        goto finish;
-                }
-                if (r < 0 && (i == 0 || r != -ENOENT)) {
-                        r = log_error_errno(r, "Failed to pin trusted root %s: %m", t->path);
-                        goto finish;
-                }
-                r = root_load_manifest(t, c);
-                if (r < 0)
-                        goto finish;
-                r = root_log(t);
-                if (r < 0)
-                        goto finish;
-        }
-finish:
-        root_config_array_free(configs, n);
-        return r;
+static void root_configs_done(RootConfigs *c) {
+        root_config_array_free(c->array, c->n > 0 ? (size_t) c->n : 0);
 }
 
-/* The kernel command line's module_blacklist=, modprobe.blacklist= and modgate.mode= join the
- * configuration's policy, and over the result goes the digest that names it. */
-static int policy_complete(Policy *p, char ret_digest[SHA256_HEX_SIZE]) {
+/* One root, the first (whose index is read through it, so it must be pinned now) or another. */
+static int manager_add_root(Manager *m, const RootConfig *c, bool first) {
+        TrustedRoot *t;
+        int r;
+
+        r = trusted_root_new(c->path, &t);
+        if (r < 0)
+                return log_oom();
+        m->roots[m->n_roots++] = t;
+        t->evidence = c->evidence;
+        t->require_ima = c->require_ima;
+        t->root_hashes = strv_copy_n(c->root_hashes, strv_length(c->root_hashes));
+        t->fsverity_digests = strv_copy_n(c->fsverity_digests, strv_length(c->fsverity_digests));
+        if (!t->root_hashes || !t->fsverity_digests)
+                return log_oom();
+
+        r = trusted_root_pin(t, root_verify, m);
+        journal_record_root_pins(&t, 1);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0 && (first || r != -ENOENT))
+                return log_error_errno(r, "Failed to pin trusted root %s: %m", t->path);
+        r = root_load_manifest(t, c);
+        if (r < 0)
+                return r;
+        return root_log(t);
+}
+
+static int manager_pin_roots(Manager *m) {
+        _cleanup_(root_configs_done) RootConfigs configs = {};
+        int r;
+
+        configs.n = config_trusted_roots(&m->config, &configs.array);
+        if (configs.n < 0)
+                return log_error_errno(configs.n, "Failed to determine the trusted roots: %m");
+        for (int i = 0; i < configs.n; i++)
+                if (configs.array[i].evidence & EVIDENCE_MASK(EVIDENCE_VERITY))
+                        manager_hold_prober(m);
+
+        m->roots = calloc(configs.n, sizeof(TrustedRoot *));
+        if (!m->roots)
+                return log_oom();
+        for (int i = 0; i < configs.n; i++) {
+                r = manager_add_root(m, &configs.array[i], i == 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The kernel command line's module_blacklist=, modprobe.blacklist= and modgate.mode= (cmdline, NULL
+ * when it could not be read) join the configuration's policy, and over the result goes the digest
+ * that names it. */
+static int policy_complete(Policy *p, const char *cmdline, char ret_digest[SHA256_HEX_SIZE]) {
         _cleanup_strv_free_ char **ignored = NULL;
         _cleanup_free_ char *text = NULL;
         uint8_t digest[SHA256_DIGEST_SIZE];
-        char cmdline[8192];
         int r;
 
-        r = read_line_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline));
-        if (r < 0)
-                log_warning_errno(r, "Failed to read /proc/cmdline, its module_blacklist= and modgate.mode= are "
-                                  "not applied: %m");
-        else {
+        if (cmdline) {
                 r = policy_add_cmdline(p, cmdline, &ignored);
                 if (r < 0)
                         return r;
@@ -357,21 +368,30 @@ static void manager_log_policy(Manager *m, const char *verb) {
         const Policy *p = &m->config.policy;
 
         log_info("%s policy %.12s: %s, %s by default, %zu rules.", verb, m->policy_digest,
-                 policy_mode_to_string(p->mode), p->global.default_deny ? "deny" : "allow", policy_n_rules(p));
+                 policy_mode_to_string(p->mode), p->global.default_deny ? "deny" : "allow",
+                 policy_n_rules(p));
 }
 
-/* roothash= and usrhash= name the images the boot loader and the initrd verified: allowed for every
+/* Read once, at start: the kernel's command line is fixed while the kernel runs, so a reload has
+ * nothing new to read there. (What could differ is a file mounted over /proc/cmdline in the daemon's
+ * mount namespace, as the tests do before a daemon starts: it is taken in at the next start only.)
+ * roothash= and usrhash= name the images the boot loader and the initrd verified: allowed for every
  * root. */
 static int manager_read_cmdline(Manager *m) {
         int r;
 
-        r = config_read_cmdline_root_hashes(&m->cmdline_root_hashes);
+        r = kernel_cmdline_read(NULL, &m->kernel_cmdline);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0) {
-                log_warning_errno(r, "Failed to read /proc/cmdline, no roothash= or usrhash= is allowed: %m");
+                log_warning_errno(r, "Failed to read /proc/cmdline, its module_blacklist=, "
+                                  "modprobe.blacklist=, modgate.mode=, module options, roothash= and "
+                                  "usrhash= are not applied: %m");
                 return 0;
         }
+        r = config_cmdline_root_hashes(m->kernel_cmdline, &m->cmdline_root_hashes);
+        if (r < 0)
+                return log_oom();
         for (char **h = m->cmdline_root_hashes; h && *h; h++)
                 log_info("The kernel command line allows dm-verity root hash %s.", *h);
         return 0;
@@ -391,15 +411,18 @@ static void manager_log_enforcement(Manager *m) {
         else
                 snprintf(tree, sizeof(tree), "unknown");
         r = enforcement_describe("/", &e, &line);
-        journal_record_started(PROJECT_VERSION, m->policy_digest, policy_mode_to_string(m->config.policy.mode),
-                               r >= 0 ? line : "unknown", tree, m->seal.sealed);
+        journal_record_started(PROJECT_VERSION, m->policy_digest,
+                               policy_mode_to_string(m->config.policy.mode), r >= 0 ? line : "unknown", tree,
+                               m->seal.sealed);
         if (r < 0) {
                 log_warning_errno(r, "Failed to read the kernel's module enforcement: %m");
                 return;
         }
         if (e.modules_disabled.value == PROBE_YES)
-                log_warning("Kernel enforcement: %s. kernel.modules_disabled=1: every module load fails until "
-                            "reboot.", line);
+                log_warning(
+                        "Kernel enforcement: %s. kernel.modules_disabled=1: every module load fails until "
+                        "reboot.",
+                        line);
         else
                 log_info("Kernel enforcement: %s.", line);
 }
@@ -414,8 +437,9 @@ static void manager_lock_running(Manager *m) {
         if (dir >= 0)
                 fd = openat(dir, RUNTIME_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
         if (fd < 0 || flock(fd, LOCK_SH) < 0) {
-                log_warning_errno(errno, "Failed to lock %s/%s, modgate-modprobe cannot tell that modgated runs: %m",
-                                  m->runtime_dir, RUNTIME_LOCK);
+                log_warning_errno(
+                        errno, "Failed to lock %s/%s, modgate-modprobe cannot tell that modgated runs: %m",
+                        m->runtime_dir, RUNTIME_LOCK);
                 return;
         }
         m->running_fd = TAKE_FD(fd);
@@ -531,6 +555,8 @@ int manager_startup(Manager *m) {
         char index_dir[64];
         int r;
 
+        assert(m);
+
         manager_lock_running(m);
 
         r = fdstore_init();
@@ -539,21 +565,27 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Ignoring the fds passed at start other than the varlink sockets: %m");
         if (!fdstore_available())
-                log_notice("No file descriptor store (FileDescriptorStoreMax=): this boot's history, the "
-                           "trusted roots' identities and the kernel's uevents are not kept across restarts.");
+                log_notice(
+                        "No file descriptor store (FileDescriptorStoreMax=): this boot's history, the "
+                        "trusted roots' identities and the kernel's uevents are not kept across restarts.");
         r = root_identity_store_open(fdstore_available());
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                log_warning_errno(r, "Ignoring the trusted roots' records of the fd store, roots are recorded "
+                log_warning_errno(r,
+                                  "Ignoring the trusted roots' records of the fd store, roots are recorded "
                                   "anew: %m");
         r = manager_pin_roots(m);
         if (r < 0)
                 return r;
 
+        r = manager_read_cmdline(m);
+        if (r < 0)
+                return r;
+
         /* The index is read through the pinned root, like every module file. */
         (void) snprintf(index_dir, sizeof(index_dir), "/proc/self/fd/%d", m->roots[0]->fd);
-        r = resolver_new(m->roots[0]->path, index_dir, &m->resolver);
+        r = resolver_new(m->roots[0]->path, index_dir, m->kernel_cmdline, &m->resolver);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the module index of %s: %m", m->roots[0]->path);
 
@@ -561,13 +593,9 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read /sys/module/compression: %m");
 
-        r = manager_read_cmdline(m);
-        if (r < 0)
-                return r;
-
         manager_record_ignored_inputs(m);
 
-        r = policy_complete(&m->config.policy, m->policy_digest);
+        r = policy_complete(&m->config.policy, m->kernel_cmdline, m->policy_digest);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the module policy: %m");
         manager_log_policy(m, "Loaded");
@@ -597,7 +625,8 @@ int manager_startup(Manager *m) {
         if (r < 0 && history_open(false, &m->history, &skipped) < 0)
                 return log_oom();
         if (skipped > 0)
-                log_warning("Skipped %u entries of the history that do not parse (a write cut short?).", skipped);
+                log_warning("Skipped %u entries of the history that do not parse (a write cut short?).",
+                            skipped);
         /* Watching first, then looking: a load between the two is seen twice, and recorded once. */
         r = manager_follow_uevents(m);
         if (r < 0)
@@ -606,8 +635,8 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return r;
 
-        log_info("The kernel decompresses %s modules; %u workers.", compression_to_string(m->kernel_compression),
-                 m->config.workers);
+        log_info("The kernel decompresses %s modules; %u workers.",
+                 compression_to_string(m->kernel_compression), m->config.workers);
 
         manager_check_udevd(m, false);
 
@@ -630,6 +659,8 @@ int manager_startup(Manager *m) {
 }
 
 void manager_touch(Manager *m) {
+        assert(m);
+
         m->last_activity_usec = now_usec();
 }
 
@@ -646,7 +677,8 @@ static int on_idle_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (now >= due && manager_is_idle(m)) {
                 /* Nothing is accepted from here on: a client that connects now waits in the socket's
                  * backlog, and the service manager starts the next instance for it. */
-                log_info("Idle for %llu s, exiting.", (unsigned long long) (m->config.idle_exit_usec / 1000000U));
+                log_info("Idle for %llu s, exiting.",
+                         (unsigned long long) (m->config.idle_exit_usec / 1000000U));
                 (void) sd_varlink_server_shutdown(m->varlink_server);
                 return sd_event_exit(sd_event_source_get_event(s), 0);
         }
@@ -664,13 +696,15 @@ static int manager_arm_idle_timer(Manager *m) {
                 (void) sd_event_source_set_time_relative(m->idle_timer, m->config.idle_exit_usec);
                 return sd_event_source_set_enabled(m->idle_timer, SD_EVENT_ONESHOT);
         }
-        return sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, m->config.idle_exit_usec,
-                                          USEC_PER_SEC, on_idle_timer, m);
+        return sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC,
+                                          m->config.idle_exit_usec, USEC_PER_SEC, on_idle_timer, m);
 }
 
 /* Settings that workers or pinned roots depend on wait for a restart; the rest apply now. */
 void manager_check_udevd(Manager *m, bool asked_by_udevd) {
         int r;
+
+        assert(m);
 
         if (m->udevd_checked)
                 return;
@@ -679,7 +713,8 @@ void manager_check_udevd(Manager *m, bool asked_by_udevd) {
                 log_warning("systemd-udevd holds CAP_SYS_MODULE: its kmod builtin can load modules "
                             "without modgate.");
         else if (r == 0)
-                log_info("systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
+                log_info(
+                        "systemd-udevd runs without CAP_SYS_MODULE: it loads modules through modgate only.");
         else
                 log_debug_errno(r, "Could not check systemd-udevd for CAP_SYS_MODULE: %m");
         /* Not running yet (the udev takeover starts modgated beside udevd): checked again when udevd
@@ -693,16 +728,18 @@ int manager_read_udev_rules(Manager *m) {
         UdevRuleName *names = NULL;
         size_t n = 0;
         int r;
-
         _cleanup_free_ char *stamp = NULL;
         size_t size = 0;
         FILE *f;
+
+        assert(m);
 
         /* Not /run/udev/rules.d: a copy there that modgate-udev-rules wrote is read from its source, and
          * anything else there was written by what may not widen udevd's loads (udevd itself among them). */
         r = conf_files_list(udev_rules_trusted_dirs, NULL, ".rules", 0, SIZE_MAX, &files);
         if (r < 0)
-                return log_warning_errno(r, "Failed to list udev's rules files, keeping what they said before: %m");
+                return log_warning_errno(
+                        r, "Failed to list udev's rules files, keeping what they said before: %m");
 
         /* Read again only what changed since: which files, and each one's inode, size and time. */
         f = open_memstream(&stamp, &size);
@@ -713,8 +750,8 @@ int manager_read_udev_rules(Manager *m) {
 
                 (void) stat(*p, &st);
                 fprintf(f, "%s:%llu:%llu:%lld:%lld.%ld\n", *p, (unsigned long long) st.st_dev,
-                        (unsigned long long) st.st_ino, (long long) st.st_size, (long long) st.st_mtim.tv_sec,
-                        st.st_mtim.tv_nsec);
+                        (unsigned long long) st.st_ino, (long long) st.st_size,
+                        (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
         }
         if (fclose(f) != 0 || !stamp)
                 return log_oom();
@@ -738,23 +775,28 @@ int manager_reload(Manager *m, char **ret_error) {
         char digest[SHA256_HEX_SIZE];
         int r;
 
+        assert(m);
+
         (void) sd_notifyf(false, "RELOADING=1\nSTATUS=Reloading...\nMONOTONIC_USEC=%llu",
                           (unsigned long long) now_usec());
 
         config_init_defaults(&c);
         r = config_load(&c, NULL, &error);
         if (r >= 0)
-                r = policy_complete(&c.policy, digest);
+                r = policy_complete(&c.policy, m->kernel_cmdline, digest);
         if (r < 0) {
-                log_error_errno(r, "Invalid configuration, keeping the running one: %s", error ?: "out of memory");
-                (void) sd_notify(false, "READY=1\nSTATUS=Processing requests (configuration not reloaded)...");
+                log_error_errno(r, "Invalid configuration, keeping the running one: %s",
+                                error ?: "out of memory");
+                (void) sd_notify(false,
+                                 "READY=1\nSTATUS=Processing requests (configuration not reloaded)...");
                 if (ret_error)
                         *ret_error = TAKE_PTR(error);
                 return r;
         }
 
         if (c.workers != m->config.workers || !config_trust_equal(&c, &m->config))
-                log_notice("Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
+                log_notice(
+                        "Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
 
         /* Decisions are made on this thread only, so the swap is whole for every request. */
         policy_done(&m->config.policy);
@@ -835,17 +877,72 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 return 0;
         }
         sender_describe((pid_t) si->ssi_pid, comm, sizeof(comm), &unit);
-        journal_record_signal_ignored("SIGHUP", (pid_t) si->ssi_pid, (uid_t) si->ssi_uid, comm[0] ? comm : NULL,
-                                      unit);
+        journal_record_signal_ignored("SIGHUP", (pid_t) si->ssi_pid, (uid_t) si->ssi_uid,
+                                      comm[0] ? comm : NULL, unit);
+        return 0;
+}
+
+/* Whether nothing that was asked is unanswered: no Load waiting for its jobs, no job (a job's waiters
+ * are answered when it finishes), no reader's work, and every answer made written out. */
+static bool manager_drained(Manager *m) {
+        return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
+                reader_pool_pending(m->readers) == 0 && m->n_replied == 0;
+}
+
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_drained(m))
+                return sd_event_exit(m->event, 0);
+        if (now_usec() >= m->stop_deadline_usec) {
+                log_warning("Stopping with %u requests and %zu loads still unanswered after %llu s.",
+                            m->n_requests, scheduler_n_jobs(m->scheduler),
+                            (unsigned long long) (STOP_DRAIN_USEC / USEC_PER_SEC));
+                return sd_event_exit(m->event, 0);
+        }
+        (void) sd_event_source_set_time_relative(s, STOP_POLL_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* SIGTERM (systemctl stop, restart, a package's upgrade) and SIGINT: what is in flight is finished and
+ * answered before the loop ends, so that no caller is left without an answer while its module loads
+ * (the loop ending at once left the workers' answers unwritten). What arrives meanwhile is served
+ * too; whatever is still unanswered after STOP_DRAIN_USEC is left, and said. */
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        if (m->stop_timer)
+                return 0;
+        if (manager_drained(m))
+                return sd_event_exit(m->event, 0);
+        log_info("Stopping once the %u requests and %zu loads in flight are answered.", m->n_requests,
+                 scheduler_n_jobs(m->scheduler));
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Answering the requests in flight...");
+        m->stop_deadline_usec = now_usec() + STOP_DRAIN_USEC;
+        r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
+                                       on_stop_timer, m);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to wait for the requests in flight, stopping now: %m");
+                return sd_event_exit(m->event, 0);
+        }
         return 0;
 }
 
 int manager_run(Manager *m) {
         int r;
 
+        assert(m);
+
         r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to handle SIGHUP: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, on_stop_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle SIGTERM: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, on_stop_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle SIGINT: %m");
 
         r = manager_arm_idle_timer(m);
         if (r < 0)

@@ -6,19 +6,19 @@
 
 #include "authorize.h"
 #include "chatter.h"
-#include "connections.h"
-#include "history.h"
-#include "monitor.h"
-#include "reader-pool.h"
 #include "compression.h"
 #include "config.h"
+#include "connections.h"
 #include "device-info.h"
 #include "guard.h"
-#include "manifest.h"
 #include "macro.h"
+#include "manifest.h"
+#include "method-seal.h"
+#include "monitor.h"
+#include "reader-pool.h"
+#include "record-history.h"
 #include "resolver.h"
 #include "scheduler.h"
-#include "seal.h"
 #include "sha256.h"
 #include "stats.h"
 #include "trust.h"
@@ -48,6 +48,7 @@ typedef struct Manager {
         size_t n_roots;
         Resolver *resolver;
         Compression kernel_compression;
+        char *kernel_cmdline;           /* read once at start; NULL when it could not be read */
         char **cmdline_root_hashes;     /* roothash= and usrhash= on the kernel command line */
         char *probe_address;            /* --prober=; NULL: PROBE_ADDRESS */
         UdevRuleName *udev_rule_names;  /* the modules udev's rules name to modgate-udev, as last read */
@@ -69,9 +70,11 @@ typedef struct Manager {
 
         LoadRequest *requests;          /* Load calls waiting for their jobs */
         unsigned n_requests;
-        sd_varlink **replied;           /* links answered since the loop last wrote them (load.c) */
+        sd_varlink **replied;           /* links answered since the loop last wrote them (method-load.c) */
         size_t n_replied, n_replied_allocated;
         sd_event_source *reply_writer;  /* writes them, all in one iteration */
+        sd_event_source *stop_timer;    /* after SIGTERM: exits once every request in flight is answered */
+        uint64_t stop_deadline_usec;    /* or at this time (CLOCK_MONOTONIC), whatever is left */
 
         Monitors *monitors;             /* Monitor calls, sent every event */
         DeviceInfo *device_info;        /* udev's hardware database, for records of modalias requests */
@@ -88,6 +91,10 @@ typedef struct Manager {
  * sooner on a daemon that is not running and does not start, which is what happens when the process
  * that is waiting for the module is PID 1 itself, the one that would start it. */
 #define RUNTIME_LOCK "running"
+/* After SIGTERM: how long what is in flight may take to be answered, and how often that is looked at.
+ * A load inside finit_module() is waited for in any case (it cannot be stopped). */
+#define STOP_DRAIN_USEC (10 * USEC_PER_SEC)
+#define STOP_POLL_USEC (20 * USEC_PER_MSEC)
 
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);
@@ -115,51 +122,9 @@ int manager_reload(Manager *m, char **ret_error);
  * about the old one. Returns 1 when it reloaded, 0, or -errno. */
 int manager_refresh_index(Manager *m);
 
-/* record.c: each decision goes to the journal, this boot's history, the counters and the Monitor
- * subscribers, by one of these. */
-
-/* Keeps entry (a reference is taken) as its module's latest in the history; a failure to write it is
- * logged, memory still has it. */
-void manager_keep(Manager *m, sd_json_variant *entry);
-
-/* Sends an event of type about module (NULL: none) to the Monitor subscribers, with fields (an object,
- * or NULL) added to its type and time. Does nothing, cheaply, when nobody listens. */
-void manager_emit(Manager *m, const char *type, const char *module, sd_json_variant *fields);
-
-/* The scheduler's hooks: a job's decision, and a job handed to a worker. */
-void manager_record_module(const Requesters *who, const ModuleResult *r, void *userdata);
-void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata);
+/* Notes that a client or a job did something, which postpones the idle exit. */
+void manager_touch(Manager *m);
 
 /* Sets up the guard in the mode configured, logs what it is, and drops CAP_BPF and CAP_PERFMON, which
  * only attaching needs. Returns 0, or -errno when the capabilities could not be dropped. */
 int manager_guard_start(Manager *m);
-
-/* A load by another process that the guard refused (or would have), read from its ring buffer. */
-void manager_record_guard(const struct guard_event *e, void *userdata);
-
-/* A module in the kernel that modgate did not load. */
-void manager_record_outside(Manager *m, const char *module, const char *how);
-/* The kernel's module uevents, for loads and unloads by others while this instance runs. */
-void manager_on_module_event(const char *module, bool added, void *userdata);
-/* At start: what the kernel has against this boot's history. */
-int manager_reconcile(Manager *m);
-
-/* A call received, once its caller is known (method: "Load", "Unload", ...). */
-void manager_record_request(Manager *m, const char *method, const Requester *who);
-/* A request that matched no module: journaled the first time for its key, then counted. */
-/* Whether an answer of kind for key (with the method, when not NULL) from who is journaled on its
- * own, as the first of its kind from that peer in the window; else it was counted for a summary. */
-bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, const char *method, const char *key);
-
-void manager_record_not_found(Manager *m, const Requester *who, char *const *blacklisted);
-/* A decision of the policy; keep: make it the module's latest in the history. */
-void manager_record_policy(Manager *m, const Requester *who, const PolicyRecord *pr, bool keep);
-void manager_record_refused_caller(Manager *m, const Requester *who, const char *method, const char *reason);
-/* An Unload: done when error is 0, else refused with reason. */
-void manager_record_unload(Manager *m, const Requester *who, const char *name, int error, const char *reason);
-
-/* Journals the counted repeated answers as summaries, and starts a new window. */
-void manager_write_summaries(Manager *m);
-
-/* Notes that a client or a job did something, which postpones the idle exit. */
-void manager_touch(Manager *m);

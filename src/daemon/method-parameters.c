@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +8,10 @@
 
 #include "macro.h"
 #include "method-parameters.h"
+#include "method-seal.h"
 #include "module-name.h"
-#include "seal.h"
 #include "strv.h"
+#include "varlink-errors.h"
 
 /* What sd_varlink_dispatch() does, without the link: unknown fields and wrong types are an
  * InvalidParameter naming the field. */
@@ -80,6 +82,8 @@ int method_parameters_monitor(sd_json_variant *v, char ***ret_modules, MethodRef
 }
 
 int method_parameters_seal(sd_json_variant *v, char ***ret_names, MethodRefusal *ret_refusal) {
+        assert(ret_refusal);
+
         static const sd_json_dispatch_field table[] = {
                 { "load", SD_JSON_VARIANT_ARRAY, sd_json_dispatch_strv, 0, SD_JSON_NULLABLE },
                 {}
@@ -108,8 +112,8 @@ int method_reply_refusal(sd_varlink *link, const MethodRefusal *f) {
         if (f->field)
                 return sd_varlink_error_invalid_parameter_name(link, f->field);
         if (strcmp(f->error, "InvalidName") == 0)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.InvalidName",
+                return sd_varlink_errorbo(link, MANAGER_ERROR_INVALID_NAME,
                                           SD_JSON_BUILD_PAIR_STRING("name", f->name));
-        return sd_varlink_errorbo(link, "io.modgate.Manager.InvalidRequest",
+        return sd_varlink_errorbo(link, MANAGER_ERROR_INVALID_REQUEST,
                                   SD_JSON_BUILD_PAIR_STRING("reason", f->reason));
 }

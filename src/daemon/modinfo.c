@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <libkmod.h>
@@ -30,7 +31,8 @@ void modinfo_done(ModInfo *m) {
 static int modinfo_add(ModInfo *m, const char *key, const char *value, const char *alias_key) {
         char **field = NULL;
 
-        if (strcmp(key, "alias") == 0 && alias_key && !m->alias && value && fnmatch(value, alias_key, 0) == 0)
+        if (strcmp(key, "alias") == 0 && alias_key && !m->alias && value &&
+            fnmatch(value, alias_key, 0) == 0)
                 field = &m->alias;
         else if (strcmp(key, "name") == 0 && !m->name)
                 field = &m->name;
@@ -64,6 +66,8 @@ int modinfo_from_fd(int fd, const char *alias_key, ModInfo *ret) {
         struct kmod_list *i;
         char path[64];
         int r;
+
+        assert(ret);
 
         ctx = kmod_new(NULL, no_config);
         if (!ctx)

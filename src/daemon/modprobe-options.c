@@ -8,6 +8,7 @@
 
 #include "conf-files.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "macro.h"
 #include "modprobe-options.h"
 #include "module-name.h"
@@ -123,59 +124,6 @@ static int scan_file(const char *path, const char *display, const char *name, ch
         }
 }
 
-/* Whether a word MODULE.PARAM... of the kernel command line gives name options: PARAM is not empty,
- * and it is not modprobe.blacklist=. */
-static bool cmdline_option_for(const char *module, const char *param, const char *end, const char *name) {
-        char m[MODULE_NAME_MAX + 1];
-        size_t n = (size_t) (param - 1 - module);
-
-        if (param == end || n >= sizeof(m))
-                return false;
-        memcpy(m, module, n);
-        m[n] = '\0';
-        return module_name_equal(m, name) &&
-                !(strcmp(m, "modprobe") == 0 && strncmp(param, "blacklist=", 10) == 0);
-}
-
-/* Whether the kernel command line gives name options, as libkmod reads it (kmod_config_parse_kcmdline()):
- * words MODULE.PARAM[=VALUE], where a double quote may open a word, and quotes in a value keep blanks
- * in it; a word with a quote elsewhere, a second '.' before its value, or '=' before its '.' is no
- * option, and a quote left open hides the rest. */
-static bool cmdline_sets_options(const char *cmdline, const char *name) {
-        enum { MODULE, PARAM, VALUE, IGNORE } state = MODULE;
-        const char *module = cmdline, *param = NULL;
-        bool quoted = false;
-
-        for (const char *p = cmdline; p; p++) {
-                if (*p == '"') {
-                        quoted = !quoted;
-                        if (quoted && state == MODULE && p == module)
-                                module = p + 1;
-                        else if (state != VALUE)
-                                state = IGNORE;
-                } else if (*p == '\0' || strchr(" \t\n\v\f\r", *p)) {
-                        if (quoted && state != VALUE)
-                                state = IGNORE;
-                        else if (!quoted) {
-                                if ((state == PARAM || state == VALUE) &&
-                                    cmdline_option_for(module, param, p, name))
-                                        return true;
-                                module = p + 1;
-                                state = MODULE;
-                        }
-                        if (*p == '\0')
-                                break;
-                } else if (*p == '.' && state == MODULE) {
-                        param = p + 1;
-                        state = PARAM;
-                } else if ((*p == '.' && state == PARAM) || (*p == '=' && state == MODULE))
-                        state = IGNORE;
-                else if (*p == '=' && state == PARAM)
-                        state = VALUE;
-        }
-        return false;
-}
-
 int modprobe_options_sources(const char *root, const char *cmdline, const char *name, char **ret) {
         _cleanup_strv_free_ char **files = NULL;
         _cleanup_free_ char *list = NULL;
@@ -195,7 +143,7 @@ int modprobe_options_sources(const char *root, const char *cmdline, const char *
                 if (r < 0)
                         return r;
         }
-        if (cmdline_sets_options(cmdline, name) && add_source(&list, "the kernel command line", 0) < 0)
+        if (kmod_cmdline_sets_options(cmdline, name) && add_source(&list, "the kernel command line", 0) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(list);
         return 0;

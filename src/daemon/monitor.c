@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
-#include "loader.h"
 #include "log.h"
+#include "module-loader.h"
 #include "monitor.h"
 #include "strv.h"
+#include "time-util.h"
 
 typedef struct Subscriber {
         sd_varlink *link;
@@ -50,6 +52,8 @@ static void monitors_drop(Monitors *ms, size_t i) {
 
 int monitors_add(Monitors *ms, sd_varlink *link, char **modules) {
         int r;
+
+        assert(ms);
 
         if (ms->n >= MONITORS_MAX) {
                 strv_free(modules);

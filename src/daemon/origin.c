@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -18,8 +19,8 @@
 #include "fileio.h"
 #include "loop-util.h"
 #include "mountinfo.h"
-#include "parse-util.h"
 #include "origin.h"
+#include "parse-util.h"
 
 /* The superblock flag statmount() reports, the same bit as MS_RDONLY. */
 #ifndef SB_RDONLY
@@ -73,6 +74,8 @@ static void ima_hash_algorithm(uint8_t n, Ima *ret) {
  * 6, a signature header (version 2 and 3 respectively; algorithm byte, big-endian four-byte key id,
  * big-endian two-byte signature size) and the signature. */
 void ima_parse(const uint8_t *v, size_t n, Ima *ret) {
+        assert(ret);
+
         *ret = (Ima) { .type = n == 0 ? IMA_NONE : IMA_UNKNOWN };
         if (n == 0)
                 return;
@@ -211,6 +214,8 @@ int file_origin_from_fd(int fd, FileOrigin *ret) {
         FileOrigin o = {};
         int r;
 
+        assert(ret);
+
         if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
                   STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO | STATX_MNT_ID_UNIQUE, &sx) < 0)
                 return negative_errno();
@@ -288,8 +293,8 @@ static bool stack_read_only(int dfd, const char *name, unsigned depth, char *ret
         bool all = true;
         DIR *d;
 
-        if (depth > ORIGIN_DEPTH_MAX || read_line_at(dfd, "ro", ro, sizeof(ro)) < 0 || strcmp(ro, "1") != 0 ||
-            (depth > 0 && faccessat(dfd, "loop", F_OK, 0) >= 0)) {
+        if (depth > ORIGIN_DEPTH_MAX || read_line_at(dfd, "ro", ro, sizeof(ro)) < 0 ||
+            strcmp(ro, "1") != 0 || (depth > 0 && faccessat(dfd, "loop", F_OK, 0) >= 0)) {
                 snprintf(ret_writable, size, "%.31s", name);
                 return false;
         }
@@ -426,7 +431,8 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
                 if (!o->backing_path)
                         return -ENOMEM;
                 o->below_error = -EOPNOTSUPP;
-                if (set_string(&o->below_detail, "the kernel does not say which file an erofs mounted from a "
+                if (set_string(&o->below_detail,
+                               "the kernel does not say which file an erofs mounted from a "
                                "file reads (the mount's source is only the path given at mount time); put "
                                "the image on a loop device") < 0)
                         return -ENOMEM;
@@ -437,7 +443,8 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
                 if (depth >= ORIGIN_DEPTH_MAX)
                         o->below_error = -ELOOP;
                 else {
-                        below = open(o->backing_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+                        below = open(o->backing_path,
+                                     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
                         if (below < 0)
                                 o->below_error = negative_errno();
                         else {
@@ -463,8 +470,10 @@ int origin_verify_backing(Origin *o) {
                 if (!o->backing_known) {
                         o->below = NULL;
                         o->below_error = -ENODATA;
-                        if (set_string(&o->below_detail, "the file the loop device reads cannot be identified "
-                                       "(%s)", o->backing_unknown ?: "unknown") < 0) {
+                        if (set_string(&o->below_detail,
+                                       "the file the loop device reads cannot be identified "
+                                       "(%s)",
+                                       o->backing_unknown ?: "unknown") < 0) {
                                 origin_free(b);
                                 return -ENOMEM;
                         }

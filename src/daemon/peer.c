@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -117,8 +118,10 @@ int proc_status_parse(const char *text, ProcStatus *ret) {
         char field[1024];
         unsigned id;
 
-        if (status_field(text, "CapEff", field, sizeof(field)) < 0 || sscanf(field, "%llx", &s.cap_eff) != 1 ||
-            status_field(text, "PPid", field, sizeof(field)) < 0)
+        assert(ret);
+
+        if (status_field(text, "CapEff", field, sizeof(field)) < 0 ||
+            sscanf(field, "%llx", &s.cap_eff) != 1 || status_field(text, "PPid", field, sizeof(field)) < 0)
                 return -EBADMSG;
         s.ppid = (pid_t) strtol(field, NULL, 10);
         if (status_field(text, "State", field, sizeof(field)) >= 0)
@@ -345,6 +348,9 @@ int peer_identify(PeerCache *c, sd_varlink *link, PeerFlags flags, PeerIdentity 
         bool root_cgroup = false;
         int r;
 
+        assert(c);
+        assert(ret);
+
         *ret = (PeerIdentity) {};
         /* Opened when the connection was accepted, never later: what is read at a call is "now",
          * and cannot stand for what held when it connected. */
@@ -409,6 +415,8 @@ int uevent_modalias(const char *uevent, char **ret) {
 }
 
 int peer_read_device(const char *devpath, bool *ret_exists, char **ret_modalias, char **ret_subsystem) {
+        assert(ret_exists);
+
         struct open_how how = {
                 .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdint.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel-cmdline.h"
 #include "module-name.h"
 #include "policy.h"
 #include "strv.h"
@@ -50,6 +52,8 @@ int policy_rule_set(PolicyRule *r, RuleKind kind, const char *pattern, const cha
                     const char *option) {
         PolicyRule t = { .kind = kind, .line = line };
 
+        assert(r);
+
         if (strdup_or_null(pattern, &t.pattern) < 0 || strdup_or_null(file, &t.file) < 0 ||
             strdup_or_null(option, &t.option) < 0) {
                 policy_rule_done(&t);
@@ -69,6 +73,8 @@ static void policy_layer_done(PolicyLayer *l) {
 }
 
 void policy_init(Policy *p) {
+        assert(p);
+
         *p = (Policy) {
                 .mode = POLICY_ENFORCE,
                 .request_parameters_any = true,
@@ -93,6 +99,8 @@ void policy_done(Policy *p) {
 void policy_layer_clear_kind(PolicyLayer *l, RuleKind kind) {
         size_t k = 0;
 
+        assert(l);
+
         for (size_t i = 0; i < l->n_rules; i++) {
                 if (l->rules[i].kind == kind)
                         policy_rule_done(&l->rules[i]);
@@ -105,6 +113,8 @@ void policy_layer_clear_kind(PolicyLayer *l, RuleKind kind) {
 int policy_layer_add(PolicyLayer *l, RuleKind kind, const char *pattern, const char *file, unsigned line,
                      const char *option) {
         PolicyRule *a;
+
+        assert(l);
 
         if (l->n_rules >= POLICY_RULES_MAX)
                 return -E2BIG;
@@ -167,6 +177,8 @@ PolicyVerdict policy_check_request(const Policy *p, RequestSource source, const 
         const PolicyLayer *layers[] = { &p->global, source_layer(p, source) };
         _cleanup_free_ char *k = key ? strdup(key) : NULL;
 
+        assert(p);
+
         /* Out of memory, nothing can be matched: deny rather than let a denied key pass. */
         if (key && !k)
                 return deny(NULL);
@@ -195,6 +207,8 @@ PolicyVerdict policy_check_module(const Policy *p, RequestSource source, const c
         const PolicyLayer *layers[] = { &p->global, source_layer(p, source) };
         const PolicyRule *allow = NULL;
 
+        assert(p);
+
         /* A Deny= wins over every Allow=, in either layer. */
         for (size_t i = 0; i < ELEMENTSOF(layers); i++) {
                 const PolicyRule *r = layers[i] ? layer_find(layers[i], RULE_DENY, module) : NULL;
@@ -208,66 +222,20 @@ PolicyVerdict policy_check_module(const Policy *p, RequestSource source, const c
         return (PolicyVerdict) { .verdict = VERDICT_ALLOW, .rule = allow };
 }
 
-/* The kernel reads parameter names with '-' and '_' alike (parameq()). */
-static void parameter_key_normalize(char *s) {
-        for (; *s && *s != '='; s++)
-                if (*s == '-')
-                        *s = '_';
-}
-
-/* The blanks between words, as the kernel's isspace() has them. */
-#define KERNEL_BLANKS " \t\n\v\f\r"
-
-/* The next "key[=value]" word of a parameter string or a kernel command line, where double quotes
- * keep blanks in a value as the kernel's next_arg() does. Returns its length, 0 at the end. */
-static size_t next_parameter(const char **p) {
-        const char *s = *p + strspn(*p, KERNEL_BLANKS);
-        bool quoted = false;
-        size_t n = 0;
-
-        for (; s[n] && (quoted || !strchr(KERNEL_BLANKS, s[n])); n++)
-                if (s[n] == '"')
-                        quoted = !quoted;
-        *p = s;
-        return n;
-}
-
-/* A word as the kernel reads it (next_arg()): a leading double quote quotes the whole word and goes,
- * with its closing one; a value in quotes loses them; '-' and '_' are alike in the key. In place. */
-static void parameter_word_normalize(char *w) {
-        size_t n = strlen(w);
-        char *v;
-
-        if (w[0] == '"') {
-                memmove(w, w + 1, n--);
-                if (n > 0 && w[n - 1] == '"')
-                        w[--n] = '\0';
-        }
-        v = strchr(w, '=');
-        if (v && v[1] == '"') {
-                size_t m = strlen(v + 1);
-
-                memmove(v + 1, v + 2, m);
-                if (m > 1 && v[m - 1] == '"')
-                        v[m - 1] = '\0';
-        }
-        parameter_key_normalize(w);
-}
-
 /* Whether the options string sets the key of word (normalized). */
 static bool options_set_key(const char *options, const char *word) {
         size_t klen = strcspn(word, "=");
         char k[MODULE_PARAMETERS_MAX + 1];
 
         for (const char *p = options ?: ""; ; ) {
-                size_t n = next_parameter(&p);
+                size_t n = kernel_next_arg(&p);
 
                 if (n == 0)
                         return false;
                 if (n < sizeof(k)) {
                         memcpy(k, p, n);
                         k[n] = '\0';
-                        parameter_word_normalize(k);
+                        kernel_arg_normalize(k);
                         if (strcspn(k, "=") == klen && memcmp(k, word, klen) == 0)
                                 return true;
                 }
@@ -310,13 +278,16 @@ static bool parameter_allowed(const Policy *p, const ParameterRule *pr, const ch
 }
 
 PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const char *admin_options,
-                                      const char *parameters, char *buf, size_t size, const char **ret_word) {
+                                      const char *parameters, char *buf, size_t size,
+                                      const char **ret_word) {
         const ParameterRule *pr = parameter_rule_find(p, module);
         const PolicyRule *rule = pr ? &pr->rule : &p->request_parameters_rule;
 
+        assert(p);
+
         *ret_word = NULL;
         for (const char *s = parameters ?: ""; ; ) {
-                size_t n = next_parameter(&s);
+                size_t n = kernel_next_arg(&s);
 
                 if (n == 0)
                         break;
@@ -325,7 +296,7 @@ PolicyVerdict policy_check_parameters(const Policy *p, const char *module, const
                 memcpy(buf, s, n);
                 buf[n] = '\0';
                 s += n;
-                parameter_word_normalize(buf);
+                kernel_arg_normalize(buf);
                 *ret_word = buf;
                 if (options_set_key(admin_options, buf))
                         return (PolicyVerdict) { .verdict = VERDICT_DENY, .admin_option = true };
@@ -348,7 +319,7 @@ int policy_rule_describe(const PolicyRule *r, char **ret) {
         return k < 0 ? -ENOMEM : 0;
 }
 
-/* The value of a kernel command line word "name=value" as parameter_word_normalize() left it, or NULL
+/* The value of a kernel command line word "name=value" as kernel_arg_normalize() left it, or NULL
  * when the word is not that option. */
 static const char *cmdline_value(const char *word, const char *name) {
         size_t n = strlen(name);
@@ -382,50 +353,74 @@ static int cmdline_add_denies(Policy *p, const char *option, const char *value, 
         return 0;
 }
 
-static int cmdline_word(Policy *p, char *word, char ***ignored) {
+/* module_blacklist= and modprobe.blacklist=, as the kernel and libkmod read them. */
+static int cmdline_add_blacklists(Policy *p, const char *cmdline, char ***ignored) {
         static const char *const blacklists[] = { "module_blacklist", "modprobe.blacklist" };
-        _cleanup_free_ char *text = NULL;
-        const char *v;
-        PolicyMode m;
 
-        /* As the kernel reads it: without its quotes, '-' and '_' alike in the option's name. */
-        parameter_word_normalize(word);
-        for (size_t i = 0; i < ELEMENTSOF(blacklists); i++) {
-                v = cmdline_value(word, blacklists[i]);
-                if (v)
-                        return cmdline_add_denies(p, blacklists[i], v, ignored);
-        }
-        v = cmdline_value(word, "modgate.mode");
-        if (!v)
-                return 0;
-        if (asprintf(&text, "modgate.mode=%s", v) < 0)
-                return -ENOMEM;
-        m = policy_mode_from_string(v);
-        if (m < 0)
-                return strv_consume(ignored, TAKE_PTR(text));
-        p->mode = m;
-        return policy_rule_set(&p->mode_rule, RULE_DEFAULT, NULL, POLICY_CMDLINE, 0, text);
-}
-
-int policy_add_cmdline(Policy *p, const char *cmdline, char ***ret_ignored) {
-        _cleanup_strv_free_ char **ignored = NULL;
-        const char *s = cmdline;
-        int r;
-
-        for (;;) {
+        for (const char *s = cmdline;;) {
                 _cleanup_free_ char *word = NULL;
-                size_t n = next_parameter(&s);
+                size_t n = kernel_next_arg(&s);
 
                 if (n == 0)
-                        break;
+                        return 0;
                 word = strndup(s, n);
                 if (!word)
                         return -ENOMEM;
                 s += n;
-                r = cmdline_word(p, word, &ignored);
+                kernel_arg_normalize(word);
+                for (size_t i = 0; i < ELEMENTSOF(blacklists); i++) {
+                        const char *v = cmdline_value(word, blacklists[i]);
+                        int r;
+
+                        if (!v)
+                                continue;
+                        r = cmdline_add_denies(p, blacklists[i], v, ignored);
+                        if (r < 0)
+                                return r;
+                        break;
+                }
+        }
+}
+
+/* modgate.mode=, our own option, read as systemd reads its own; the last one counts. */
+static int cmdline_set_mode(Policy *p, const char *cmdline, char ***ignored) {
+        static const char *const keys[] = { "modgate.mode", NULL };
+        _cleanup_strv_free_ char **values = NULL;
+        int r;
+
+        r = systemd_cmdline_values(cmdline, keys, &values);
+        if (r < 0)
+                return r;
+        for (char **v = values; v && *v; v++) {
+                _cleanup_free_ char *text = NULL;
+                PolicyMode m;
+
+                if (asprintf(&text, "modgate.mode=%s", *v) < 0)
+                        return -ENOMEM;
+                m = policy_mode_from_string(*v);
+                if (m < 0) {
+                        r = strv_consume(ignored, TAKE_PTR(text));
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                p->mode = m;
+                r = policy_rule_set(&p->mode_rule, RULE_DEFAULT, NULL, POLICY_CMDLINE, 0, text);
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+int policy_add_cmdline(Policy *p, const char *cmdline, char ***ret_ignored) {
+        _cleanup_strv_free_ char **ignored = NULL;
+        int r;
+
+        r = cmdline_add_blacklists(p, cmdline, &ignored);
+        if (r >= 0)
+                r = cmdline_set_mode(p, cmdline, &ignored);
+        if (r < 0)
+                return r;
         *ret_ignored = TAKE_PTR(ignored);
         return 0;
 }
@@ -443,7 +438,8 @@ static int serialize_layer(FILE *f, const char *name, const PolicyLayer *l) {
         if (!lines)
                 return -ENOMEM;
         for (size_t i = 0; i < l->n_rules; i++)
-                if (asprintf(&lines[i], "%s %s", rule_kind_to_string(l->rules[i].kind), l->rules[i].pattern) < 0) {
+                if (asprintf(&lines[i], "%s %s", rule_kind_to_string(l->rules[i].kind),
+                             l->rules[i].pattern) < 0) {
                         r = -ENOMEM;
                         break;
                 }
@@ -464,6 +460,8 @@ int policy_serialize(const Policy *p, char **ret) {
         size_t size = 0;
         FILE *f;
         int r;
+
+        assert(p);
 
         f = open_memstream(&buf, &size);
         if (!f)
@@ -491,6 +489,8 @@ int policy_judge_plan(const Policy *p, RequestSource source, const Plan *plan, M
                       size_t *ret_first) {
         ModuleVerdict *v = calloc(plan->n_specs ?: 1, sizeof(ModuleVerdict));
         size_t first = SIZE_MAX;
+
+        assert(ret_first);
 
         if (!v)
                 return -ENOMEM;
@@ -525,6 +525,8 @@ int policy_chain(const Plan *plan, const ModuleVerdict *v, size_t i, char **ret)
         size_t size = 0;
         FILE *f;
         int r;
+
+        assert(plan);
 
         f = open_memstream(&buf, &size);
         if (!f)

@@ -94,8 +94,9 @@ int policy_layer_add(PolicyLayer *l, RuleKind kind, const char *pattern, const c
 /* Removes a layer's rules of one kind: an empty Deny= drops the Deny= rules written before it. */
 void policy_layer_clear_kind(PolicyLayer *l, RuleKind kind);
 
-/* Applies the kernel command line: module_blacklist= and modprobe.blacklist= (comma-separated, as the
- * kernel and modprobe read them) become [Policy] denies; modgate.mode= sets the mode. A malformed
+/* Applies the kernel command line: module_blacklist= and modprobe.blacklist= (comma-separated, split
+ * by the kernel's rules as the kernel and modprobe read them) become [Policy] denies; modgate.mode=
+ * (split by systemd's rules, kernel-cmdline.h) sets the mode, the last one. A malformed
  * value is skipped and named in *ret_ignored (a NULL-terminated list the caller frees), so the
  * daemon can say so. Returns 0 or -ENOMEM. */
 int policy_add_cmdline(Policy *p, const char *cmdline, char ***ret_ignored);

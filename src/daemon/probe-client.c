@@ -18,6 +18,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "probe-client.h"
+#include "varlink-errors.h"
 
 #define PROBE_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
@@ -60,16 +61,23 @@ static int copy_string(char *buf, size_t size, const char *s) {
 
 static int parse_targets(sd_json_variant *targets, DmTable *t) {
         static const sd_json_dispatch_field target_table[] = {
-                { "type", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(TargetReply, type), SD_JSON_MANDATORY },
-                { "verity", SD_JSON_VARIANT_OBJECT, sd_json_dispatch_variant_noref, offsetof(TargetReply, verity), 0 },
+                { "type", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(TargetReply, type),
+                  SD_JSON_MANDATORY },
+                { "verity", SD_JSON_VARIANT_OBJECT, sd_json_dispatch_variant_noref,
+                  offsetof(TargetReply, verity), 0 },
                 {}
         };
         static const sd_json_dispatch_field verity_table[] = {
-                { "rootHash", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(VerityReply, root_hash), SD_JSON_MANDATORY },
-                { "algorithm", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(VerityReply, algorithm), SD_JSON_MANDATORY },
-                { "options", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(VerityReply, options), 0 },
-                { "ignoreCorruption", SD_JSON_VARIANT_BOOLEAN, sd_json_dispatch_stdbool, offsetof(VerityReply, ignore_corruption), SD_JSON_MANDATORY },
-                { "corrupted", SD_JSON_VARIANT_BOOLEAN, sd_json_dispatch_stdbool, offsetof(VerityReply, corrupted), SD_JSON_MANDATORY },
+                { "rootHash", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
+                  offsetof(VerityReply, root_hash), SD_JSON_MANDATORY },
+                { "algorithm", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
+                  offsetof(VerityReply, algorithm), SD_JSON_MANDATORY },
+                { "options", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
+                  offsetof(VerityReply, options), 0 },
+                { "ignoreCorruption", SD_JSON_VARIANT_BOOLEAN, sd_json_dispatch_stdbool,
+                  offsetof(VerityReply, ignore_corruption), SD_JSON_MANDATORY },
+                { "corrupted", SD_JSON_VARIANT_BOOLEAN, sd_json_dispatch_stdbool,
+                  offsetof(VerityReply, corrupted), SD_JSON_MANDATORY },
                 {}
         };
         TargetReply first = {};
@@ -79,7 +87,8 @@ static int parse_targets(sd_json_variant *targets, DmTable *t) {
         t->n_targets = sd_json_variant_elements(targets);
         if (t->n_targets == 0)
                 return 0;
-        r = sd_json_dispatch(sd_json_variant_by_index(targets, 0), target_table, SD_JSON_ALLOW_EXTENSIONS, &first);
+        r = sd_json_dispatch(sd_json_variant_by_index(targets, 0), target_table, SD_JSON_ALLOW_EXTENSIONS,
+                             &first);
         if (r == -ENOMEM)
                 return r;
         if (r < 0 || copy_string(t->target, sizeof(t->target), first.type) < 0)
@@ -112,12 +121,13 @@ int probe_reply_parse(const char *error_id, sd_json_variant *reply, DmTable *t) 
         int r;
 
         if (error_id) {
-                if (strcmp(error_id, "io.modgate.Probe.DeviceChanged") == 0)
-                        return probe_failed(t, ESTALE, "it is another device than the one the file is on (its diskseq "
+                if (strcmp(error_id, PROBE_ERROR_DEVICE_CHANGED) == 0)
+                        return probe_failed(t, ESTALE,
+                                            "it is another device than the one the file is on (its diskseq "
                                             "changed: removed and made again)");
-                if (strcmp(error_id, "io.modgate.Probe.NoSuchDevice") == 0)
+                if (strcmp(error_id, PROBE_ERROR_NO_SUCH_DEVICE) == 0)
                         return probe_failed(t, ENODEV, "it is gone");
-                if (strcmp(error_id, "io.modgate.Probe.NotDeviceMapper") == 0)
+                if (strcmp(error_id, PROBE_ERROR_NOT_DEVICE_MAPPER) == 0)
                         return probe_failed(t, ENODEV, "the prober says it is not a device-mapper device");
                 s = sd_json_variant_string(sd_json_variant_by_key(reply, "reason"));
                 return probe_failed(t, EIO, "the prober answered %s%s%s", error_id, s ? ": " : "", s ?: "");
@@ -146,7 +156,8 @@ const char *probe_expected_cgroup(void) {
         return e && e[0] == '/' ? e : PROBE_CGROUP;
 }
 
-const char *probe_peer_failure(uid_t uid, const char *cgroups, const char *expected, char *buf, size_t size) {
+const char *probe_peer_failure(uid_t uid, const char *cgroups, const char *expected, char *buf,
+                               size_t size) {
         const char *line = NULL;
         size_t n;
 
@@ -299,7 +310,8 @@ static int probe_call(const char *address, const char *method, sd_json_variant *
         fd = sd_varlink_get_fd(link);
         if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0 ||
             sd_varlink_bind_reply(link, probe_reply) < 0) {
-                if (asprintf(ret_failure, "the connection to the prober at %s cannot be set up", address) < 0)
+                if (asprintf(ret_failure, "the connection to the prober at %s cannot be set up", address) <
+                    0)
                         return -ENOMEM;
                 return -EIO;
         }
@@ -312,8 +324,8 @@ static int probe_call(const char *address, const char *method, sd_json_variant *
         if (r >= 0)
                 r = check_writer(fd, failure, sizeof(failure));
         if (r > 0) {
-                if (asprintf(ret_failure, "the answer on %s is not from the prober, so not believed (%s)", address,
-                             failure) < 0)
+                if (asprintf(ret_failure, "the answer on %s is not from the prober, so not believed (%s)",
+                             address, failure) < 0)
                         return -ENOMEM;
                 return -EPERM;
         }
@@ -346,10 +358,10 @@ int probe_dm_table(const char *address, Origin *o) {
         int r;
 
         dm_table_done(t);
-        r = sd_json_buildo(&parameters,
-                           SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
+        r = sd_json_buildo(&parameters, SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->device_dev)),
                            SD_JSON_BUILD_PAIR_UNSIGNED("minor", minor(o->device_dev)),
-                           SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq", SD_JSON_BUILD_UNSIGNED(o->diskseq)));
+                           SD_JSON_BUILD_PAIR_CONDITION(o->diskseq != 0, "diskseq",
+                                                        SD_JSON_BUILD_UNSIGNED(o->diskseq)));
         if (r < 0)
                 return r;
         r = probe_call(address, "io.modgate.Probe.DescribeDevice", parameters, &c, &failure);
@@ -364,10 +376,14 @@ int probe_dm_table(const char *address, Origin *o) {
 
 int probe_loop_reply_parse(const char *error_id, sd_json_variant *reply, Origin *o) {
         static const sd_json_dispatch_field table[] = {
-                { "backingMajor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(LoopReply, major), SD_JSON_MANDATORY },
-                { "backingMinor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(LoopReply, minor), SD_JSON_MANDATORY },
-                { "backingInode", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(LoopReply, inode), SD_JSON_MANDATORY },
-                { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(LoopReply, diskseq), 0 },
+                { "backingMajor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint,
+                  offsetof(LoopReply, major), SD_JSON_MANDATORY },
+                { "backingMinor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint,
+                  offsetof(LoopReply, minor), SD_JSON_MANDATORY },
+                { "backingInode", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64,
+                  offsetof(LoopReply, inode), SD_JSON_MANDATORY },
+                { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64,
+                  offsetof(LoopReply, diskseq), 0 },
                 {}
         };
         LoopReply l = {};
@@ -377,15 +393,17 @@ int probe_loop_reply_parse(const char *error_id, sd_json_variant *reply, Origin 
         if (error_id) {
                 const char *s = sd_json_variant_string(sd_json_variant_by_key(reply, "reason"));
 
-                if (strcmp(error_id, "io.modgate.Probe.DeviceChanged") == 0)
-                        why = "the prober says it is another loop device than the one the file system is on (its "
+                if (strcmp(error_id, PROBE_ERROR_DEVICE_CHANGED) == 0)
+                        why = "the prober says it is another loop device than the one the file system is on "
+                              "(its "
                               "diskseq changed: detached and bound again)";
-                else if (strcmp(error_id, "io.modgate.Probe.NoSuchDevice") == 0)
+                else if (strcmp(error_id, PROBE_ERROR_NO_SUCH_DEVICE) == 0)
                         why = "the prober says it is gone";
-                else if (strcmp(error_id, "io.modgate.Probe.NotLoop") == 0)
+                else if (strcmp(error_id, PROBE_ERROR_NOT_LOOP) == 0)
                         why = "the prober says it is not a loop device, or reads no file";
                 else
-                        return set_unknown(o, "the prober answered %s%s%s", error_id, s ? ": " : "", s ?: "");
+                        return set_unknown(o, "the prober answered %s%s%s", error_id, s ? ": " : "",
+                                           s ?: "");
                 return set_unknown(o, "%s", why);
         }
         r = sd_json_dispatch(reply, table, SD_JSON_ALLOW_EXTENSIONS, &l);

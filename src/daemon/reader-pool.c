@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "reader-pool.h"
+#include "varlink-errors.h"
 
 /* Nice 19: a CPU that a load wants goes to the load (a weight of 15 against a load's 1024). Where a
  * seccomp filter forbids setpriority(2) (the unit's SystemCallFilter=~@resources) the threads stay at
@@ -249,7 +250,7 @@ int reader_pool_submit_call(ReaderPool *p, sd_varlink *link, reader_work_t work,
                 return r;
         r = reader_pool_submit(p, uid, work, done, userdata);
         if (r == -EBUSY)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.Busy",
+                return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
                                           SD_JSON_BUILD_PAIR_STRING("reason", READER_BUSY_REASON));
         return r < 0 ? r : 1;
 }

@@ -10,11 +10,11 @@
 #include "macro.h"
 
 /* The file and prober work of the read-only methods (Explain's checks of module files, Status's root
- * identities), on threads of its own: never on the event loop, which every load waits for, and never
- * on the scheduler's workers, which are the loads'. Its threads lower their CPU priority where the
- * sandbox lets them (nice 19), so that a reader's checks take only what the loads leave. What one uid may have here is bounded: one
- * item running at a time (the next waits, so another uid's item goes first), READER_PENDING_PER_UID
- * in all; READER_PENDING_MAX for everyone. */
+ * identities), on threads of its own: never on the event loop, which every load waits for, and never on the
+ * scheduler's workers, which are the loads'. Its threads lower their CPU priority where the sandbox lets
+ * them (nice 19), so that a reader's checks take only what the loads leave. What one uid may have here is
+ * bounded: one item running at a time (the next waits, so another uid's item goes first),
+ * READER_PENDING_PER_UID in all; READER_PENDING_MAX for everyone. */
 
 #define READER_THREADS 2U
 #define READER_PENDING_PER_UID 4U

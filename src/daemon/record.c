@@ -3,6 +3,7 @@
 /* Every decision, wherever it is made, goes the same way: a journal record, this boot's history, the
  * counters that Status reports, and an event for each Monitor subscriber. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 #include "log.h"
 #include "manager.h"
 #include "module-name.h"
+#include "record.h"
 #include "strv.h"
+#include "time-util.h"
 
 static void write_summary(const ChatterSummary *s, void *userdata) {
         journal_record_summary(s, *(unsigned *) userdata);
@@ -23,10 +26,13 @@ void manager_write_summaries(Manager *m) {
         unsigned sec = (unsigned) ((now - m->summary_since_usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
         int r;
 
+        assert(m);
+
         if (m->chatter) {
                 r = chatter_flush(m->chatter, write_summary, &sec);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to list the peers of a summary, their total is in it: %m");
+                        log_warning_errno(r,
+                                          "Failed to list the peers of a summary, their total is in it: %m");
         }
         m->summary_since_usec = now;
 }
@@ -43,9 +49,12 @@ static const char *peer_label(const Requester *who, char *buf, size_t size) {
         return buf;
 }
 
-bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, const char *method, const char *key) {
+bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, const char *method,
+                           const char *key) {
         _cleanup_free_ char *k = NULL;
         char buf[32];
+
+        assert(m);
 
         if (!m->chatter)
                 return true;
@@ -58,6 +67,8 @@ bool manager_chatter_first(Manager *m, ChatterKind kind, const Requester *who, c
 void manager_emit(Manager *m, const char *type, const char *module, sd_json_variant *fields) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
         int r;
+
+        assert(m);
 
         if (!monitors_active(m->monitors))
                 return;
@@ -112,6 +123,8 @@ static bool entry_moves(sd_json_variant *e) {
 void manager_keep(Manager *m, sd_json_variant *entry) {
         int r;
 
+        assert(m);
+
         if (!m->history || !entry)
                 return;
         /* A module that is loaded stays the history's "loaded" whatever is refused for it later (a
@@ -139,6 +152,8 @@ static void record_simple(Manager *m, const char *module, const char *outcome, c
 
 void manager_record_outside(Manager *m, const char *module, const char *how) {
         char taint[32] = "";
+
+        assert(m);
 
         (void) kernel_module_taint(module, taint, sizeof(taint));
         journal_record_outside(module, taint, how, false);
@@ -203,8 +218,11 @@ void manager_record_module(const Requesters *requesters, const ModuleResult *r, 
         Requester tmp;
         bool first;
 
+        assert(requesters);
+
         count_module(&m->counters, who.n, r);
-        if (r->outcome == OUTCOME_ALREADY_LOADED && m->history && !entry_is_loaded(history_get(m->history, r->name)))
+        if (r->outcome == OUTCOME_ALREADY_LOADED && m->history &&
+            !entry_is_loaded(history_get(m->history, r->name)))
                 manager_record_outside(m, r->name, "found loaded when asked for");
         first = kind < 0 || manager_chatter_first(m, kind, who.first, NULL, r->name);
         if (present && !first)
@@ -227,7 +245,8 @@ void manager_record_started(const Requester *who, const ModuleResult *r, void *u
         if (!monitors_active(m->monitors))
                 return;
         if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("role", role_to_string(r->role)),
-                           SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path))) >= 0)
+                           SD_JSON_BUILD_PAIR_CONDITION(!!r->path, "path", SD_JSON_BUILD_STRING(r->path))) >=
+            0)
                 manager_emit(m, "started", r->name, f);
 }
 
@@ -258,6 +277,8 @@ int manager_reconcile(Manager *m) {
         _cleanup_strv_free_ char **loaded = NULL;
         int r;
 
+        assert(m);
+
         r = kernel_loaded_modules(&loaded);
         if (r < 0)
                 return log_warning_errno(r, "Failed to list the modules in the kernel, not reconciling: %m");
@@ -283,6 +304,8 @@ void manager_record_request(Manager *m, const char *method, const Requester *who
         const char *key = who->name ?: who->modalias ?: who->path;
         _cleanup_free_ char *module = NULL;
 
+        assert(m);
+
         if (strcmp(method, "Load") == 0)
                 m->counters.requests++;
         if (!monitors_active(m->monitors))
@@ -297,15 +320,20 @@ void manager_record_request(Manager *m, const char *method, const Requester *who
         if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("method", method),
                            SD_JSON_BUILD_PAIR_CONDITION(!!key, "request", SD_JSON_BUILD_STRING(key)),
                            SD_JSON_BUILD_PAIR_STRING("source", request_source_to_string(who->source)),
-                           SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath", SD_JSON_BUILD_STRING(who->devpath)),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid))) >= 0)
+                           SD_JSON_BUILD_PAIR_CONDITION(!!who->devpath, "devpath",
+                                                        SD_JSON_BUILD_STRING(who->devpath)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid",
+                                                        SD_JSON_BUILD_INTEGER(who->pid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid",
+                                                        SD_JSON_BUILD_UNSIGNED(who->uid))) >= 0)
                 manager_emit(m, "request", module, f);
 }
 
 /* A request that matched nothing is journaled the first time for its key, then counted. */
 void manager_record_not_found(Manager *m, const Requester *who, char *const *blacklisted) {
         const char *key = who->name ?: who->modalias ?: who->path;
+
+        assert(m);
 
         m->counters.not_found++;
         if (key && !manager_chatter_first(m, CHATTER_NOT_FOUND, who, NULL, key))
@@ -321,9 +349,12 @@ void manager_record_policy(Manager *m, const Requester *requester, const PolicyR
         Requester tmp;
         bool first;
 
+        assert(m);
+
         if (!pr->would)
                 m->counters.denied++;
-        first = manager_chatter_first(m, pr->would ? CHATTER_WOULD_DENY : CHATTER_DENIED, requester, NULL, key);
+        first = manager_chatter_first(m, pr->would ? CHATTER_WOULD_DENY : CHATTER_DENIED, requester, NULL,
+                                      key);
         if (first) {
                 who = with_device(m, requester, &tmp, &vendor, &model);
                 journal_record_policy(who, pr);
@@ -339,10 +370,13 @@ void manager_record_policy(Manager *m, const Requester *requester, const PolicyR
         }
 }
 
-void manager_record_refused_caller(Manager *m, const Requester *who, const char *method, const char *reason) {
+void manager_record_refused_caller(Manager *m, const Requester *who, const char *method,
+                                   const char *reason) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *f = NULL;
         const char *key = who->name ?: who->modalias ?: who->path ?: "";
         _cleanup_free_ char *with_devpath = NULL;
+
+        assert(m);
 
         m->counters.refused_callers++;
         /* Whether a claimed device announced what is asked depends on the device: each is a key. */
@@ -353,13 +387,16 @@ void manager_record_refused_caller(Manager *m, const Requester *who, const char 
         if (!monitors_active(m->monitors))
                 return;
         if (sd_json_buildo(&f, SD_JSON_BUILD_PAIR_STRING("method", method),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid", SD_JSON_BUILD_INTEGER(who->pid)),
-                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid", SD_JSON_BUILD_UNSIGNED(who->uid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerPid",
+                                                        SD_JSON_BUILD_INTEGER(who->pid)),
+                           SD_JSON_BUILD_PAIR_CONDITION(who->have_peer, "peerUid",
+                                                        SD_JSON_BUILD_UNSIGNED(who->uid)),
                            SD_JSON_BUILD_PAIR_STRING("reason", reason)) >= 0)
                 manager_emit(m, "refused_caller", NULL, f);
 }
 
-void manager_record_unload(Manager *m, const Requester *who, const char *name, int error, const char *reason) {
+void manager_record_unload(Manager *m, const Requester *who, const char *name, int error,
+                           const char *reason) {
         journal_record_unload(who, name, error, reason);
         if (error == 0)
                 record_simple(m, name, "unloaded", NULL, NULL, NULL, true);

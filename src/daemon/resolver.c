@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libkmod.h>
@@ -40,8 +41,7 @@ struct Resolver {
         int watch_fd;           /* inotify on the index and modprobe.d directories; -1: stat them instead */
         int index_wd;
         bool stale;             /* the watch saw a change that no reload has taken in yet */
-        char cmdline[8192];     /* the kernel command line, read once: it never changes, and libkmod's
-                                 * options from it are what records name as their source */
+        char *cmdline;          /* the kernel command line, as the Manager read it; NULL: none */
 };
 
 typedef struct Builder {
@@ -166,17 +166,22 @@ static void resolver_watch(Resolver *r) {
         r->watch_fd = -EBADF;
         fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (fd < 0)
-                return (void) log_debug_errno(errno, "Failed to make an inotify instance, the index is checked "
+                return (void) log_debug_errno(errno,
+                                              "Failed to make an inotify instance, the index is checked "
                                               "by stat at every request: %m");
         r->index_wd = inotify_add_watch(fd, r->index_dir, WATCH_INDEX);
         if (r->index_wd < 0)
-                return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat at every "
-                                              "request: %m", r->dirname);
+                return (void) log_debug_errno(errno,
+                                              "Failed to watch %s, the index is checked by stat at every "
+                                              "request: %m",
+                                              r->dirname);
         for (const char *const *d = modprobe_d_dirs; *d; d++)
                 /* One that does not exist libkmod does not look at either. */
                 if (inotify_add_watch(fd, *d, WATCH_CONFIG) < 0 && errno != ENOENT && errno != ENOTDIR)
-                        return (void) log_debug_errno(errno, "Failed to watch %s, the index is checked by stat "
-                                                      "at every request: %m", *d);
+                        return (void) log_debug_errno(errno,
+                                                      "Failed to watch %s, the index is checked by stat "
+                                                      "at every request: %m",
+                                                      *d);
         r->watch_fd = TAKE_FD(fd);
 }
 
@@ -207,7 +212,8 @@ static int resolver_watch_read(Resolver *r) {
                         p += sizeof(*e) + e->len;
                         /* A watch gone (its directory removed, moved, unmounted) or events lost: the
                          * watch says nothing any more. */
-                        if (e->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF))
+                        if (e->mask &
+                            (IN_Q_OVERFLOW | IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF))
                                 lost = true;
                         /* In the module directory only the index files: depmod writes them under
                          * other names first, then renames them. */
@@ -218,7 +224,7 @@ static int resolver_watch_read(Resolver *r) {
         return lost ? -ESTALE : changed;
 }
 
-int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
+int resolver_new(const char *dirname, const char *index_dir, const char *cmdline, Resolver **ret) {
         _cleanup_(resolver_freep) Resolver *r = NULL;
         int q;
 
@@ -238,8 +244,11 @@ int resolver_new(const char *dirname, const char *index_dir, Resolver **ret) {
         q = context_new(r->index_dir, &r->ctx);
         if (q < 0)
                 return q;
-        if (read_line_at(AT_FDCWD, "/proc/cmdline", r->cmdline, sizeof(r->cmdline)) < 0)
-                r->cmdline[0] = '\0';
+        if (cmdline) {
+                r->cmdline = strdup(cmdline);
+                if (!r->cmdline)
+                        return -ENOMEM;
+        }
 
         *ret = TAKE_PTR(r);
         return 0;
@@ -254,21 +263,28 @@ Resolver *resolver_free(Resolver *r) {
         hashmap_free(r->plans);
         free(r->dirname);
         free(r->index_dir);
+        free(r->cmdline);
         free(r);
         return NULL;
 }
 
 const char *resolver_dirname(Resolver *r) {
+        assert(r);
+
         return r->dirname;
 }
 
 unsigned resolver_generation(Resolver *r) {
+        assert(r);
+
         return r->generation;
 }
 
 int resolver_reload(Resolver *r) {
         struct kmod_ctx *ctx;
         int q;
+
+        assert(r);
 
         q = context_new(r->index_dir, &ctx);
         if (q < 0)
@@ -285,11 +301,15 @@ int resolver_reload(Resolver *r) {
 int resolver_refresh(Resolver *r) {
         int q;
 
+        assert(r);
+
         if (r->watch_fd >= 0) {
                 q = resolver_watch_read(r);
                 if (q < 0) {
-                        log_debug_errno(q, "The watch on the module index stopped, it is checked by stat from now "
-                                        "on: %m");
+                        log_debug_errno(
+                                q,
+                                "The watch on the module index stopped, it is checked by stat from now "
+                                "on: %m");
                         r->watch_fd = safe_close(r->watch_fd);
                 }
                 if (q != 0)
@@ -364,6 +384,8 @@ static int options_source(const Resolver *r, const char *name, char **ret) {
 int plan_needed_by(const Plan *p, size_t i, char **ret) {
         _cleanup_free_ char *s = NULL;
 
+        assert(p);
+
         for (size_t j = i + 1; j < p->n_specs; j++) {
                 const ModuleSpec *u = p->specs + j;
                 bool needs = false;
@@ -385,8 +407,8 @@ int plan_needed_by(const Plan *p, size_t i, char **ret) {
 }
 
 /* kept: mod's object by name, which has its line of modules.dep parsed (see resolver_module()). */
-static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, struct kmod_module *kept, Role role,
-                       ModuleSpec **ret) {
+static int plan_append(const Resolver *r, Plan *p, struct kmod_module *mod, struct kmod_module *kept,
+                       Role role, ModuleSpec **ret) {
         ModuleSpec *a, *s;
 
         if (p->n_specs >= PLAN_MODULES_MAX)
@@ -450,7 +472,8 @@ static int add_post_softdeps(Builder *b, struct kmod_list *post, size_t idx) {
         return 0;
 }
 
-static int add_list(Builder *b, struct kmod_list *list, Role role, size_t **a, size_t *n, bool tolerate_loop) {
+static int add_list(Builder *b, struct kmod_list *list, Role role, size_t **a, size_t *n,
+                    bool tolerate_loop) {
         struct kmod_list *i;
         ssize_t idx;
         int r;
@@ -645,6 +668,8 @@ int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan) {
         Plan *p;
         int q;
 
+        assert(r);
+
         /* libkmod takes keys shorter than PATH_MAX. Longer ones (the kernel's uevents stay far below)
          * match nothing, and are not worth a place in the cache either. */
         if (strlen(key) >= PATH_MAX) {
@@ -714,6 +739,8 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
         ssize_t idx;
         int q;
 
+        assert(r);
+
         name = name_from_path(path);
         p = calloc(1, sizeof(*p));
         if (!name || !p)
@@ -756,6 +783,8 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
 int resolver_remove_command(Resolver *r, const char *name, char **ret) {
         _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
         int q;
+
+        assert(r);
 
         q = kmod_module_new_from_name(r->ctx, name, &mod);
         if (q < 0)
@@ -823,6 +852,8 @@ int plan_filter(const Plan *p, const bool *drop, Plan **ret) {
         _cleanup_(plan_freep) Plan *q = NULL;
         _cleanup_free_ bool *keep = calloc(p->n_specs ?: 1, sizeof(bool));
         _cleanup_free_ size_t *map = calloc(p->n_specs ?: 1, sizeof(size_t));
+
+        assert(p);
 
         q = calloc(1, sizeof(Plan));
         if (!q || !keep || !map)

@@ -55,16 +55,17 @@ int plan_filter(const Plan *p, const bool *drop, Plan **ret);
 
 /* dirname is the trusted root as paths in plans name it; the index is read beneath index_dir (the
  * pinned root's fd as /proc/self/fd/N, so that a mount over the path later changes nothing), or
- * beneath dirname when it is NULL. */
-int resolver_new(const char *dirname, const char *index_dir, Resolver **ret);
+ * beneath dirname when it is NULL. cmdline is the kernel command line (NULL: none), copied: the
+ * module options libkmod takes from it are what records name as their source. */
+int resolver_new(const char *dirname, const char *index_dir, const char *cmdline, Resolver **ret);
 Resolver *resolver_free(Resolver *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Resolver *, resolver_free);
 
 const char *resolver_dirname(Resolver *r);
 
 /* Reloads the index when depmod has rewritten it (or modprobe.d changed), as an inotify watch on their
- * directories says, or, where that cannot be set up, kmod_validate_resources()'s stats. Returns 1 when it reloaded (cached plans are
- * dropped), 0 when the index is unchanged, or -errno. */
+ * directories says, or, where that cannot be set up, kmod_validate_resources()'s stats. Returns 1 when it
+ * reloaded (cached plans are dropped), 0 when the index is unchanged, or -errno. */
 int resolver_refresh(Resolver *r);
 
 /* Reloads index and modprobe.d configuration unconditionally (on SIGHUP). */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,7 +14,6 @@
 
 #include "fdstore.h"
 #include "fileio.h"
-#include "journal.h"
 #include "log.h"
 #include "macro.h"
 #include "origin.h"
@@ -32,6 +32,8 @@ static int records_fd = -EBADF;
 static bool keep;
 
 void root_identity_format(const RootIdentity *id, char *buf, size_t size) {
+        assert(id);
+
         snprintf(buf, size, "dev=%u:%u diskseq=%llu fstype=%s%s%s", id->major, id->minor,
                  (unsigned long long) id->diskseq, id->fstype[0] ? id->fstype : "-",
                  id->root_hash[0] ? " roothash=" : "", id->root_hash);
@@ -42,6 +44,8 @@ int root_identity_parse(const char *s, RootIdentity *ret) {
         char fstype[32], hash[129];
         unsigned long long seq;
         int n = 0;
+
+        assert(ret);
 
         if (sscanf(s, "dev=%u:%u diskseq=%llu fstype=%31s%n", &id.major, &id.minor, &seq, fstype, &n) != 4)
                 return -EBADMSG;
@@ -60,6 +64,8 @@ int root_identity_parse(const char *s, RootIdentity *ret) {
 }
 
 bool root_identity_equal(const RootIdentity *a, const RootIdentity *b) {
+        assert(a);
+
         return a->major == b->major && a->minor == b->minor && a->diskseq == b->diskseq &&
                 strcmp(a->fstype, b->fstype) == 0 && !a->root_hash_unknown && !b->root_hash_unknown &&
                 strcmp(a->root_hash, b->root_hash) == 0;
@@ -68,6 +74,8 @@ bool root_identity_equal(const RootIdentity *a, const RootIdentity *b) {
 int root_identity_of(int dirfd, const char *probe_address, RootIdentity *ret) {
         _cleanup_(origin_freep) Origin *o = NULL;
         int r;
+
+        assert(ret);
 
         r = origin_collect(dirfd, &o);
         if (r < 0)
@@ -181,6 +189,8 @@ int root_identity_check(const char *path, const RootIdentity *id, RootIdentity *
         RootIdentity recorded;
         int r;
 
+        assert(ret_recorded);
+
         pthread_mutex_lock(&record_lock);
         r = lookup_locked(path, &text, &recorded);
         if (r == 0)
@@ -195,17 +205,41 @@ int root_identity_check(const char *path, const RootIdentity *id, RootIdentity *
         return r;
 }
 
+/* What the pin found, for the main thread to record (trusted_root_take_pinned()). */
+static int root_pinned(TrustedRoot *r, const char *identity, const char *recorded, bool changed) {
+        _cleanup_free_ char *i = NULL, *w = NULL;
+
+        i = strdup(identity);
+        if (!i)
+                return -ENOMEM;
+        if (recorded) {
+                w = strdup(recorded);
+                if (!w)
+                        return -ENOMEM;
+        }
+        trusted_root_pinned_done(&r->pinned);
+        r->pinned = (TrustedRootPinned) {
+                .identity = TAKE_PTR(i),
+                .recorded = TAKE_PTR(w),
+                .changed = changed,
+        };
+        return 0;
+}
+
 int root_identity_verify(TrustedRoot *r, const char *probe_address) {
         char now[512], was[512];
         RootIdentity id, recorded;
         int q;
 
+        assert(r);
+
         q = root_identity_of(r->fd, probe_address, &id);
         if (q == -ENOMEM)
                 return q;
         if (q < 0) {
-                log_warning_errno(q, "Failed to identify trusted root %s, it is not checked against earlier pins: %m",
-                                  r->path);
+                log_warning_errno(
+                        q, "Failed to identify trusted root %s, it is not checked against earlier pins: %m",
+                        r->path);
                 return 0;
         }
         root_identity_format(&id, now, sizeof(now));
@@ -213,8 +247,7 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
                 strncat(now, " roothash=unknown", sizeof(now) - strlen(now) - 1);
         if (!keep) {
                 /* Said once at start: nothing is kept without a store. */
-                journal_record_root(r->path, now, NULL, false);
-                return 0;
+                return root_pinned(r, now, NULL, false);
         }
 
         /* Nothing is recorded that is not known: a later pin that can read the table records it. */
@@ -222,36 +255,39 @@ int root_identity_verify(TrustedRoot *r, const char *probe_address) {
         if (q == -ENODATA) {
                 q = root_identity_find(r->path, &recorded);
                 if (q == 0) {
-                        log_warning("Trusted root %s is on a device-mapper device whose table cannot be read now: its "
-                                    "identity is not recorded until it can be.", r->path);
-                        journal_record_root(r->path, now, NULL, false);
-                        return 0;
+                        log_warning("Trusted root %s is on a device-mapper device whose table cannot be "
+                                    "read now: its "
+                                    "identity is not recorded until it can be.",
+                                    r->path);
+                        return root_pinned(r, now, NULL, false);
                 }
                 if (q > 0)
                         q = -ESTALE;
         }
         if (q == -EBADMSG) {
+                if (root_pinned(r, now, "unreadable", true) < 0)
+                        return -ENOMEM;
                 if (asprintf(&r->changed, "the record of its first pin this boot cannot be read") < 0)
                         return (r->changed = NULL), -ENOMEM;
-                journal_record_root(r->path, now, "unreadable", true);
                 return 0;
         }
         if (q == -ENOMEM)
                 return q;
         if (q == -ESTALE) {
                 root_identity_format(&recorded, was, sizeof(was));
+                if (root_pinned(r, now, was, true) < 0)
+                        return -ENOMEM;
                 if (asprintf(&r->changed, "recorded %s, now %s", was, now) < 0) {
                         r->changed = NULL;
                         return -ENOMEM;
                 }
-                journal_record_root(r->path, now, was, true);
                 return 0;
         }
         if (q < 0) {
-                log_warning_errno(q, "Failed to check trusted root %s against the record of its first pin: %m",
+                log_warning_errno(q,
+                                  "Failed to check trusted root %s against the record of its first pin: %m",
                                   r->path);
                 return 0;
         }
-        journal_record_root(r->path, now, q == 0 ? NULL : now, false);
-        return 0;
+        return root_pinned(r, now, q == 0 ? NULL : now, false);
 }

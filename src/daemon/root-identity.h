@@ -7,11 +7,12 @@
 
 #include "trust.h"
 
-/* What a trusted root is: its file system's device, that device's instance (diskseq: a device made
- * again under the same number has another), the file system type, and the verity root hash when
- * the device is dm-verity. Recorded when the root is first pinned in a boot, in a sealed memfd kept
- * in PID 1's fd store (not in /run, which processes without CAP_SYS_MODULE can write), and checked at each later pin (after an idle exit or a restart): a mount over the
- * path, another image on the same loop device, or another verity table all change it. */
+/* What a trusted root is: its file system's device, that device's instance (diskseq: a device made again
+ * under the same number has another), the file system type, and the verity root hash when the device is
+ * dm-verity. Recorded when the root is first pinned in a boot, in a sealed memfd kept in PID 1's fd store
+ * (not in /run, which processes without CAP_SYS_MODULE can write), and checked at each later pin (after an
+ * idle exit or a restart): a mount over the path, another image on the same loop device, or another verity
+ * table all change it. */
 typedef struct RootIdentity {
         unsigned major, minor;
         uint64_t diskseq;       /* 0: the device has none (tmpfs, an old kernel) */
@@ -42,7 +43,8 @@ int root_identity_store_open(bool store);
  * threads. */
 int root_identity_check(const char *path, const RootIdentity *id, RootIdentity *ret_recorded);
 
-/* Everything above for a root that was just pinned: its identity is found, checked and recorded,
- * and journalled; when it changed, r->changed says how, and nothing beneath it is loaded. Without a
- * store, nothing is kept across restarts (said once, at start). Returns 0 or -ENOMEM. */
+/* Everything above for a root that was just pinned: its identity is found, checked and recorded, and left in
+ * r->pinned for the main thread to journal (journal_record_root_pins()); when it changed, r->changed says
+ * how, and nothing beneath it is loaded. Without a store, nothing is kept across restarts (said once, at
+ * start). Returns 0 or -ENOMEM. */
 int root_identity_verify(TrustedRoot *r, const char *probe_address);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,25 +11,20 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "decide.h"
 #include "hashmap.h"
 #include "kernel.h"
 #include "log.h"
 #include "module-name.h"
+#include "record-journal.h"
 #include "scheduler.h"
+#include "time-util.h"
 
 /* A module in state "coming" is being loaded by someone else (PID 1, an initrd, another loader):
  * poll until it is live or gone. */
 #define COMING_POLL_USEC (20U * 1000U)
 #define COMING_WAIT_MAX_USEC (10U * 60U * 1000000U)
 #define DENIALS_MAX 4096U
-/* Loads beyond Workers=: the kernel's own requests (a module's init asking for another, which waits
- * for it), and a pool that grows while every worker has been inside a load for STUCK_USEC. The
- * kernel runs at most 50 usermode modprobe helpers at once; so many loads blocked in an init is
- * already a machine in trouble. */
-#define EXTRA_WORKERS_MAX 48U
-#define STUCK_USEC (2U * 1000000U)
-/* Checks ahead kept (what a module file's bytes said), for jobs that wait for what they need. */
-#define PREPARED_MAX 64U
 
 typedef enum JobState {
         JOB_WAITING,    /* for the modules it needs */
@@ -51,6 +47,7 @@ struct Job {
         ModuleResult result;
         bool alone;
         bool kernel;            /* asked for by the kernel's request_module(): never waits behind loads */
+        uint64_t made_usec;     /* CLOCK_MONOTONIC: when it was asked for */
         uint64_t running_since; /* CLOCK_MONOTONIC, once on a worker */
         uint64_t seq;           /* in the order jobs were made: what a module needs comes first */
         LoaderPrepared prepared; /* what a check of its file found while it waited */
@@ -194,11 +191,15 @@ bool job_is_done(const Job *j) {
 }
 
 const ModuleResult *job_result(const Job *j) {
+        assert(j);
+
         return &j->result;
 }
 
 int job_watch(Job *j, job_done_t cb, void *userdata) {
         Watcher *w;
+
+        assert(j);
 
         w = reallocarray(j->watchers, j->n_watchers + 1, sizeof(Watcher));
         if (!w)
@@ -259,6 +260,8 @@ static void job_record(Job *j) {
                 .n = j->n_requesters,
         };
 
+        /* A root the load (or a check ahead) pinned first: its record before the module's. */
+        journal_record_root_pins(s->ctx.roots, s->ctx.n_roots);
         if (s->record)
                 s->record(&who, &j->result, s->record_userdata);
         else
@@ -324,7 +327,8 @@ static void job_try_start(Job *j) {
                 const ModuleResult *d = &j->requires[i]->result;
 
                 if (!outcome_is_success(d->outcome))
-                        return job_finish_with(j, OUTCOME_FAILED, 0, "dependency %s was not loaded", d->name);
+                        return job_finish_with(j, OUTCOME_FAILED, 0, "dependency %s was not loaded",
+                                               d->name);
         }
 
         j->state = JOB_READY;
@@ -352,14 +356,45 @@ static int scheduler_spawn(Scheduler *s) {
         return 0;
 }
 
-/* Whether j may start now. A module in LoadAlone= starts when nothing else runs, and nothing else
- * starts while it runs; except what the kernel asks for, which may be what that very init waits for. */
-static bool job_may_start(Scheduler *s, const Job *j) {
-        if (j->kernel)
-                return s->n_running < s->n_workers + EXTRA_WORKERS_MAX;
-        if (s->alone_running || s->n_running >= s->n_workers + s->n_extra)
+/* The workers as the pure rules below see them. */
+static WorkerLanes scheduler_lanes(const Scheduler *s) {
+        return (WorkerLanes) {
+                .running = s->n_running,
+                .preparing = s->n_preparing,
+                .prepared = s->n_prepared,
+                .workers = s->n_workers,
+                .extra = s->n_extra,
+                .cpus = s->n_cpus,
+                .alone_running = s->alone_running,
+        };
+}
+
+bool lanes_may_start(const WorkerLanes *l, bool kernel, bool alone) {
+        if (kernel)
+                return l->running < l->workers + EXTRA_WORKERS_MAX;
+        if (l->alone_running || l->running >= l->workers + l->extra)
                 return false;
-        return !j->alone || s->n_running == 0;
+        return !alone || l->running == 0;
+}
+
+bool lanes_may_prepare(const WorkerLanes *l) {
+        assert(l);
+
+        return l->running + l->preparing < l->workers && l->preparing < l->cpus &&
+                l->prepared + l->preparing < PREPARED_MAX;
+}
+
+bool lanes_stuck(const WorkerLanes *l, bool ready) {
+        assert(l);
+
+        return ready && l->running >= l->workers + l->extra && l->extra < EXTRA_WORKERS_MAX;
+}
+
+/* Whether j may start now (lanes_may_start()). */
+static bool job_may_start(Scheduler *s, const Job *j) {
+        WorkerLanes l = scheduler_lanes(s);
+
+        return lanes_may_start(&l, j->kernel, j->alone);
 }
 
 static void job_run(Scheduler *s, Job *j) {
@@ -368,6 +403,7 @@ static void job_run(Scheduler *s, Job *j) {
         j->prepared_counted = false;
         j->state = JOB_RUNNING;
         j->running_since = now_usec();
+        j->result.wait_usec = j->running_since - j->made_usec;
         s->n_running++;
         s->alone_running = s->alone_running || j->alone;
         if (s->started)
@@ -406,9 +442,13 @@ static Job *next_to_prepare(Scheduler *s) {
  * (job_run()): at most Workers= of them over the daemon's life, since checks ahead only start
  * within Workers=. */
 static void scheduler_dispatch_prepares(Scheduler *s) {
-        while (s->n_running + s->n_preparing < s->n_workers && s->n_preparing < s->n_cpus &&
-               s->n_prepared + s->n_preparing < PREPARED_MAX && !s->stopping) {
-                Job *j = next_to_prepare(s);
+        for (;;) {
+                WorkerLanes l = scheduler_lanes(s);
+                Job *j;
+
+                if (!lanes_may_prepare(&l) || s->stopping)
+                        return;
+                j = next_to_prepare(s);
 
                 if (!j)
                         return;
@@ -449,9 +489,9 @@ static void scheduler_dispatch(Scheduler *s) {
  * or just slow; either way one more worker lets the queue move. */
 static int on_stuck_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         Scheduler *s = userdata;
+        WorkerLanes l = scheduler_lanes(s);
 
-        if (s->ready.head && s->n_running >= s->n_workers + s->n_extra &&
-            s->n_extra < EXTRA_WORKERS_MAX) {
+        if (lanes_stuck(&l, !!s->ready.head)) {
                 const Job *oldest = NULL, *j;
                 size_t state = 0;
 
@@ -460,24 +500,26 @@ static int on_stuck_timer(sd_event_source *source, uint64_t usec, void *userdata
                         if (j->state == JOB_RUNNING && (!oldest || j->running_since < oldest->running_since))
                                 oldest = j;
                 s->n_extra++;
-                log_notice("Every worker has been loading for %u s (the longest, %s, for %llu s) and %s waits: "
-                           "adding a worker (%u beyond Workers=).", STUCK_USEC / 1000000U,
-                           oldest ? oldest->result.name : "?",
-                           oldest ? (unsigned long long) ((now_usec() - oldest->running_since) / 1000000U) : 0ULL,
-                           s->ready.head->result.name, s->n_extra);
+                log_notice(
+                        "Every worker has been loading for %u s (the longest, %s, for %llu s) and %s waits: "
+                        "adding a worker (%u beyond Workers=).",
+                        STUCK_USEC / 1000000U, oldest ? oldest->result.name : "?",
+                        oldest ? (unsigned long long) ((now_usec() - oldest->running_since) / 1000000U) :
+                                 0ULL,
+                        s->ready.head->result.name, s->n_extra);
         }
         scheduler_dispatch(s);
         return 0;
 }
 
 static void scheduler_arm_stuck_timer(Scheduler *s) {
+        WorkerLanes l = scheduler_lanes(s);
         uint64_t newest = 0;
         size_t state = 0;
         Job *j;
         int r;
 
-        if (!s->ready.head || s->n_running < s->n_workers + s->n_extra || s->alone_running ||
-            s->n_extra >= EXTRA_WORKERS_MAX) {
+        if (!lanes_stuck(&l, !!s->ready.head) || s->alone_running) {
                 (void) sd_event_source_set_enabled(s->stuck_timer, SD_EVENT_OFF);
                 return;
         }
@@ -599,56 +641,31 @@ static int on_coming_timer(sd_event_source *source, uint64_t usec, void *userdat
         return 0;
 }
 
-/* What is known before any file is opened: the kernel's state, install commands, remembered
- * denials. Returns true when that decided the job. */
+/* What is known before any file is opened (module_decide_early()). Returns true when that decided
+ * the job, or set it waiting for another loader. */
 static bool job_decide_early(Job *j, const ModuleSpec *spec) {
         Scheduler *s = j->scheduler;
-        ModuleState state;
-        const Denial *denial;
-        int r;
+        ModuleState state = MODULE_STATE_ABSENT;
+        const Denial *denial = spec->path ? hashmap_get(s->denials, spec->path) : NULL;
+        _cleanup_(module_early_done) ModuleEarly e = {};
+        int r = 0;
 
-        if (!spec->path) {
-                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
-                return true;
-        }
-
-        r = kernel_module_state(j->result.name, &state);
+        if (spec->path)
+                r = kernel_module_state(j->result.name, &state);
+        r = module_decide_early(spec, r, state, denial ? denial->reason : NULL, denial ? denial->error : 0,
+                                &e);
         if (r < 0) {
-                job_finish_with(j, OUTCOME_FAILED, r, "cannot read module state: %s", strerrordesc_np(-r));
+                job_finish_with(j, OUTCOME_FAILED, r, "%s", strerrordesc_np(-r));
                 return true;
         }
-        switch (state) {
-        case MODULE_STATE_LIVE:
-                job_finish_with(j, OUTCOME_ALREADY_LOADED, 0, NULL);
+        switch (e.verdict) {
+        case EARLY_DONE:
+                j->result.cached = e.cached;
+                if (e.command)
+                        j->result.command = strdup(spec->install_command);
+                job_finish_with(j, e.outcome, e.error, e.reason ? "%s" : NULL, e.reason);
                 return true;
-        case MODULE_STATE_BUILTIN:
-                job_finish_with(j, OUTCOME_BUILTIN, 0, NULL);
-                return true;
-        case MODULE_STATE_GOING:
-                job_finish_with(j, OUTCOME_FAILED, EBUSY, "module is being removed");
-                return true;
-        default:
-                break;
-        }
-
-        /* Before waiting for another loader: if that one gives up, this job loads the module itself,
-         * and must have been refused by then if it is to be refused. */
-        if (spec->install_command) {
-                j->result.command = strdup(spec->install_command);
-                job_finish_with(j, OUTCOME_DENIED, EPERM,
-                                "modprobe.d has an install command for this module (%s); modgate never runs "
-                                "commands", spec->install_command);
-                return true;
-        }
-
-        denial = hashmap_get(s->denials, spec->path);
-        if (denial) {
-                j->result.cached = true;
-                job_finish_with(j, OUTCOME_DENIED, denial->error, "%s", denial->reason);
-                return true;
-        }
-
-        if (state == MODULE_STATE_COMING) {
+        case EARLY_COMING:
                 j->state = JOB_COMING;
                 j->coming_since = now_usec();
                 r = sd_event_add_time_relative(s->event, &j->coming_timer, CLOCK_MONOTONIC, COMING_POLL_USEC,
@@ -657,8 +674,9 @@ static bool job_decide_early(Job *j, const ModuleSpec *spec) {
                         job_finish_with(j, OUTCOME_FAILED, r, "cannot wait for the module: %s",
                                         strerrordesc_np(-r));
                 return true;
+        default:
+                return false;
         }
-        return false;
 }
 
 static bool name_in(char *const *names, const char *name) {
@@ -668,7 +686,7 @@ static bool name_in(char *const *names, const char *name) {
         return false;
 }
 
-static int join_parameters(const char *a, const char *b, char **ret) {
+int join_parameters(const char *a, const char *b, char **ret) {
         if (!a && !b) {
                 *ret = NULL;
                 return 0;
@@ -699,6 +717,7 @@ static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *paramet
         j->n_ref = 1;
         j->scheduler = s;
         j->seq = ++s->seq;
+        j->made_usec = now_usec();
         j->n_requesters = 1;
         j->alone = name_in(s->load_alone, spec->name);
         j->kernel = who->source == SOURCE_KERNEL;
@@ -744,24 +763,37 @@ static int job_link_all(Job *j, const ModuleSpec *spec, Job **jobs) {
         return 0;
 }
 
-/* A request joins a load in flight only when it would have done the same: same file, same
- * parameters. Anything else would report a load it did not get. */
+int job_joinable(const char *job_path, const char *job_parameters, const ModuleSpec *spec,
+                 const char *parameters) {
+        _cleanup_free_ char *want = NULL;
+
+        if (join_parameters(spec->options, parameters, &want) < 0)
+                return -ENOMEM;
+        return streq_ptr(job_path, spec->path) && streq_ptr(job_parameters, want);
+}
+
+/* A request joins a load in flight only when it would have done the same (job_joinable()). */
 static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters, const char **ret) {
         for (size_t i = 0; i < plan->n_specs; i++) {
                 const ModuleSpec *spec = plan->specs + i;
-                _cleanup_free_ char *want = NULL;
                 Job *j = hashmap_get(s->jobs, spec->name);
+                int r;
 
                 if (!j || spec->role != ROLE_REQUESTED)
                         continue;
-                if (join_parameters(spec->options, parameters, &want) < 0)
-                        return -ENOMEM;
-                if (!streq_ptr(j->result.path, spec->path) || !streq_ptr(j->result.parameters, want)) {
+                r = job_joinable(j->result.path, j->result.parameters, spec, parameters);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
                         *ret = j->result.name;
                         return -EBUSY;
                 }
         }
         return 0;
+}
+
+bool join_takes_kernel_lane(bool kernel, RequestSource source) {
+        return source == SOURCE_KERNEL && !kernel;
 }
 
 /* Another request for a job in flight: counted always, and kept for the record while there is room
@@ -770,12 +802,9 @@ static int find_conflict(Scheduler *s, const Plan *plan, const char *parameters,
  * it joins takes the kernel's lane from then on, or it would wait behind what waits for it. Returns
  * whether the job just took the lane. */
 static bool job_join(Job *j, const Requester *who) {
-        bool promoted = false;
+        bool promoted = join_takes_kernel_lane(j->kernel, who->source);
 
-        if (who->source == SOURCE_KERNEL && !j->kernel) {
-                j->kernel = true;
-                promoted = true;
-        }
+        j->kernel = j->kernel || promoted;
         j->n_requesters++;
         if (j->n_joined >= REQUESTERS_JOINED_MAX)
                 return promoted;
@@ -794,6 +823,8 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
         bool promoted = false;
         Job **jobs;
         int r;
+
+        assert(s);
 
         r = find_conflict(s, plan, parameters, ret_conflict);
         if (r < 0)
@@ -850,15 +881,22 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
 }
 
 bool scheduler_has_job(Scheduler *s, const char *name) {
+        assert(s);
+
         return hashmap_get(s->jobs, name);
 }
 
 size_t scheduler_n_jobs(Scheduler *s) {
+        assert(s);
+
         return hashmap_size(s->jobs);
 }
 
 void scheduler_state(Scheduler *s, SchedulerState *ret) {
         size_t n = hashmap_size(s->jobs);
+
+        assert(s);
+        assert(ret);
 
         *ret = (SchedulerState) {
                 .workers = s->n_workers,
@@ -869,21 +907,29 @@ void scheduler_state(Scheduler *s, SchedulerState *ret) {
 }
 
 uint64_t job_running_since(const Job *j) {
+        assert(j);
+
         return j->state == JOB_RUNNING ? j->running_since : 0;
 }
 
-int scheduler_jobs(Scheduler *s, Job ***ret, size_t *ret_n) {
+int scheduler_foreach_job(Scheduler *s, int (*fn)(Job *j, void *userdata), void *userdata) {
         size_t state = 0, n = 0;
         Job **jobs, *j;
+        int r = 0;
 
+        assert(s);
+        assert(fn);
+
+        /* Each referenced first: fn may finish one, or start others. */
         jobs = calloc(hashmap_size(s->jobs) ?: 1, sizeof(Job *));
         if (!jobs)
                 return -ENOMEM;
         while (hashmap_iterate(s->jobs, &state, NULL, (void **) &j))
                 jobs[n++] = job_ref(j);
-        *ret = jobs;
-        *ret_n = n;
-        return 0;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = fn(jobs[i], userdata);
+        jobs_unref(jobs, n);
+        return r < 0 ? r : 0;
 }
 
 void scheduler_set_guard(Scheduler *s, Guard *g) {
@@ -891,16 +937,23 @@ void scheduler_set_guard(Scheduler *s, Guard *g) {
 }
 
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
+        assert(s);
+
         s->load_alone = names;
 }
 
-void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started, void *userdata) {
+void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started,
+                          void *userdata) {
+        assert(s);
+
         s->record = record;
         s->started = started;
         s->record_userdata = userdata;
 }
 
 void scheduler_flush_denials(Scheduler *s) {
+        assert(s);
+
         hashmap_clear(s->denials);
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,8 @@
 #include "stats.h"
 
 void latency_add(Latency *l, uint64_t usec) {
+        assert(l);
+
         l->usec[l->next] = usec;
         l->next = (l->next + 1) % LATENCY_SAMPLES;
         if (l->n < LATENCY_SAMPLES)
@@ -28,6 +31,9 @@ static uint64_t nearest_rank(const uint64_t *sorted, size_t n, unsigned pct) {
 
 int latency_summarize(const Latency *l, LatencySummary *ret) {
         uint64_t sorted[LATENCY_SAMPLES];
+
+        assert(l);
+        assert(ret);
 
         if (l->n == 0)
                 return -ENODATA;

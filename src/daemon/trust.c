@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +28,8 @@ const char *trust_verdict_to_string(TrustVerdict v) {
 }
 
 TrustVerdict trust_check_file(const FileOrigin *o) {
+        assert(o);
+
         if (!S_ISREG(o->mode))
                 return TRUST_NOT_REGULAR;
         if (o->uid != 0)
@@ -182,8 +185,10 @@ int trust_manifest_load(const char *path, Manifest **ret, char **reterr_message)
         if (r < 0)
                 return r;
         if (!trust_manifest_fstype(o.fstype)) {
-                if (asprintf(reterr_message, "refusing a manifest on a %s file system: manifest evidence needs a "
-                             "local disk file system", o.fstype[0] ? o.fstype : "(unknown)") < 0) {
+                if (asprintf(reterr_message,
+                             "refusing a manifest on a %s file system: manifest evidence needs a "
+                             "local disk file system",
+                             o.fstype[0] ? o.fstype : "(unknown)") < 0) {
                         *reterr_message = NULL;
                         return -ENOMEM;
                 }
@@ -206,6 +211,8 @@ const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size
         const Origin *o = in->origin;
         const DmTable *t = &o->dm;
 
+        assert(in);
+
         if (o->backing == BACKING_NONE || o->backing == BACKING_FILE)
                 snprintf(buf, size, "the %s file system is not on a block device", o->file.fstype);
         else if (!o->device_mapper)
@@ -222,11 +229,15 @@ const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size
         else if (t->corrupted)
                 snprintf(buf, size, "%s's verity target has found corrupted blocks", o->device);
         else if (t->ignore_corruption)
-                snprintf(buf, size, "%s's verity target ignores corrupted blocks (ignore_corruption)", o->device);
+                snprintf(buf, size, "%s's verity target ignores corrupted blocks (ignore_corruption)",
+                         o->device);
         else if (has_word(t->options, "check_at_most_once"))
-                snprintf(buf, size, "%s's verity target checks each block once only (check_at_most_once): a block "
-                         "read again after the page cache dropped it is not verified", o->device);
-        else if (!strv_contains(in->root_hashes, t->root_hash) && !strv_contains(in->cmdline_root_hashes, t->root_hash))
+                snprintf(buf, size,
+                         "%s's verity target checks each block once only (check_at_most_once): a block "
+                         "read again after the page cache dropped it is not verified",
+                         o->device);
+        else if (!strv_contains(in->root_hashes, t->root_hash) &&
+                 !strv_contains(in->cmdline_root_hashes, t->root_hash))
                 snprintf(buf, size, "%s's root hash %s is not allowed%s", o->device, t->root_hash,
                          strv_length(in->root_hashes) + strv_length(in->cmdline_root_hashes) == 0 ?
                          " (no RootHash= is set, and the kernel command line names none)" : "");
@@ -255,6 +266,8 @@ static const char *fsverity_failure(const TrustInput *in, char *buf, size_t size
 int trust_verity(const TrustInput *in, bool *ret_fsverity, char **ret_reason) {
         char dm[512], fs[256];
         const char *a, *b;
+
+        assert(ret_fsverity);
 
         *ret_reason = NULL;
         *ret_fsverity = false;
@@ -312,6 +325,9 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         TrustVerdict v;
         int r;
 
+        assert(in);
+        assert(ret);
+
         v = trust_check_file(&in->origin->file);
         if (v != TRUST_OK) {
                 *ret = (TrustDecision) { .verdict = v, .reason = strdup(trust_verdict_to_string(v)) };
@@ -321,7 +337,8 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         /* A requirement on top of the evidence, not a kind of it. */
         if (in->require_ima && !ima_is_signature(in->origin->ima.type)) {
                 *ret = (TrustDecision) {};
-                if (asprintf(&ret->reason, "RequireIMASignature=yes: the file has no IMA signature (security.ima: %s)",
+                if (asprintf(&ret->reason,
+                             "RequireIMASignature=yes: the file has no IMA signature (security.ima: %s)",
                              ima_type_to_string(in->origin->ima.type)) < 0) {
                         ret->reason = NULL;
                         return -ENOMEM;
@@ -360,9 +377,10 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
                 /* Before any hashing: what a FUSE server or an NFS server hands us says nothing of what
                  * it hands the kernel. */
                 if (!trust_manifest_fstype(fstype)) {
-                        if (asprintf(&manifest, "file system type %s is not a local disk file system: the bytes "
-                                     "hashed need not be the bytes the kernel reads", fstype[0] ? fstype :
-                                     "(unknown)") < 0) {
+                        if (asprintf(&manifest,
+                                     "file system type %s is not a local disk file system: the bytes "
+                                     "hashed need not be the bytes the kernel reads",
+                                     fstype[0] ? fstype : "(unknown)") < 0) {
                                 manifest = NULL;
                                 return -ENOMEM;
                         }
@@ -383,14 +401,16 @@ int trust_decide(const TrustInput *in, TrustDecision *ret) {
         if (in->accepted & EVIDENCE_MASK(EVIDENCE_OWNERSHIP))
                 return trusted(ret, EVIDENCE_OWNERSHIP);
 
-        *ret = (TrustDecision) { .verdict = TRUST_OK, .reason = why ? TAKE_PTR(why) : strdup("no evidence is accepted") };
+        *ret = (TrustDecision) { .verdict = TRUST_OK,
+                                 .reason = why ? TAKE_PTR(why) : strdup("no evidence is accepted") };
         return ret->reason ? 0 : -ENOMEM;
 }
 
 const char *trust_open_error_to_string(int error) {
         switch (abs(error)) {
         case EXDEV:
-                return "path leaves the trusted root (absolute or escaping symlink, '..', or a mount crossing)";
+                return "path leaves the trusted root (absolute or escaping symlink, '..', or a mount "
+                       "crossing)";
         case ELOOP:
                 return "path contains a magic link or a symlink loop";
         case ENXIO:
@@ -463,6 +483,8 @@ int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata) {
         bool fresh;
         int q;
 
+        assert(r);
+
         pthread_mutex_lock(&r->lock);
         fresh = r->fd < 0;
         q = pin_locked(r);
@@ -475,6 +497,22 @@ int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata) {
         return q;
 }
 
+void trusted_root_pinned_done(TrustedRootPinned *p) {
+        free(p->identity);
+        free(p->recorded);
+        *p = (TrustedRootPinned) {};
+}
+
+void trusted_root_take_pinned(TrustedRoot *r, TrustedRootPinned *ret) {
+        assert(r);
+        assert(ret);
+
+        pthread_mutex_lock(&r->lock);
+        *ret = r->pinned;
+        r->pinned = (TrustedRootPinned) {};
+        pthread_mutex_unlock(&r->lock);
+}
+
 TrustedRoot *trusted_root_free(TrustedRoot *r) {
         if (!r)
                 return NULL;
@@ -483,6 +521,7 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
         free(r->path);
         free(r->real_path);
         free(r->changed);
+        trusted_root_pinned_done(&r->pinned);
         strv_free(r->root_hashes);
         strv_free(r->fsverity_digests);
         manifest_free(r->manifest);
@@ -492,6 +531,8 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
 }
 
 int trusted_root_open_file(const TrustedRoot *r, const char *relpath) {
+        assert(r);
+
         struct open_how how = {
                 .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,

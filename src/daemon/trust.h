@@ -12,6 +12,17 @@
 #include "manifest.h"
 #include "origin.h"
 
+/* What a fresh pin found about the root's identity (root_identity_verify()), kept until the main
+ * thread records it: roots are pinned on worker threads too, and records are written by the main
+ * thread alone. */
+typedef struct TrustedRootPinned {
+        char *identity;         /* as root_identity_format() writes it; NULL: nothing to record */
+        char *recorded;         /* what its first pin this boot recorded, or "unreadable"; NULL: none */
+        bool changed;           /* identity is not what was recorded: refused */
+} TrustedRootPinned;
+
+void trusted_root_pinned_done(TrustedRootPinned *p);
+
 /* A directory the daemon loads modules from, pinned as an fd at start so that later renames or
  * mounts over the path do not change what is trusted; one that is not there at start is pinned when
  * a module beneath it is first loaded. With what it accepts as evidence. */
@@ -22,6 +33,7 @@ typedef struct TrustedRoot {
         int fd;                 /* -EBADF until pinned */
         uint64_t mount_id;
         char *changed;          /* not what it was at its first pin this boot, and how: refused */
+        TrustedRootPinned pinned; /* under lock, until trusted_root_take_pinned() */
 
         unsigned evidence;      /* EVIDENCE_MASK()s */
         char **root_hashes;     /* dm-verity root hashes allowed */
@@ -138,6 +150,10 @@ typedef int (*TrustedRootVerify)(TrustedRoot *r, void *userdata);
  * under the root's lock. Safe from several threads. Returns 0, or the negative errno of opening it
  * (-ENOENT: not there yet). */
 int trusted_root_pin(TrustedRoot *r, TrustedRootVerify verify, void *userdata);
+
+/* Takes what the last fresh pin found, under the root's lock: *ret is what is left to record (its
+ * identity NULL when nothing is). Safe from several threads. */
+void trusted_root_take_pinned(TrustedRoot *r, TrustedRootPinned *ret);
 
 /* Opens relpath beneath the root with openat2(), never leaving it: -EXDEV when the path or a symlink
  * in it leads outside or across a mount, -ELOOP for magic links and loops, -ENOENT when missing. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,10 @@
 #define UDEVD_COMM "systemd-udevd"
 
 int proc_status_cap_bnd(const char *status, uint64_t *ret) {
-        for (const char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        assert(ret);
+
+        for (const char *line = status; line && *line;
+             line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
                 char *end;
                 uint64_t v;
 

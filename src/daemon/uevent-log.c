@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -10,8 +11,8 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "journal.h"
 #include "parse-util.h"
+#include "record-journal.h"
 #include "uevent-log.h"
 
 /* The kernel's multicast group of uevents (udevd's own messages go to group 2). */
@@ -60,6 +61,8 @@ int uevent_parse(const char *buf, size_t size, Uevent *ret) {
         size_t n;
         int r = 0;
 
+        assert(ret);
+
         /* The header "ACTION@DEVPATH", then KEY=VALUE strings; a message of udevd's ("libudev") has
          * no '@' in its first string. */
         n = strnlen(buf, size);
@@ -98,6 +101,8 @@ static Uevent *entry(UeventLog *l, size_t i) {
 int uevent_log_add(UeventLog *l, Uevent *u) {
         Uevent *slot;
 
+        assert(l);
+
         if (l->n > 0 && u->seqnum <= entry(l, l->n - 1)->seqnum)
                 return -EINVAL;
         if (l->n == UEVENT_LOG_MAX) {
@@ -115,6 +120,8 @@ int uevent_log_add(UeventLog *l, Uevent *u) {
 }
 
 void uevent_log_blind_until(UeventLog *l, uint64_t seqnum) {
+        assert(l);
+
         l->blind = MAX(l->blind, seqnum);
 }
 
@@ -138,6 +145,8 @@ static const Uevent *find(UeventLog *l, uint64_t seqnum) {
 UeventMatch uevent_log_match(UeventLog *l, int64_t seqnum, const char *devpath, const char *action,
                              const Uevent **ret_event, char *why, size_t size) {
         const Uevent *u;
+
+        assert(l);
 
         if (seqnum < 0) {
                 snprintf(why, size, "the request gives no SEQNUM of the kernel's event");
@@ -224,6 +233,8 @@ static int read_one(UeventLog *l) {
 
 int uevent_log_read(UeventLog *l) {
         int r;
+
+        assert(l);
 
         if (l->fd < 0)
                 return 0;
@@ -328,6 +339,8 @@ int uevent_log_save(UeventLog *l, int fd) {
         _cleanup_(fclosep) FILE *f = NULL;
         int copy;
 
+        assert(l);
+
         copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (copy < 0)
                 return negative_errno();
@@ -383,6 +396,8 @@ int uevent_log_restore(UeventLog *l, const char *buf, size_t size) {
         uint64_t blind = l->blind;
         int r;
 
+        assert(l);
+
         if (l->n > 0)
                 return -EBUSY;
         r = restore(l, buf, size);
@@ -396,12 +411,16 @@ int uevent_log_restore(UeventLog *l, const char *buf, size_t size) {
 }
 
 int uevent_log_fd(UeventLog *l) {
+        assert(l);
+
         return l->fd;
 }
 
 int uevent_log_rcvbuf(UeventLog *l) {
         socklen_t len = sizeof(int);
         int size = 0;
+
+        assert(l);
 
         if (l->fd < 0 || getsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &size, &len) < 0)
                 return -1;

@@ -1,26 +1,31 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-json.h>
 
 #include "connections.h"
-#include "explain.h"
-#include "history.h"
-#include "journal.h"
 #include "kernel.h"
-#include "load.h"
 #include "log.h"
+#include "method-explain.h"
+#include "method-load.h"
 #include "method-parameters.h"
+#include "method-seal.h"
+#include "method-status.h"
+#include "method-unload.h"
 #include "module-name.h"
 #include "peer.h"
 #include "policy.h"
+#include "record-history.h"
+#include "record-journal.h"
+#include "record.h"
 #include "request.h"
 #include "scheduler.h"
-#include "seal.h"
-#include "status.h"
 #include "strv.h"
+#include "time-util.h"
+#include "varlink-errors.h"
 #include "varlink-io.modgate.Manager.h"
 #include "varlink.h"
 
@@ -46,13 +51,14 @@ static int check_caller(Manager *m, sd_varlink *link, const PeerIdentity *peer, 
                 return 1;
         log_debug("Refused %s from pid %d: %s", method, (int) peer->pid, why);
         manager_record_refused_caller(m, who, method, why);
-        return sd_varlink_errorbo(link, "io.modgate.Manager.PermissionDenied", SD_JSON_BUILD_PAIR_STRING("reason", why));
+        return sd_varlink_errorbo(link, MANAGER_ERROR_PERMISSION_DENIED,
+                                  SD_JSON_BUILD_PAIR_STRING("reason", why));
 }
 
 /* Who the peer is, into peer and who (which borrows peer's strings: peer must outlive it), and
  * whether it may make req. Returns 1 when it may, else the reply's result. */
-static int identify_caller(Manager *m, sd_varlink *link, PeerIdentity *peer, const AuthRequest *req, Requester *who,
-                           const char *method) {
+static int identify_caller(Manager *m, sd_varlink *link, PeerIdentity *peer, const AuthRequest *req,
+                           Requester *who, const char *method) {
         int r;
 
         r = peer_identify(m->peers, link, 0, peer);
@@ -101,14 +107,42 @@ static int udev_device(Manager *m, const RequestContext *c, bool *ret_exists, ch
         return 0;
 }
 
+/* Who asks for a Load, as the request says; the peer's identity is added after. Borrows p's strings. */
+/* Load's and Explain's parameters, checked. Returns 1 with *p set, else the reply's result. */
+static int dispatch_load_parameters(sd_varlink *link, sd_json_variant *parameters, LoadParameters *p) {
+        LoadRefusal refusal = {};
+        int r;
+
+        r = load_parameters_parse(parameters, p, &refusal);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = load_reply_refusal(link, p, &refusal);
+                return r < 0 ? r : 0;
+        }
+        return 1;
+}
+
+static Requester load_requester(const LoadParameters *p) {
+        return (Requester) {
+                .name = (char *) p->name,
+                .modalias = (char *) p->modalias,
+                .path = (char *) p->path,
+                .source = p->context.source,
+                .source_given = p->context_json && sd_json_variant_by_key(p->context_json, "source"),
+                .devpath = (char *) p->context.devpath,
+                .subsystem = (char *) p->context.subsystem,
+                .action = (char *) p->context.action,
+                .file = (char *) p->context.file,
+                .seqnum = p->context.seqnum,
+        };
+}
+
 static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                           void *userdata) {
-        _cleanup_(plan_freep) Plan *owned = NULL;
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
+        _cleanup_(load_judgement_done) LoadJudgement judgement = {};
         Manager *m = userdata;
         LoadParameters p = {};
-        LoadRefusal refusal = {};
-        const Plan *plan = NULL;
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
         _cleanup_free_ char *device_modalias = NULL, *device_subsystem = NULL;
         char device_unknown[512] = "";
@@ -118,29 +152,18 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         int r;
 
         manager_touch(m);
-        r = load_parameters_parse(parameters, &p, &refusal);
-        if (r < 0)
+        r = dispatch_load_parameters(link, parameters, &p);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return load_reply_refusal(link, &p, &refusal);
 
         if (m->n_requests >= REQUESTS_MAX)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
+                return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
+                                          SD_JSON_BUILD_PAIR_STRING("reason", "too many requests pending"));
 
-        who = (Requester) {
-                .name = (char *) p.name,
-                .modalias = (char *) p.modalias,
-                .path = (char *) p.path,
-                .source = p.context.source,
-                .devpath = (char *) p.context.devpath,
-                .subsystem = (char *) p.context.subsystem,
-                .action = (char *) p.context.action,
-                .file = (char *) p.context.file,
-                .seqnum = p.context.seqnum,
-        };
-        who.source_given = p.context_json && sd_json_variant_by_key(p.context_json, "source");
+        who = load_requester(&p);
         r = peer_identify(m->peers, link,
-                          who.source_given && p.context.source == SOURCE_KERNEL ? PEER_KERNEL_HELPER : 0, &peer);
+                          who.source_given && p.context.source == SOURCE_KERNEL ? PEER_KERNEL_HELPER : 0,
+                          &peer);
         if (r < 0)
                 return r;
         requester_set_peer(&who, &peer);
@@ -180,26 +203,17 @@ static int vl_method_load(sd_varlink *link, sd_json_variant *parameters, sd_varl
         if (r <= 0)
                 return r;
         manager_record_request(m, "Load", &who);
-        if (seal_refuses(m))
+
+        r = load_judge(m, &p, seal_kernel(m), false, &judgement);
+        if (r < 0)
+                return log_error_errno(r, "Failed to decide on the request: %m");
+        if (judgement.decision.verdict == LOAD_SEALED)
                 return seal_refuse(m, link, &who, "Load");
-
-        r = load_judge_key(m, link, &p, &who);
+        r = load_judgement_apply(m, link, &who, &judgement);
         if (r <= 0)
                 return r;
-
-        r = load_plan(m, link, &p, &who, &plan, &owned);
-        if (r <= 0)
-                return r;
-
-        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
-        if (r <= 0)
-                return r;
-
-        r = load_judge_parameters(m, link, &p, &who, plan);
-        if (r <= 0)
-                return r;
-
-        return load_start(m, link, flags, &p, &who, plan, denied, arrival_usec);
+        return load_start(m, link, flags, &p, &who, load_judgement_plan(&judgement),
+                          judgement.decision.denied, arrival_usec);
 }
 
 /* The one parameter of Unload and Describe, a module name, checked and made canonical. Returns 1 with
@@ -228,8 +242,8 @@ static int vl_method_unload(sd_varlink *link, sd_json_variant *parameters, sd_va
         if (r <= 0)
                 return r;
         who.name = name;
-        r = identify_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name }, &who,
-                            "Unload");
+        r = identify_caller(userdata, link, &peer, &(AuthRequest) { .method = AUTH_UNLOAD, .name = name },
+                            &who, "Unload");
         if (r <= 0)
                 return r;
         manager_record_request(userdata, "Unload", &who);
@@ -245,7 +259,8 @@ static int check_reader(Manager *m, sd_varlink *link, const char *method, Reques
         _cleanup_(peer_identity_done) PeerIdentity peer = {};
 
         return identify_caller(m, link, &peer,
-                               &(AuthRequest) { .method = AUTH_READ, .have_read_group = m->config.have_read_group,
+                               &(AuthRequest) { .method = AUTH_READ,
+                                                .have_read_group = m->config.have_read_group,
                                                 .read_group = m->config.read_group },
                                who, method);
 }
@@ -254,19 +269,19 @@ static int vl_method_explain(sd_varlink *link, sd_json_variant *parameters, sd_v
                              void *userdata) {
         Manager *m = userdata;
         LoadParameters p = {};
-        LoadRefusal refusal = {};
         Requester who;
         int r;
 
         manager_touch(m);
-        r = load_parameters_parse(parameters, &p, &refusal);
-        if (r < 0)
+        r = dispatch_load_parameters(link, parameters, &p);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return load_reply_refusal(link, &p, &refusal);
 
-        who = (Requester) { .name = (char *) p.name, .modalias = (char *) p.modalias, .path = (char *) p.path,
-                            .source = p.context.source, .seqnum = -1 };
+        who = (Requester) { .name = (char *) p.name,
+                            .modalias = (char *) p.modalias,
+                            .path = (char *) p.path,
+                            .source = p.context.source,
+                            .seqnum = -1 };
         r = check_reader(m, link, "Explain", &who);
         if (r <= 0)
                 return r;
@@ -312,12 +327,14 @@ static int vl_method_describe(sd_varlink *link, sd_json_variant *parameters, sd_
         r = dispatch_module_name(link, parameters, &name);
         if (r <= 0)
                 return r;
-        r = check_reader(m, link, "Describe", &(Requester) { .name = name, .source = SOURCE_ADMIN, .seqnum = -1 });
+        r = check_reader(m, link, "Describe",
+                         &(Requester) { .name = name, .source = SOURCE_ADMIN, .seqnum = -1 });
         if (r <= 0)
                 return r;
         e = history_get(m->history, name);
         if (!e)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.NoRecord", SD_JSON_BUILD_PAIR_STRING("module", name));
+                return sd_varlink_errorbo(link, MANAGER_ERROR_NO_RECORD,
+                                          SD_JSON_BUILD_PAIR_STRING("module", name));
         return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_VARIANT("module", e));
 }
 
@@ -341,10 +358,11 @@ static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_va
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return sd_varlink_errorbo(link, "io.modgate.Manager.ConfigurationInvalid",
+                return sd_varlink_errorbo(link, MANAGER_ERROR_CONFIGURATION_INVALID,
                                           SD_JSON_BUILD_PAIR_STRING("reason", error ?: strerror(-r)));
         return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("policyDigest", m->policy_digest),
-                                  SD_JSON_BUILD_PAIR_STRING("mode", policy_mode_to_string(m->config.policy.mode)));
+                                  SD_JSON_BUILD_PAIR_STRING("mode",
+                                                            policy_mode_to_string(m->config.policy.mode)));
 }
 
 static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
@@ -358,19 +376,34 @@ static int vl_method_status(sd_varlink *link, sd_json_variant *parameters, sd_va
         return status_start(m, link);
 }
 
+/* Monitor's and Seal's parameters: a list of module names, checked by parse. Returns 1 with *ret set,
+ * else the reply's result. */
+static int dispatch_names(sd_varlink *link, sd_json_variant *parameters,
+                          int (*parse)(sd_json_variant *v, char ***ret, MethodRefusal *ret_refusal),
+                          char ***ret) {
+        MethodRefusal refusal;
+        int r;
+
+        r = parse(parameters, ret, &refusal);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = method_reply_refusal(link, &refusal);
+                return r < 0 ? r : 0;
+        }
+        return 1;
+}
+
 static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
                              void *userdata) {
         _cleanup_strv_free_ char **modules = NULL;
         Manager *m = userdata;
-        MethodRefusal refusal;
         int r;
 
         manager_touch(m);
-        r = method_parameters_monitor(parameters, &modules, &refusal);
-        if (r < 0)
+        r = dispatch_names(link, parameters, method_parameters_monitor, &modules);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return method_reply_refusal(link, &refusal);
         if (!(flags & SD_VARLINK_METHOD_MORE))
                 return sd_varlink_error(link, SD_VARLINK_ERROR_EXPECTED_MORE, NULL);
         r = check_reader(m, link, "Monitor", &(Requester) { .source = SOURCE_ADMIN, .seqnum = -1 });
@@ -378,7 +411,8 @@ static int vl_method_monitor(sd_varlink *link, sd_json_variant *parameters, sd_v
                 return r;
         r = monitors_add(m->monitors, link, TAKE_PTR(modules));
         if (r == -EBUSY)
-                return reply_invalid(link, "Busy", SD_JSON_BUILD_PAIR_STRING("reason", "too many Monitor calls"));
+                return sd_varlink_errorbo(link, MANAGER_ERROR_BUSY,
+                                          SD_JSON_BUILD_PAIR_STRING("reason", "too many Monitor calls"));
         return r;
 }
 
@@ -400,30 +434,28 @@ static int seal_judge(Manager *m, sd_varlink *link, const Requester *caller, cha
         if (!plans)
                 return -ENOMEM;
         for (i = 0; r > 0 && i < n; i++) {
-                _cleanup_(sd_json_variant_unrefp) sd_json_variant *denied = NULL;
+                _cleanup_(load_judgement_done) LoadJudgement j = {};
                 LoadParameters p = { .name = names[i], .context = { .source = SOURCE_ADMIN, .seqnum = -1 } };
                 Requester who = *caller;
-                const Plan *plan = NULL;
-                Plan *owned = NULL;
 
                 who.name = names[i];
-                r = load_judge_key(m, link, &p, &who);
-                if (r > 0)
-                        r = load_plan(m, link, &p, &who, &plan, &owned);
-                if (r > 0)
-                        r = load_judge_plan(m, link, &who, &plan, &owned, &denied);
+                r = load_judge(m, &p, KERNEL_UNSEALED, false, &j);
+                if (r >= 0)
+                        r = load_judgement_apply(m, link, &who, &j);
+                if (r <= 0)
+                        break;
                 /* A plan of the index's may go when the next name refreshes it: keep a copy. */
-                if (r > 0 && !owned) {
-                        _cleanup_free_ bool *none = calloc(plan->n_specs ?: 1, sizeof(bool));
+                plans[i] = TAKE_PTR(j.decision.plan);
+                if (!plans[i]) {
+                        _cleanup_free_ bool *none = calloc(j.input.plan->n_specs ?: 1, sizeof(bool));
 
-                        r = none ? plan_filter(plan, none, &owned) : -ENOMEM;
+                        r = none ? plan_filter(j.input.plan, none, plans + i) : -ENOMEM;
                         if (r >= 0)
                                 r = 1;
                 }
-                plans[i] = owned;
         }
         if (r <= 0) {
-                plans_free(plans, i);
+                plans_free(plans, n);
                 return r;
         }
         *ret = plans;
@@ -436,17 +468,14 @@ static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varl
         _cleanup_strv_free_ char **names = NULL;
         Requester who = { .source = SOURCE_ADMIN, .seqnum = -1 };
         Manager *m = userdata;
-        MethodRefusal refusal;
         Plan **plans = NULL;
         size_t n;
         int r;
 
         manager_touch(m);
-        r = method_parameters_seal(parameters, &names, &refusal);
-        if (r < 0)
+        r = dispatch_names(link, parameters, method_parameters_seal, &names);
+        if (r <= 0)
                 return r;
-        if (r > 0)
-                return method_reply_refusal(link, &refusal);
         n = strv_length(names);
 
         r = identify_caller(m, link, &peer, &(AuthRequest) { .method = AUTH_SEAL }, &who, "Seal");
@@ -466,6 +495,8 @@ static int vl_method_seal(sd_varlink *link, sd_json_variant *parameters, sd_varl
 int manager_varlink_init(Manager *m) {
         _cleanup_(sd_varlink_server_unrefp) sd_varlink_server *s = NULL;
         int r;
+
+        assert(m);
 
         /* Not SD_VARLINK_SERVER_ROOT_ONLY: ReadGroup= may let others in, when the socket's mode does.
          * Each method checks its caller (authorize()). */

@@ -8,7 +8,3 @@
 #define REQUESTS_MAX 8192U
 
 int manager_varlink_init(Manager *m);
-void manager_free_requests(Manager *m);
-
-/* Appends one module's result to a reply's modules array, as Load gives it. */
-int module_result_build_json(const ModuleResult *r, sd_json_variant **array);

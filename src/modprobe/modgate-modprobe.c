@@ -157,7 +157,8 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
                         break;
                 case ARG_SET_KERNEL_MODPROBE:
                         if (optind != argc)
-                                return log_error_errno(EINVAL, TAG "--set-kernel-modprobe takes nothing else.");
+                                return log_error_errno(EINVAL,
+                                                       TAG "--set-kernel-modprobe takes nothing else.");
                         r = set_kernel_modprobe();
                         return r < 0 ? r : 0;
                 case '?':
@@ -167,7 +168,8 @@ static int parse_argv(int argc, char *argv[], const char **ret_name) {
                 }
 
         if (argc - optind != 1)
-                return log_error_errno(EINVAL, TAG "Expected exactly one module name, got %i.", argc - optind);
+                return log_error_errno(EINVAL, TAG "Expected exactly one module name, got %i.",
+                                       argc - optind);
 
         *ret_name = argv[optind];
         return 1;
@@ -197,11 +199,12 @@ static int report(const PlainRequest *req, const char *name) {
                 return 0;
         case LOAD_VERDICT_NOT_FOUND:
         case LOAD_VERDICT_BLACKLISTED:
-                (void) log_full_errno(arg_quiet ? LOG_DEBUG : LOG_ERR, ENOENT, TAG "%s: %s.", name, req->result.detail);
+                (void) log_full_errno(arg_quiet ? LOG_DEBUG : LOG_ERR, ENOENT, TAG "%s: %s.", name,
+                                      req->result.detail);
                 return -ENOENT;
         case LOAD_VERDICT_UNREACHABLE:
-                return log_error_errno(req->result.error ?: ECONNRESET, TAG "%s: %s (%s): %m", name, req->result.detail,
-                                       arg_address ?: MODGATE_VARLINK_ADDRESS);
+                return log_error_errno(req->result.error ?: ECONNRESET, TAG "%s: %s (%s): %m", name,
+                                       req->result.detail, arg_address ?: MODGATE_VARLINK_ADDRESS);
         default:
                 return log_error_errno(EIO, TAG "%s: %s.", name, req->result.detail);
         }

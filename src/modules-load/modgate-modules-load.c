@@ -12,17 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <systemd/sd-json.h>
 
 #include "conf-files.h"
-#include "load-client.h"
+#include "fileio.h"
+#include "kernel-cmdline.h"
+#include "load-plain.h"
 #include "log.h"
 #include "macro.h"
 #include "modules-load-conf.h"
 #include "strv.h"
+#include "varlink-errors.h"
 
 #define CMDLINE_SOURCE "kernel command line"
-#define CMDLINE_SIZE_MAX (64U * 1024U)
 /* The whole list at once: the daemon orders the loads by their dependencies itself, so a name whose
  * chain is long must not wait behind others for a slot while the daemon idles. Each request is a
  * connection; this cap keeps them well below the fds a process has by default (1024) and the
@@ -94,32 +95,6 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
-static int read_file(const char *path, size_t max, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-        ssize_t k;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-
-        buf = malloc(max + 1);
-        if (!buf)
-                return -ENOMEM;
-        while ((k = read(fd, buf + n, max + 1 - n)) > 0) {
-                n += (size_t) k;
-                if (n > max)
-                        return -EFBIG;
-        }
-        if (k < 0)
-                return negative_errno();
-
-        buf[n] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 /* systemd's switches for the same purpose, so that the two can be tested alike. */
 static bool in_initrd(void) {
         const char *e = getenv("SYSTEMD_IN_INITRD");
@@ -140,11 +115,11 @@ static int read_container_cmdline(char **ret) {
         fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-        args = malloc(CMDLINE_SIZE_MAX);
-        out = malloc(CMDLINE_SIZE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
+        args = malloc(KERNEL_CMDLINE_MAX);
+        out = malloc(KERNEL_CMDLINE_MAX * 3 + 1);        /* at worst 3 bytes for each byte read */
         if (!args || !out)
                 return -ENOMEM;
-        while (n < CMDLINE_SIZE_MAX && (k = read(fd, args + n, CMDLINE_SIZE_MAX - n)) > 0)
+        while (n < KERNEL_CMDLINE_MAX && (k = read(fd, args + n, KERNEL_CMDLINE_MAX - n)) > 0)
                 n += (size_t) k;
 
         /* argv[0] is the init program; quotes inside a word are dropped, it is quoted whole. */
@@ -170,7 +145,7 @@ static int read_cmdline(char **ret) {
         }
         if (access("/run/systemd/container", F_OK) >= 0)
                 return read_container_cmdline(ret);
-        return read_file("/proc/cmdline", CMDLINE_SIZE_MAX, ret);
+        return kernel_cmdline_read(NULL, ret);
 }
 
 static int add_names(BootList *b, char **names, const char *source) {
@@ -195,7 +170,7 @@ static int collect_file(BootList *b, const char *path, bool below_root) {
         if (asprintf(&full, "%s%s", below_root && arg_root ? arg_root : "", path) < 0)
                 return log_oom();
 
-        r = read_file(full, MODULES_LOAD_FILE_SIZE_MAX, &text);
+        r = read_full_file(full, MODULES_LOAD_FILE_SIZE_MAX, &text, NULL);
         if (r < 0)
                 return log_error_errno(r, "Failed to read %s: %m", full);
 
@@ -259,7 +234,7 @@ static int collect_all(BootList *b) {
 }
 
 /* Logs the outcome for one module; returns whether it fails the run. */
-static bool report(const LoadRequest *req, const char *source) {
+static bool report(const PlainRequest *req, const char *source) {
         switch (req->result.verdict) {
         case LOAD_VERDICT_LOADED:
                 if (req->result.n_loaded > 0)
@@ -275,15 +250,15 @@ static bool report(const LoadRequest *req, const char *source) {
                 return false;
         case LOAD_VERDICT_INVALID:
                 /* No module can have such a name: for systemd-modules-load it would not be found. */
-                if (req->result.error_id && strcmp(req->result.error_id, "io.modgate.Manager.InvalidName") == 0) {
+                if (req->result.error_id && strcmp(req->result.error_id, MANAGER_ERROR_INVALID_NAME) == 0) {
                         log_error("Module '%s' (%s) not found: not a module name.", req->name, source);
                         return false;
                 }
                 log_error("Module '%s' (%s): %s.", req->name, source, req->result.detail);
                 return true;
         case LOAD_VERDICT_UNREACHABLE:
-                log_error_errno(req->result.error ?: ECONNRESET, "Module '%s' (%s): %s: %m", req->name, source,
-                                req->result.detail);
+                log_error_errno(req->result.error ?: ECONNRESET, "Module '%s' (%s): %s: %m", req->name,
+                                source, req->result.detail);
                 return true;
         default:
                 log_error("Module '%s' (%s): %s.", req->name, source, req->result.detail);
@@ -291,24 +266,9 @@ static bool report(const LoadRequest *req, const char *source) {
         }
 }
 
-static int build_contexts(const BootList *b, sd_json_variant **contexts) {
-        for (size_t i = 0; b->names && b->names[i]; i++) {
-                /* Consecutive modules of one file share its context. */
-                if (i > 0 && strcmp(b->sources[i], b->sources[i - 1]) == 0) {
-                        contexts[i] = sd_json_variant_ref(contexts[i - 1]);
-                        continue;
-                }
-                int r = sd_json_buildo(contexts + i, SD_JSON_BUILD_PAIR_STRING("source", "boot"),
-                                       SD_JSON_BUILD_PAIR_STRING("file", b->sources[i]));
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 static int load_all(const BootList *b) {
-        _cleanup_free_ sd_json_variant **contexts = NULL;
-        _cleanup_free_ LoadRequest *reqs = NULL;
+        _cleanup_free_ RequestContext *contexts = NULL;
+        _cleanup_free_ PlainRequest *reqs = NULL;
         size_t n = strv_length(b->names);
         bool failed = false;
         int r;
@@ -316,30 +276,34 @@ static int load_all(const BootList *b) {
         if (n == 0)
                 return 0;
 
-        contexts = calloc(n, sizeof(sd_json_variant *));
-        reqs = calloc(n, sizeof(LoadRequest));
+        contexts = calloc(n, sizeof(RequestContext));
+        reqs = calloc(n, sizeof(PlainRequest));
         if (!contexts || !reqs)
                 return log_oom();
 
-        r = build_contexts(b, contexts);
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                reqs[i] = (LoadRequest) { .name = b->names[i], .context = contexts[i] };
-        if (r >= 0)
-                r = load_requests_run(&(LoadOptions) {
-                                              .address = arg_address,
-                                              .timeout_usec = USEC_INFINITY,
-                                              .max_parallel = MAX_PARALLEL,
-                                      },
-                                      reqs, n);
+        for (size_t i = 0; i < n; i++) {
+                contexts[i] = (RequestContext) {
+                        .source = SOURCE_BOOT,
+                        .file = b->sources[i],
+                        .seqnum = -1,
+                };
+                reqs[i] = (PlainRequest) { .name = b->names[i], .context = contexts + i };
+        }
+        /* No start timeout: modgated.socket is ordered before this service, and a daemon that is
+         * slow to start is waited for as long as TimeoutSec= allows. */
+        r = plain_requests_run(&(PlainOptions) {
+                                       .address = arg_address,
+                                       .timeout_usec = USEC_INFINITY,
+                                       .max_parallel = MAX_PARALLEL,
+                               },
+                               reqs, n);
         if (r < 0)
                 log_error_errno(r, "Failed to talk to modgated: %m");
         else
                 for (size_t i = 0; i < n; i++)
                         failed = report(reqs + i, b->sources[i]) || failed;
 
-        load_requests_done(reqs, n);
-        for (size_t i = 0; i < n; i++)
-                sd_json_variant_unref(contexts[i]);
+        plain_requests_done(reqs, n);
         return r < 0 ? r : failed ? -EIO : 0;
 }
 

@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel-cmdline.h"
 #include "macro.h"
 #include "modules-load-conf.h"
 #include "strv.h"
-
-#define WHITESPACE " \t\n\r"
 
 int modules_load_names_add(char ***names, const char *s, size_t len) {
         char *copy;
@@ -46,45 +45,6 @@ int modules_load_parse_text(const char *text, char ***names) {
         return 0;
 }
 
-/* Copies the next word of a kernel command line into buf without its quotes. Returns the position
- * after the word, or NULL at the end. */
-static const char *cmdline_next_word(const char *p, char *buf) {
-        char quote = 0;
-        size_t n = 0;
-
-        p += strspn(p, WHITESPACE);
-        if (*p == '\0')
-                return NULL;
-
-        for (; *p; p++) {
-                if (quote) {
-                        if (*p == quote)
-                                quote = 0;
-                        else
-                                buf[n++] = *p;
-                } else if (*p == '"' || *p == '\'')
-                        quote = *p;
-                else if (strchr(WHITESPACE, *p))
-                        break;
-                else
-                        buf[n++] = *p;
-        }
-        buf[n] = '\0';
-        return p;
-}
-
-static bool key_equal(const char *a, const char *b, size_t len_a) {
-        size_t i;
-
-        for (i = 0; i < len_a && b[i]; i++) {
-                char x = a[i] == '-' ? '_' : a[i], y = b[i] == '-' ? '_' : b[i];
-
-                if (x != y)
-                        return false;
-        }
-        return i == len_a && b[i] == '\0';
-}
-
 static int add_comma_separated(const char *value, char ***names) {
         for (const char *p = value; *p;) {
                 size_t len = strcspn(p, ",");
@@ -111,21 +71,19 @@ int modules_load_parse_cmdline(const char *cmdline, bool in_initrd, char ***name
         if (!word)
                 return -ENOMEM;
 
-        while ((p = cmdline_next_word(p, word))) {
-                const char *key = word, *eq = strchr(word, '=');
+        while ((p = systemd_cmdline_next_word(p, word))) {
+                const char *key = word, *v;
 
-                if (!eq)
-                        continue;
                 /* rd. options are for the initrd alone; there both forms count. */
                 if (strncmp(key, "rd.", 3) == 0) {
                         if (!in_initrd)
                                 continue;
                         key += 3;
                 }
-                if (!key_equal(key, "modules_load", (size_t) (eq - key)))
+                v = systemd_cmdline_value(key, "modules_load");
+                if (!v)
                         continue;
-
-                r = add_comma_separated(eq + 1, names);
+                r = add_comma_separated(v, names);
                 if (r < 0)
                         return r;
         }

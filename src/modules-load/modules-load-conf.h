@@ -27,6 +27,7 @@ int modules_load_names_add(char ***names, const char *s, size_t len);
 int modules_load_parse_text(const char *text, char ***names);
 
 /* Appends the modules named by modules_load= options of a kernel command line, and by
- * rd.modules_load= ones when in_initrd. '-' and '_' are alike in the option name, values may be
- * quoted, and the option may be given more than once. */
+ * rd.modules_load= ones when in_initrd, read as systemd-modules-load reads them (systemd's rules,
+ * kernel-cmdline.h): '-' and '_' are alike in the option name, values may be quoted, and the option
+ * may be given more than once. */
 int modules_load_parse_cmdline(const char *cmdline, bool in_initrd, char ***names);

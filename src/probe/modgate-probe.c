@@ -30,6 +30,8 @@
 #include "loop-util.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "time-util.h"
+#include "varlink-errors.h"
 #include "varlink-io.modgate.Probe.h"
 
 #define IDLE_EXIT_USEC (10 * USEC_PER_SEC)
@@ -39,13 +41,6 @@
 static char *arg_listen = NULL;
 static const char *arg_control = "/dev/mapper/control";
 static uint64_t last_activity;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000U;
-}
 
 /* DM_TABLE_STATUS of the device: its live table's lines (table) or status lines (!table). */
 static int dm_table_status(unsigned major, unsigned minor, bool table, struct dm_ioctl **ret) {
@@ -81,7 +76,8 @@ static int dm_table_status(unsigned major, unsigned minor, bool table, struct dm
 }
 
 /* The n-th target of a DM_TABLE_STATUS answer and its line, or NULL when the answer is malformed. */
-static const struct dm_target_spec *dm_target(const struct dm_ioctl *io, size_t *offset, const char **ret_line) {
+static const struct dm_target_spec *dm_target(const struct dm_ioctl *io, size_t *offset,
+                                              const char **ret_line) {
         const char *data = (const char *) io + io->data_start;
         size_t avail = io->data_size - io->data_start;
         const struct dm_target_spec *spec;
@@ -91,7 +87,8 @@ static const struct dm_target_spec *dm_target(const struct dm_ioctl *io, size_t 
                 return NULL;
         spec = (const struct dm_target_spec *) (data + *offset);
         line = (const char *) (spec + 1);
-        if (!memchr(line, '\0', avail - *offset - sizeof(*spec)) || !memchr(spec->target_type, '\0', DM_MAX_TYPE_NAME))
+        if (!memchr(line, '\0', avail - *offset - sizeof(*spec)) ||
+            !memchr(spec->target_type, '\0', DM_MAX_TYPE_NAME))
                 return NULL;
         if (spec->next <= *offset && io->target_count > 1)
                 return NULL;
@@ -107,8 +104,9 @@ static int reply_failed(sd_varlink *link, const char *what, int error) {
         if (error == 0)
                 snprintf(reason, sizeof(reason), "%s", what);
         else
-                snprintf(reason, sizeof(reason), "%s: %s", what, strerrordesc_np(abs(error)) ?: "unknown error");
-        return sd_varlink_errorbo(link, "io.modgate.Probe.Failed", SD_JSON_BUILD_PAIR_STRING("reason", reason));
+                snprintf(reason, sizeof(reason), "%s: %s", what,
+                         strerrordesc_np(abs(error)) ?: "unknown error");
+        return sd_varlink_errorbo(link, PROBE_ERROR_FAILED, SD_JSON_BUILD_PAIR_STRING("reason", reason));
 }
 
 static int target_json(const struct dm_target_spec *spec, const char *line, const char *status,
@@ -130,18 +128,20 @@ static int target_json(const struct dm_target_spec *spec, const char *line, cons
         if (corrupted < 0)
                 return corrupted;
         return sd_json_buildo(
-                        ret,
-                        SD_JSON_BUILD_PAIR_STRING("type", spec->target_type),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("start", spec->sector_start),
-                        SD_JSON_BUILD_PAIR_UNSIGNED("length", spec->length),
-                        SD_JSON_BUILD_PAIR("verity", SD_JSON_BUILD_OBJECT(
-                                SD_JSON_BUILD_PAIR_STRING("rootHash", t.root_hash),
-                                SD_JSON_BUILD_PAIR_STRING("algorithm", t.algorithm),
-                                SD_JSON_BUILD_PAIR_STRING("dataDevice", t.data_device),
-                                SD_JSON_BUILD_PAIR_STRING("hashDevice", t.hash_device),
-                                SD_JSON_BUILD_PAIR_CONDITION(!!t.options, "options", SD_JSON_BUILD_STRING(t.options)),
-                                SD_JSON_BUILD_PAIR_BOOLEAN("ignoreCorruption", t.ignore_corruption),
-                                SD_JSON_BUILD_PAIR_BOOLEAN("corrupted", corrupted))));
+                ret, SD_JSON_BUILD_PAIR_STRING("type", spec->target_type),
+                SD_JSON_BUILD_PAIR_UNSIGNED("start", spec->sector_start),
+                SD_JSON_BUILD_PAIR_UNSIGNED("length", spec->length),
+                SD_JSON_BUILD_PAIR(
+                        "verity",
+                        SD_JSON_BUILD_OBJECT(SD_JSON_BUILD_PAIR_STRING("rootHash", t.root_hash),
+                                             SD_JSON_BUILD_PAIR_STRING("algorithm", t.algorithm),
+                                             SD_JSON_BUILD_PAIR_STRING("dataDevice", t.data_device),
+                                             SD_JSON_BUILD_PAIR_STRING("hashDevice", t.hash_device),
+                                             SD_JSON_BUILD_PAIR_CONDITION(!!t.options, "options",
+                                                                          SD_JSON_BUILD_STRING(t.options)),
+                                             SD_JSON_BUILD_PAIR_BOOLEAN("ignoreCorruption",
+                                                                        t.ignore_corruption),
+                                             SD_JSON_BUILD_PAIR_BOOLEAN("corrupted", corrupted))));
 }
 
 /* The device's instance number, or 0 when the kernel has none to give. */
@@ -169,12 +169,15 @@ typedef struct DescribeParameters {
 /* What both methods do first: the parameters; the device, which must be of the kind whose sysfs
  * directory has marker (else not_kind, an error name); its diskseq now, which must be the one the
  * caller saw, if it gave one. Returns 1 to go on, else the reply's result. */
-static int describe_begin(sd_varlink *link, sd_json_variant *parameters, const char *marker, const char *not_kind,
-                          DescribeParameters *p) {
+static int describe_begin(sd_varlink *link, sd_json_variant *parameters, const char *marker,
+                          const char *not_kind, DescribeParameters *p) {
         static const sd_json_dispatch_field table[] = {
-                { "major", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, major), SD_JSON_MANDATORY },
-                { "minor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint, offsetof(DescribeParameters, minor), SD_JSON_MANDATORY },
-                { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64, offsetof(DescribeParameters, diskseq), 0 },
+                { "major", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint,
+                  offsetof(DescribeParameters, major), SD_JSON_MANDATORY },
+                { "minor", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint,
+                  offsetof(DescribeParameters, minor), SD_JSON_MANDATORY },
+                { "diskseq", _SD_JSON_VARIANT_TYPE_INVALID, sd_json_dispatch_uint64,
+                  offsetof(DescribeParameters, diskseq), 0 },
                 {}
         };
         char sys[128];
@@ -187,7 +190,7 @@ static int describe_begin(sd_varlink *link, sd_json_variant *parameters, const c
 
         snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", p->major, p->minor);
         if (access(sys, F_OK) < 0)
-                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+                return sd_varlink_error(link, PROBE_ERROR_NO_SUCH_DEVICE, NULL);
         snprintf(p->seqfile, sizeof(p->seqfile), "%s/%s", sys, marker);
         if (access(p->seqfile, F_OK) < 0)
                 return sd_varlink_error(link, not_kind, NULL);
@@ -200,7 +203,7 @@ static int describe_begin(sd_varlink *link, sd_json_variant *parameters, const c
         if (r < 0)
                 return reply_failed(link, "cannot read the device's diskseq", r);
         if (p->diskseq != 0 && p->before != p->diskseq)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                return sd_varlink_errorbo(link, PROBE_ERROR_DEVICE_CHANGED,
                                           SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", p->before));
         return 1;
 }
@@ -214,13 +217,13 @@ static int describe_end(sd_varlink *link, const DescribeParameters *p, uint64_t 
         if (r < 0)
                 return reply_failed(link, "cannot read the device's diskseq", r);
         if (*ret_after != p->before)
-                return sd_varlink_errorbo(link, "io.modgate.Probe.DeviceChanged",
+                return sd_varlink_errorbo(link, PROBE_ERROR_DEVICE_CHANGED,
                                           SD_JSON_BUILD_PAIR_UNSIGNED("diskseq", *ret_after));
         return 1;
 }
 
-static int vl_method_describe_device(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
-                                     void *userdata) {
+static int vl_method_describe_device(sd_varlink *link, sd_json_variant *parameters,
+                                     sd_varlink_method_flags_t flags, void *userdata) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *targets = NULL;
         _cleanup_free_ struct dm_ioctl *lines = NULL, *status = NULL;
         DescribeParameters p = {};
@@ -229,13 +232,13 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
         size_t lo = 0, so = 0;
         int r;
 
-        r = describe_begin(link, parameters, "dm", "io.modgate.Probe.NotDeviceMapper", &p);
+        r = describe_begin(link, parameters, "dm", PROBE_ERROR_NOT_DEVICE_MAPPER, &p);
         if (r <= 0)
                 return r;
 
         r = dm_table_status(p.major, p.minor, true, &lines);
         if (r == -ENXIO)
-                return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+                return sd_varlink_error(link, PROBE_ERROR_NO_SUCH_DEVICE, NULL);
         if (r < 0)
                 return reply_failed(link, "cannot read the device-mapper table", r);
         /* Verity's status says whether it has seen a corrupt block; no other target's is asked for. */
@@ -252,7 +255,7 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
         if (any_verity) {
                 r = dm_table_status(p.major, p.minor, false, &status);
                 if (r == -ENXIO)
-                        return sd_varlink_error(link, "io.modgate.Probe.NoSuchDevice", NULL);
+                        return sd_varlink_error(link, PROBE_ERROR_NO_SUCH_DEVICE, NULL);
                 if (r < 0)
                         return reply_failed(link, "cannot read the device-mapper status", r);
         }
@@ -291,18 +294,18 @@ static int vl_method_describe_device(sd_varlink *link, sd_json_variant *paramete
 
         lines->name[DM_NAME_LEN - 1] = '\0';
         lines->uuid[DM_UUID_LEN - 1] = '\0';
-        return sd_varlink_replybo(link,
-                                  SD_JSON_BUILD_PAIR_STRING("name", lines->name),
+        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_STRING("name", lines->name),
                                   SD_JSON_BUILD_PAIR_CONDITION(lines->uuid[0] != '\0', "uuid",
                                                                SD_JSON_BUILD_STRING(lines->uuid)),
-                                  SD_JSON_BUILD_PAIR_CONDITION(after != 0, "diskseq", SD_JSON_BUILD_UNSIGNED(after)),
+                                  SD_JSON_BUILD_PAIR_CONDITION(after != 0, "diskseq",
+                                                               SD_JSON_BUILD_UNSIGNED(after)),
                                   SD_JSON_BUILD_PAIR_VARIANT("targets", targets));
 }
 
 /* Which file a loop device reads: LOOP_GET_STATUS64 on the device, which modgated cannot open. Only
  * the file's device and inode are given, never its path or the device's other settings. */
-static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,
-                                   void *userdata) {
+static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters,
+                                   sd_varlink_method_flags_t flags, void *userdata) {
         _cleanup_close_ int fd = -EBADF;
         DescribeParameters p = {};
         uint64_t after;
@@ -310,7 +313,7 @@ static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters
         ino_t ino;
         int r;
 
-        r = describe_begin(link, parameters, "loop", "io.modgate.Probe.NotLoop", &p);
+        r = describe_begin(link, parameters, "loop", PROBE_ERROR_NOT_LOOP, &p);
         if (r <= 0)
                 return r;
 
@@ -321,7 +324,7 @@ static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters
                 return reply_failed(link, "cannot open the loop device", fd);
         r = loop_backing_identity(fd, &backing, &ino);
         if (r == -ENXIO || r == -ENOTTY)
-                return sd_varlink_error(link, "io.modgate.Probe.NotLoop", NULL);
+                return sd_varlink_error(link, PROBE_ERROR_NOT_LOOP, NULL);
         if (r < 0)
                 return reply_failed(link, "LOOP_GET_STATUS64 failed", r);
 
@@ -329,11 +332,11 @@ static int vl_method_describe_loop(sd_varlink *link, sd_json_variant *parameters
         if (r <= 0)
                 return r;
 
-        return sd_varlink_replybo(link,
-                                  SD_JSON_BUILD_PAIR_UNSIGNED("backingMajor", major(backing)),
+        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_UNSIGNED("backingMajor", major(backing)),
                                   SD_JSON_BUILD_PAIR_UNSIGNED("backingMinor", minor(backing)),
                                   SD_JSON_BUILD_PAIR_UNSIGNED("backingInode", (uint64_t) ino),
-                                  SD_JSON_BUILD_PAIR_CONDITION(after != 0, "diskseq", SD_JSON_BUILD_UNSIGNED(after)));
+                                  SD_JSON_BUILD_PAIR_CONDITION(after != 0, "diskseq",
+                                                               SD_JSON_BUILD_UNSIGNED(after)));
 }
 
 static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -383,7 +386,8 @@ static int parse_argv(int argc, char *argv[]) {
                         abort();
                 }
         if (optind < argc)
-                return log_error_errno(EINVAL, "%s takes no positional arguments.", program_invocation_short_name);
+                return log_error_errno(EINVAL, "%s takes no positional arguments.",
+                                       program_invocation_short_name);
         return 1;
 }
 
@@ -432,7 +436,8 @@ static int run(int argc, char *argv[]) {
                         return log_error_errno(EBADF, "No socket named 'varlink' was passed "
                                                "(FileDescriptorName=varlink), and no --listen= was given.");
                 last_activity = now_usec();
-                r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, IDLE_EXIT_USEC, USEC_PER_SEC, on_idle, s);
+                r = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, IDLE_EXIT_USEC, USEC_PER_SEC,
+                                               on_idle, s);
                 if (r < 0)
                         return log_error_errno(r, "Failed to arm the idle timer: %m");
         }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +60,8 @@ int dm_verity_table_parse(const char *line, DmVerityTable *ret) {
         const char *p = line;
         size_t len;
 
+        assert(ret);
+
         if (next_word(&p, word, sizeof(word)) < 0 || parse_unsigned(word, &t.version) < 0 || t.version > 1)
                 return -EBADMSG;
         if (next_word(&p, t.data_device, sizeof(t.data_device)) < 0 || !is_device(t.data_device) ||
@@ -69,8 +72,9 @@ int dm_verity_table_parse(const char *line, DmVerityTable *ret) {
                 if (next_word(&p, word, sizeof(word)) < 0 || parse_uint64(word, &u) < 0)
                         return -EBADMSG;
         if (next_word(&p, t.algorithm, sizeof(t.algorithm)) < 0 ||
-            next_word(&p, t.root_hash, sizeof(t.root_hash)) < 0 || !dm_verity_root_hash_is_valid(t.root_hash) ||
-            next_word(&p, word, sizeof(word)) < 0 || (strcmp(word, "-") != 0 && !is_hex(word, 2, 512)))
+            next_word(&p, t.root_hash, sizeof(t.root_hash)) < 0 ||
+            !dm_verity_root_hash_is_valid(t.root_hash) || next_word(&p, word, sizeof(word)) < 0 ||
+            (strcmp(word, "-") != 0 && !is_hex(word, 2, 512)))
                 return -EBADMSG;
 
         p += strspn(p, " ");

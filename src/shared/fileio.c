@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -67,9 +68,34 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
         return 0;
 }
 
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        size_t size;
+        int fd, r;
+
+        assert(path);
+        assert(ret);
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        f = fdopen(fd, "r");
+        if (!f) {
+                r = negative_errno();
+                close(fd);
+                return r;
+        }
+        r = read_full_stream(f, max, ret, &size);
+        if (r >= 0 && ret_size)
+                *ret_size = size;
+        return r;
+}
+
 int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, allocated = 0;
+
+        assert(ret_size);
 
         for (;;) {
                 size_t want, n;

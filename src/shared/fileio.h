@@ -12,6 +12,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose);
  * beyond max + 1 is read), -ENOMEM, or the read error. */
 int read_full_stream(FILE *f, size_t max, char **ret, size_t *ret_size);
 
+/* read_full_stream() of the file at path (any kind that read(2) reads: /proc/cmdline has no size).
+ * Returns what it does, or the error of opening path. */
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_size);
+
 /* Reads what the regular file (a memfd, say) open at fd holds, from its start, without moving its
  * offset; NUL-terminated as read_full_stream() does. Returns 0, -EBADFD when it is not a regular file,
  * -EFBIG when it has more than max bytes, -ENOMEM, or the read error. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +53,8 @@ Hashmap *hashmap_new(hashmap_free_func_t free_value) {
 }
 
 void hashmap_clear(Hashmap *h) {
+        assert(h);
+
         for (size_t i = 0; i < h->n_buckets; i++) {
                 Entry *e = h->buckets[i];
 
@@ -107,6 +110,8 @@ int hashmap_put(Hashmap *h, const char *key, void *value) {
         size_t len = strlen(key);
         Entry **slot, *e;
 
+        assert(h);
+
         slot = find(h, key);
         if (*slot)
                 return -EEXIST;
@@ -134,6 +139,8 @@ void *hashmap_remove(Hashmap *h, const char *key) {
         Entry **slot = find(h, key), *e = *slot;
         void *v;
 
+        assert(h);
+
         if (!e)
                 return NULL;
         *slot = e->next;
@@ -144,10 +151,14 @@ void *hashmap_remove(Hashmap *h, const char *key) {
 }
 
 size_t hashmap_size(const Hashmap *h) {
+        assert(h);
+
         return h->n_entries;
 }
 
 bool hashmap_iterate(const Hashmap *h, size_t *state, const char **ret_key, void **ret_value) {
+        assert(h);
+
         /* state counts entries already returned; simple, and maps here are small. */
         size_t skip = *state;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 
 #include "load-parameters.h"
@@ -45,7 +46,8 @@ static int dispatch_context(sd_json_variant *v, RequestContext *ret, LoadRefusal
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return refuse(refusal, INVALID_PARAMETER, "context", "context has a field of the wrong type");
+                        return refuse(refusal, INVALID_PARAMETER, "context",
+                                      "context has a field of the wrong type");
         }
 
         *ret = (RequestContext) {
@@ -60,11 +62,15 @@ static int dispatch_context(sd_json_variant *v, RequestContext *ret, LoadRefusal
 }
 
 int load_parameters_parse(sd_json_variant *v, LoadParameters *ret, LoadRefusal *ret_refusal) {
+        assert(ret);
+
         static const sd_json_dispatch_field table[] = {
-                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(LoadParameters, name), 0 },
+                { "name", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
+                  offsetof(LoadParameters, name), 0 },
                 { "modalias", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
                   offsetof(LoadParameters, modalias), 0 },
-                { "path", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string, offsetof(LoadParameters, path), 0 },
+                { "path", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
+                  offsetof(LoadParameters, path), 0 },
                 { "parameters", SD_JSON_VARIANT_STRING, sd_json_dispatch_const_string,
                   offsetof(LoadParameters, parameters), 0 },
                 { "context", SD_JSON_VARIANT_OBJECT, sd_json_dispatch_variant_noref,
@@ -84,7 +90,8 @@ int load_parameters_parse(sd_json_variant *v, LoadParameters *ret, LoadRefusal *
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return refuse(ret_refusal, INVALID_PARAMETER, bad, "a field has the wrong type or is unknown");
+                return refuse(ret_refusal, INVALID_PARAMETER, bad,
+                              "a field has the wrong type or is unknown");
 
         r = dispatch_context(p.context_json, &p.context, ret_refusal);
         if (r != 0)

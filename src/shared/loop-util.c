@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +19,9 @@
 int loop_backing_identity(int fd, dev_t *ret_dev, ino_t *ret_ino) {
         struct loop_info64 info = {};
         uint64_t d;
+
+        assert(ret_dev);
+        assert(ret_ino);
 
         if (ioctl(fd, LOOP_GET_STATUS64, &info) < 0)
                 return negative_errno();

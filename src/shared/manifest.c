@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf-parser.h"
 #include "fileio.h"
 #include "macro.h"
 #include "manifest.h"
@@ -112,40 +114,20 @@ const char *manifest_path_problem(const char *path) {
 
 /* Sets the message, "LINE: " followed by the format, and returns r. */
 _printf_(3, 4) static int parse_error(ParseState *s, int r, const char *format, ...) {
-        _cleanup_free_ char *msg = NULL;
         va_list ap;
-        int k;
-
-        if (!s->reterr_message)
-                return r;
 
         va_start(ap, format);
-        k = vasprintf(&msg, format, ap);
+        (void) line_error_va(s->reterr_message, NULL, s->line, r, format, ap);
         va_end(ap);
-
-        *s->reterr_message = NULL;
-        if (k < 0)
-                return r;
-        if (s->line > 0)
-                k = asprintf(s->reterr_message, "%u: %s", s->line, msg);
-        else
-                k = asprintf(s->reterr_message, "%s", msg);
-        if (k < 0)
-                *s->reterr_message = NULL;
         return r;
 }
 
 /* Refuses bytes that have no place in a line, so that messages echo only printable text. */
 static int check_line_bytes(ParseState *s, const char *line, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                unsigned char c = (unsigned char) line[i];
+        char buf[LINE_PROBLEM_MAX];
+        const char *problem = line_bytes_problem(line, n, buf);
 
-                if (c == '\0')
-                        return parse_error(s, -EBADMSG, "the line contains a NUL byte");
-                if ((c < ' ' && c != '\t') || c == 0x7f)
-                        return parse_error(s, -EBADMSG, "the line contains the control character 0x%02x", c);
-        }
-        return 0;
+        return problem ? parse_error(s, -EBADMSG, "the line %s", problem) : 0;
 }
 
 /* "# modgate manifest 1 kernel=KVER origin=ORIGIN", exactly. */
@@ -472,14 +454,20 @@ const uint8_t *manifest_lookup(const Manifest *m, const char *relpath) {
 }
 
 const char *manifest_kernel(const Manifest *m) {
+        assert(m);
+
         return m->kernel;
 }
 
 ManifestOrigin manifest_origin(const Manifest *m) {
+        assert(m);
+
         return m->origin;
 }
 
 size_t manifest_entries(const Manifest *m) {
+        assert(m);
+
         return m->n_entries;
 }
 

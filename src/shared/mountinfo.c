@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +69,8 @@ int mount_info_parse_line(const char *line, MountInfo *ret) {
         MountInfo m = {};
         char dummy;
 
+        assert(ret);
+
         if (strnlen(line, MOUNTINFO_LINE_MAX + 1) > MOUNTINFO_LINE_MAX)
                 return -EBADMSG;
 
@@ -111,6 +114,8 @@ int mount_info_parse_line(const char *line, MountInfo *ret) {
 int mount_info_find(FILE *f, int mount_id, MountInfo *ret) {
         _cleanup_free_ char *line = NULL;
         size_t size = 0;
+
+        assert(ret);
 
         while (getline(&line, &size, f) >= 0) {
                 MountInfo m;

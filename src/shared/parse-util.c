@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -55,6 +56,8 @@ int parse_unsigned(const char *s, unsigned *ret) {
         uint64_t v;
         int r;
 
+        assert(ret);
+
         /* Not a number at all is -EINVAL, even when its digits alone would not fit. */
         r = parse_digits(&s, UINT_MAX, &v);
         if (r == -EINVAL || *s != '\0')
@@ -68,6 +71,8 @@ int parse_unsigned(const char *s, unsigned *ret) {
 int parse_uint64(const char *s, uint64_t *ret) {
         uint64_t v;
         int r;
+
+        assert(ret);
 
         /* Not a number at all is -EINVAL, even when its digits alone would not fit. */
         r = parse_digits(&s, UINT64_MAX, &v);
@@ -136,6 +141,8 @@ static int timespan_component(const char **p, uint64_t *ret) {
 int parse_timespan(const char *s, uint64_t *ret) {
         uint64_t sum = 0;
         bool range = false;
+
+        assert(ret);
 
         if (strcmp(s, "infinity") == 0) {
                 *ret = USEC_INFINITY;

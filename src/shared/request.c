@@ -5,6 +5,7 @@
 #include "macro.h"
 #include "module-name.h"
 #include "request.h"
+#include "varlink-errors.h"
 
 static const char *const source_table[_SOURCE_MAX] = {
         [SOURCE_ADMIN] = "admin",
@@ -127,17 +128,17 @@ int request_check(const char *name, const char *modalias, const char *path, cons
         const char *why;
 
         if (!!name + !!modalias + !!path != 1)
-                return refuse(ret_refusal, "io.modgate.Manager.InvalidRequest",
+                return refuse(ret_refusal, MANAGER_ERROR_INVALID_REQUEST,
                               "give exactly one of name, modalias and path");
         if (name && !module_name_is_valid(name))
-                return refuse(ret_refusal, "io.modgate.Manager.InvalidName", NULL);
+                return refuse(ret_refusal, MANAGER_ERROR_INVALID_NAME, NULL);
         if (modalias && (why = modalias_check(modalias)))
-                return refuse(ret_refusal, "io.modgate.Manager.InvalidModalias", why);
+                return refuse(ret_refusal, MANAGER_ERROR_INVALID_MODALIAS, why);
         if (path && (why = module_path_check(path)))
-                return refuse(ret_refusal, "io.modgate.Manager.InvalidPath", why);
+                return refuse(ret_refusal, MANAGER_ERROR_INVALID_PATH, why);
         if (parameters && (why = module_parameters_check(parameters)))
-                return refuse(ret_refusal, "io.modgate.Manager.InvalidModuleParameters", why);
+                return refuse(ret_refusal, MANAGER_ERROR_INVALID_MODULE_PARAMETERS, why);
         if ((why = request_context_check(context)))
-                return refuse(ret_refusal, "io.modgate.Manager.InvalidRequest", why);
+                return refuse(ret_refusal, MANAGER_ERROR_INVALID_REQUEST, why);
         return 0;
 }

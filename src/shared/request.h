@@ -1,3 +1,4 @@
+#include "varlink-errors.h"
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
@@ -45,7 +46,7 @@ const char *request_context_check(const RequestContext *c);
 
 /* Why a request was refused: the varlink error to send and what to say. */
 typedef struct LoadRefusal {
-        const char *error;      /* "io.modgate.Manager.InvalidName", ..., or NULL */
+        const char *error;      /* MANAGER_ERROR_INVALID_NAME, ..., or NULL */
         const char *field;      /* for org.varlink.service.InvalidParameter: the bad field */
         const char *reason;     /* words for the client, or NULL */
 } LoadRefusal;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -86,6 +87,8 @@ bool udev_rule_value_matches(const char *pattern, const char *value) {
 }
 
 bool udev_rule_name_applies(const UdevRuleName *r, const char *subsystem, const char *kernel) {
+        assert(r);
+
         for (char **s = r->subsystems; s && *s; s++)
                 if (!udev_rule_value_matches(*s, subsystem))
                         return false;

@@ -27,8 +27,8 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_DEFINE_FIELD(start, SD_VARLINK_INT, 0),
                 SD_VARLINK_FIELD_COMMENT("Length in sectors"),
                 SD_VARLINK_DEFINE_FIELD(length, SD_VARLINK_INT, 0),
-                SD_VARLINK_FIELD_COMMENT("For a verity target, its table; nothing of any other target's table is "
-                                         "given (a crypt target's holds its key)"),
+                SD_VARLINK_FIELD_COMMENT("For a verity target, its table; nothing of any other target's "
+                                         "table is given (a crypt target's holds its key)"),
                 SD_VARLINK_DEFINE_FIELD_BY_TYPE(verity, Verity, SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_METHOD(
@@ -37,8 +37,8 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_INPUT(major, SD_VARLINK_INT, 0),
                 SD_VARLINK_FIELD_COMMENT("Its minor number"),
                 SD_VARLINK_DEFINE_INPUT(minor, SD_VARLINK_INT, 0),
-                SD_VARLINK_FIELD_COMMENT("The instance the caller saw (/sys/dev/block/M:m/diskseq): the answer is "
-                                         "about that one or none"),
+                SD_VARLINK_FIELD_COMMENT("The instance the caller saw (/sys/dev/block/M:m/diskseq): the "
+                                         "answer is about that one or none"),
                 SD_VARLINK_DEFINE_INPUT(diskseq, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("The device-mapper name, which userspace chose"),
                 SD_VARLINK_DEFINE_OUTPUT(name, SD_VARLINK_STRING, 0),
@@ -55,8 +55,8 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_DEFINE_INPUT(major, SD_VARLINK_INT, 0),
                 SD_VARLINK_FIELD_COMMENT("Its minor number"),
                 SD_VARLINK_DEFINE_INPUT(minor, SD_VARLINK_INT, 0),
-                SD_VARLINK_FIELD_COMMENT("The instance the caller saw (/sys/dev/block/M:m/diskseq): the answer is "
-                                         "about that one or none"),
+                SD_VARLINK_FIELD_COMMENT("The instance the caller saw (/sys/dev/block/M:m/diskseq): the "
+                                         "answer is about that one or none"),
                 SD_VARLINK_DEFINE_INPUT(diskseq, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("The major number of the device of the file the loop device reads"),
                 SD_VARLINK_DEFINE_OUTPUT(backingMajor, SD_VARLINK_INT, 0),
@@ -80,17 +80,18 @@ static SD_VARLINK_DEFINE_ERROR(
 SD_VARLINK_DEFINE_INTERFACE(
                 io_modgate_Probe,
                 "io.modgate.Probe",
-                SD_VARLINK_INTERFACE_COMMENT("What the kernel's device-mapper table says of a block device, and "
-                                             "which file a loop device reads, for modgated, which does not hold "
-                                             "CAP_SYS_ADMIN and cannot open block devices (PrivateDevices=yes)."),
+                SD_VARLINK_INTERFACE_COMMENT("What the kernel's device-mapper table says of a block device, "
+                                             "and which file a loop device reads, for modgated, which does "
+                                             "not hold CAP_SYS_ADMIN and cannot open block devices "
+                                             "(PrivateDevices=yes)."),
                 SD_VARLINK_SYMBOL_COMMENT("A verity target's table"),
                 &vl_type_Verity,
                 SD_VARLINK_SYMBOL_COMMENT("One target of the live table"),
                 &vl_type_Target,
                 SD_VARLINK_SYMBOL_COMMENT("The device-mapper table of a block device"),
                 &vl_method_DescribeDevice,
-                SD_VARLINK_SYMBOL_COMMENT("The file a loop device reads, as the kernel holds it (LOOP_GET_STATUS64): "
-                                          "its device and inode, which no path names"),
+                SD_VARLINK_SYMBOL_COMMENT("The file a loop device reads, as the kernel holds it "
+                                          "(LOOP_GET_STATUS64): its device and inode, which no path names"),
                 &vl_method_DescribeLoop,
                 SD_VARLINK_SYMBOL_COMMENT("There is no block device of this number"),
                 &vl_error_NoSuchDevice,
@@ -98,7 +99,8 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_error_NotDeviceMapper,
                 SD_VARLINK_SYMBOL_COMMENT("The block device is not a loop device, or reads no file"),
                 &vl_error_NotLoop,
-                SD_VARLINK_SYMBOL_COMMENT("The device of this number is another instance than the one asked about"),
+                SD_VARLINK_SYMBOL_COMMENT("The device of this number is another instance than the one asked "
+                                          "about"),
                 &vl_error_DeviceChanged,
                 SD_VARLINK_SYMBOL_COMMENT("The table could not be read"),
                 &vl_error_Failed);

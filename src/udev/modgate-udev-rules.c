@@ -97,8 +97,10 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_HELPER:
                         if (optarg[0] != '/' || strpbrk(optarg, "\" \t\n\\"))
-                                return log_error_errno(EINVAL, "--helper= needs an absolute path without blanks, "
-                                                       "quotes or backslashes: %s", optarg);
+                                return log_error_errno(EINVAL,
+                                                       "--helper= needs an absolute path without blanks, "
+                                                       "quotes or backslashes: %s",
+                                                       optarg);
                         arg_helper = optarg;
                         break;
                 case '?':
@@ -150,7 +152,8 @@ static void report_unreachable(const char *path, const char *text, Changes *c) {
                 return;
         c->unreachable++;
         log_error("%s:%u loads a module with udev's kmod builtin, which fails now that systemd-udevd has no "
-                  "CAP_SYS_MODULE, and a file in " RUN_RULES_DIR " cannot hide a file in %s: its driver will "
+                  "CAP_SYS_MODULE, and a file in " RUN_RULES_DIR
+                  " cannot hide a file in %s: its driver will "
                   "not be loaded. Replace RUN{builtin}+=\"kmod load NAME\" with RUN+=\"%s NAME\" there.",
                   unrooted(path), line, strncmp(unrooted(path), "/etc/", 5) == 0 ? "/etc" : RUN_RULES_DIR,
                   arg_helper);
@@ -233,7 +236,8 @@ static int generate_one(const char *path, const char *run_dir, char ***wanted, C
                 r = read_rules(source, &source_text);
                 if (r < 0)
                         return log_warning_errno(r, "Failed to read %s, skipping: %m", unrooted(source)), 0;
-        } else if (streq_ptr(unrooted(dir), "/etc/udev/rules.d") || streq_ptr(unrooted(dir), RUN_RULES_DIR)) {
+        } else if (streq_ptr(unrooted(dir), "/etc/udev/rules.d") ||
+                   streq_ptr(unrooted(dir), RUN_RULES_DIR)) {
                 if (!is_modgate_override(text))
                         report_unreachable(path, text, c);
                 return 0;
@@ -251,8 +255,10 @@ static int generate_one(const char *path, const char *run_dir, char ***wanted, C
                 return 0;
         if (asprintf(&content,
                      UDEV_RULES_GENERATED_MARK "%s.\n"
-                     "# Its calls of udev's kmod builtin (%zu) run modgate-udev instead, which asks modgated; the\n"
-                     "# rest is as there. Written again when that file changes; see modgate-udev-rules(8).\n%s",
+                                               "# Its calls of udev's kmod builtin (%zu) run modgate-udev "
+                                               "instead, which asks modgated; the\n"
+                                               "# rest is as there. Written again when that file changes; "
+                                               "see modgate-udev-rules(8).\n%s",
                      unrooted(source), n, rewritten) < 0)
                 return log_oom();
         if (strv_extend(wanted, name) < 0)
@@ -265,8 +271,8 @@ static int generate_one(const char *path, const char *run_dir, char ***wanted, C
         r = write_atomic(run_dir, name, content);
         if (r < 0)
                 return log_error_errno(r, "Failed to write %s/%s: %m", unrooted(run_dir), name);
-        log_info("Wrote %s/%s: the calls of udev's kmod builtin in %s (%zu) now ask modgated.", RUN_RULES_DIR,
-                 name, unrooted(source), n);
+        log_info("Wrote %s/%s: the calls of udev's kmod builtin in %s (%zu) now ask modgated.",
+                 RUN_RULES_DIR, name, unrooted(source), n);
         c->written++;
         c->all = c->all || unmatched;
         for (char **s = subsystems; s && *s; s++)
@@ -280,7 +286,8 @@ static int remove_stale(const char *run_dir, char *const *wanted, Changes *c) {
         _cleanup_strv_free_ char **files = NULL;
         int r;
 
-        r = conf_files_list((const char *const[]) { RUN_RULES_DIR, NULL }, arg_root, ".rules", 0, SIZE_MAX, &files);
+        r = conf_files_list((const char *const[]) { RUN_RULES_DIR, NULL }, arg_root, ".rules", 0, SIZE_MAX,
+                            &files);
         if (r < 0)
                 return log_error_errno(r, "Failed to list %s: %m", RUN_RULES_DIR);
         for (char **f = files; f && *f; f++) {
@@ -291,8 +298,10 @@ static int remove_stale(const char *run_dir, char *const *wanted, Changes *c) {
                         continue;
                 if (unlink(*f) < 0 && errno != ENOENT)
                         return log_error_errno(errno, "Failed to remove %s/%s: %m", RUN_RULES_DIR, name);
-                log_info("Removed %s/%s: its source is gone, masked or hidden, or no longer calls udev's kmod "
-                         "builtin.", RUN_RULES_DIR, name);
+                log_info("Removed %s/%s: its source is gone, masked or hidden, or no longer calls udev's "
+                         "kmod "
+                         "builtin.",
+                         RUN_RULES_DIR, name);
                 c->removed++;
         }
         return 0;
@@ -378,7 +387,8 @@ static int trigger(const Changes *c) {
                 for (char **s = c->subsystems; s && *s; s++) {
                         _cleanup_free_ char *a = NULL;
 
-                        if (asprintf(&a, "--subsystem-match=%s", *s) < 0 || strv_consume(&argv, TAKE_PTR(a)) < 0)
+                        if (asprintf(&a, "--subsystem-match=%s", *s) < 0 ||
+                            strv_consume(&argv, TAKE_PTR(a)) < 0)
                                 return log_oom();
                 }
         log_info("Replaying \"add\" for %s, for the rewritten rules.",
@@ -419,8 +429,10 @@ static int run(int argc, char *argv[]) {
                 if (streq_ptr(before, after))
                         break;
                 if (pass + 1 == PASSES_MAX) {
-                        log_warning("udev's rules directories kept changing for %u passes; the path unit runs this "
-                                    "again on the next change.", PASSES_MAX);
+                        log_warning("udev's rules directories kept changing for %u passes; the path unit "
+                                    "runs this "
+                                    "again on the next change.",
+                                    PASSES_MAX);
                         break;
                 }
         }

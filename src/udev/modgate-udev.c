@@ -133,7 +133,8 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(EINVAL, "No MODALIAS in the environment and no module named.");
 
         /* The device event as the daemon records it; fields udev did not set are left out. */
-        udev_context_build(getenv("DEVPATH"), getenv("SUBSYSTEM"), getenv("SEQNUM"), getenv("ACTION"), &context);
+        udev_context_build(getenv("DEVPATH"), getenv("SUBSYSTEM"), getenv("SEQNUM"), getenv("ACTION"),
+                           &context);
 
         reqs = calloc(n, sizeof(PlainRequest));
         if (!reqs)

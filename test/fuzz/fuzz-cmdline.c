@@ -9,7 +9,7 @@
 
 #include "config.h"
 #include "fuzz.h"
-#include "load-client.h"
+#include "load-plain.h"
 #include "module-name.h"
 #include "modules-load-conf.h"
 #include "policy.h"
@@ -110,12 +110,14 @@ static void check_root_hashes(const char *text) {
 static void check_names(char **names, bool quoted) {
         fuzz_assert(strv_length(names) <= MODULES_LOAD_ENTRIES_MAX);
         for (char **n = names; n && *n; n++) {
-                _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
+                _cleanup_free_ char *text = NULL;
                 LoadRefusal refusal = {};
+                size_t len;
                 int r;
 
                 fuzz_assert(**n && !strchr(*n, ',') && (quoted || !strpbrk(*n, " \t\n")));
-                r = load_request_parameters(&(LoadRequest) { .name = *n }, USEC_INFINITY, &params, &refusal);
+                r = plain_request_message(&(PlainRequest) { .name = *n }, USEC_INFINITY, &text, &len,
+                                          &refusal);
                 fuzz_assert(r == 0 || r == 1 || r == -ENOMEM);
                 fuzz_assert(r != 1 || streq_ptr(refusal.error, "io.modgate.Manager.InvalidName"));
         }

@@ -10,8 +10,8 @@
 #include <systemd/sd-json.h>
 
 #include "fuzz.h"
-#include "history.h"
 #include "module-name.h"
+#include "record-history.h"
 
 /* An entry takes 15 bytes at least ({"module":"a"} and its newline). */
 #define INPUT_MAX (64 * 1024)

@@ -13,8 +13,8 @@
 #include "fuzz.h"
 #include "load-parameters.h"
 #include "method-parameters.h"
+#include "method-seal.h"
 #include "module-name.h"
-#include "seal.h"
 #include "strv.h"
 #include "varlink-io.modgate.Manager.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "load-client.h"
+#include "load-plain.h"
 #include "module-name.h"
 #include "modules-load-conf.h"
 #include "strv.h"
@@ -26,17 +26,17 @@ static void check_names(char **names, size_t n_lines) {
 /* Each name is asked for on its own: one that names no module (not even UTF-8) is refused as an
  * invalid name, which modgate-modules-load reports as not found, and the others go on. */
 static void check_requests(char **names) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *context = NULL;
+        const RequestContext context = { .source = SOURCE_BOOT, .file = "/etc/modules-load.d/fuzz.conf",
+                                         .seqnum = -1 };
 
-        fuzz_assert(sd_json_buildo(&context, SD_JSON_BUILD_PAIR_STRING("source", "boot"),
-                                   SD_JSON_BUILD_PAIR_STRING("file", "/etc/modules-load.d/fuzz.conf")) >= 0);
         for (char **n = names; n && *n; n++) {
-                _cleanup_(sd_json_variant_unrefp) sd_json_variant *params = NULL;
+                _cleanup_free_ char *text = NULL;
                 LoadRefusal refusal = {};
+                size_t len;
                 int r;
 
-                r = load_request_parameters(&(LoadRequest) { .name = *n, .context = context }, USEC_INFINITY,
-                                            &params, &refusal);
+                r = plain_request_message(&(PlainRequest) { .name = *n, .context = &context }, USEC_INFINITY,
+                                          &text, &len, &refusal);
                 fuzz_assert(r == 0 || r == 1 || r == -ENOMEM);
                 fuzz_assert(r != 0 || module_name_is_valid(*n));
                 fuzz_assert(r != 1 || streq_ptr(refusal.error, "io.modgate.Manager.InvalidName"));

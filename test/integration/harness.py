@@ -10,12 +10,15 @@ private /sys/module.
 """
 
 import array
+import atexit
 import ctypes
 import fcntl
+import fnmatch
 import glob
 import hashlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -27,6 +30,20 @@ import time
 import traceback
 
 CLONE_NEWNS = 0x00020000
+
+# Every daemon, journald and container this run started. A run of chosen cases can leave running
+# what a later case would have stopped; they are killed at exit, so that nothing holds this mount
+# namespace (and its tmpfs copies of the module tree) once the test has ended.
+_STARTED = []
+
+
+@atexit.register
+def _kill_leftovers():
+    for x in _STARTED:
+        proc = getattr(x, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
 MODULE_INIT_COMPRESSED_FILE = 4
 
 
@@ -169,6 +186,7 @@ class Journal:
             os.makedirs("/run/systemd/journald.conf.d")
             with open("/run/systemd/journald.conf.d/50-test.conf", "w") as f:
                 f.write("[Journal]\nRateLimitIntervalSec=30s\nRateLimitBurst=%d\n" % rate_limit_burst)
+        _STARTED.append(self)
         self.proc = subprocess.Popen(["/usr/lib/systemd/systemd-journald"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
@@ -302,6 +320,7 @@ class Daemon:
     def __init__(self, workdir, name, trusted_root, extra_env=None, args=(), wrapper=(), store=None):
         self.store = store
         self.proc = None
+        _STARTED.append(self)
         self._handling = threading.Lock()
         self.address = "/run/modgate/%s.sock" % name
         self.shim_log = os.path.join(workdir, name + ".shim.log")
@@ -552,16 +571,122 @@ def assert_clean_exit(*daemons):
 class Tap:
     """TAP output, which meson counts case by case. When skip_all is set, every case is reported as
     skipped with that reason (tools/check fails on it unless told otherwise); when not_run is set,
-    every case fails with that reason, unrun."""
+    every case fails with that reason, unrun.
 
-    def __init__(self):
+    Cases are registered with case() and run by run(), in the order registered. The command line
+    chooses which (test-roots.py [--list] [CASE...], or meson test NAME --test-args='CASE...'): a CASE
+    is a case's number, the first word of its name when that word is an identifier such as 6a, or a
+    glob over its name or that word ('5*'). Cases not chosen are not run and not reported; the plan
+    counts what runs. A case declares the cases whose state it needs with needs= (their functions,
+    or numbers or identifiers as above); those run first, reported as prerequisites. A case with
+    always=True (the check that every daemon started exits cleanly) runs with any chosen case."""
+
+    def __init__(self, argv=None):
         self.n = 0
         self.failed = 0
         self.skip_all = None
         self.not_run = None
+        self.cases = []
+        self.ran = 0            # the cases registered by the last run()
+        self.done_numbers = set()
+        args = list(sys.argv[1:] if argv is None else argv)
+        self.listing = "--list" in args
+        self.chosen = [a for a in args if a != "--list"]
+        for a in self.chosen:
+            if a.startswith("-"):
+                raise SystemExit("unknown option %s; usage: %s [--list] [CASE...]" %
+                                 (a, os.path.basename(sys.argv[0])))
 
-    def case(self, name, fn):
+    def case(self, name, fn, needs=(), always=False):
+        self.cases.append(dict(number=len(self.cases) + 1, name=name, fn=fn, needs=tuple(needs),
+                               always=always))
+
+    @staticmethod
+    def _ident(c):
+        word = c["name"].split(" ", 1)[0]
+        return word if re.fullmatch(r"[0-9]+[a-z]?", word) else None
+
+    def _find(self, selector, strict):
+        if callable(selector):
+            return [c for c in self.cases if c["fn"] is selector]
+        by_ident = [c for c in self.cases if self._ident(c) == selector]
+        if by_ident:
+            return by_ident
+        if selector.isdigit():
+            return [c for c in self.cases if c["number"] == int(selector)]
+        if strict:
+            return []
+        return [c for c in self.cases
+                if fnmatch.fnmatchcase(c["name"], selector)
+                or fnmatch.fnmatchcase(self._ident(c) or "", selector)]
+
+    def _selection(self):
+        """The cases registered so far that the command line asks for, each with the case it is a
+        prerequisite of when it was not asked for itself, in the order registered."""
+        if not self.chosen:
+            return [(c, None) for c in self.cases]
+        why = {}
+        for selector in self.chosen:
+            for c in self._find(selector, strict=False):
+                why[c["number"]] = None
+
+        def need(c, of):
+            for selector in c["needs"]:
+                found = self._find(selector, strict=True)
+                assert len(found) == 1, "case %d needs %r, which names %d cases" % (
+                    c["number"], selector, len(found))
+                p = found[0]
+                assert p["number"] < c["number"], "case %d needs a later one, %d" % (c["number"], p["number"])
+                if p["number"] not in why:
+                    why[p["number"]] = of
+                    need(p, of)
+
+        if why:
+            for c in self.cases:
+                if c["always"]:
+                    why.setdefault(c["number"], None)
+        for c in [c for c in self.cases if c["number"] in why and why[c["number"]] is None]:
+            need(c, c)
+        return [(c, why[c["number"]]) for c in self.cases if c["number"] in why]
+
+    def list(self):
+        for c in self.cases:
+            extra = ""
+            if c["needs"]:
+                numbers = (str(self._find(n, strict=True)[0]["number"]) for n in c["needs"])
+                extra += "  (needs %s)" % ", ".join(numbers)
+            if c["always"]:
+                extra += "  (runs with any case)"
+            print("%d\t%s%s" % (c["number"], c["name"], extra), flush=True)
+
+    def run(self):
+        """Runs the chosen cases (all of them by default) among those registered since the last run().
+        A file whose set-up must follow a case (test-requests.py's first case sees the machine's own
+        modprobe.d) calls it there, and again after its last case."""
+        if self.listing:
+            return
+        subset = bool(self.chosen)
+        for c, of in self._selection():
+            if c["number"] <= self.ran:
+                if of is not None and c["number"] not in self.done_numbers:
+                    self._one("case %d needs case %d, which ran before it was chosen" % (
+                        of["number"], c["number"]), None, force_fail=True)
+                continue
+            name = c["name"]
+            if of is not None:
+                name = "prerequisite of case %d: %s" % (of["number"], name)
+            if subset:
+                name += " (case %d)" % c["number"]
+            self.done_numbers.add(c["number"])
+            self._one(name, c["fn"])
+        self.ran = len(self.cases)
+
+    def _one(self, name, fn, force_fail=False):
         self.n += 1
+        if force_fail:
+            self.failed += 1
+            print("not ok %d - %s" % (self.n, name), flush=True)
+            return
         if self.skip_all:
             print("ok %d - %s # SKIP %s" % (self.n, name, self.skip_all), flush=True)
             return
@@ -587,8 +712,58 @@ class Tap:
             print("ok %d - %s" % (self.n, name), flush=True)
 
     def done(self):
+        self.run()
+        if self.listing:
+            self.list()
+            return 0
+        for selector in self.chosen:
+            if not self._find(selector, strict=False):
+                print("# no case matches %r; %s --list shows them" % (
+                    selector, os.path.basename(sys.argv[0])), flush=True)
+                self.failed += 1
         print("1..%d" % self.n, flush=True)
         return 1 if self.failed else 0
+
+
+class Lazy:
+    """A fixture built on first use: Lazy(start) stands for what start() returns, calling it when an
+    attribute is first read, so that a daemon shared by several cases starts with the first case
+    that uses it, whichever that is. built() says whether it has been."""
+
+    def __init__(self, build):
+        object.__setattr__(self, "_build", build)
+        object.__setattr__(self, "_value", None)
+        object.__setattr__(self, "_done", False)
+
+    def get(self):
+        if not object.__getattribute__(self, "_done"):
+            object.__setattr__(self, "_value", object.__getattribute__(self, "_build")())
+            object.__setattr__(self, "_done", True)
+        return object.__getattribute__(self, "_value")
+
+    def built(self):
+        return object.__getattribute__(self, "_done")
+
+    def __getattr__(self, name):
+        return getattr(self.get(), name)
+
+    def __setattr__(self, name, value):
+        setattr(self.get(), name, value)
+
+    def __getitem__(self, key):
+        return self.get()[key]
+
+    def __setitem__(self, key, value):
+        self.get()[key] = value
+
+    def __contains__(self, key):
+        return key in self.get()
+
+    def __iter__(self):
+        return iter(self.get())
+
+    def __len__(self):
+        return len(self.get())
 
 
 def require_root():
@@ -1267,6 +1442,7 @@ class Container:
                "--bind=%s:/sys/module" % self.sys_module,
                "--boot", "--", "systemd.unit=basic.target", *cmdline]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.console, stderr=self.console)
+        _STARTED.append(self)
         self.leader = self._find_leader(boot_timeout)
         self.state = self._wait_booted(boot_timeout)
 

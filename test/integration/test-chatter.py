@@ -188,9 +188,11 @@ def main():
     t.case("20,000 Load calls refused to one unit, then one to another: the other's is a record of its own",
            case_refusals)
     t.case("5,000 Load calls of a module the policy denies: one record, the rest counted", case_denials)
-    t.case("what was counted is summarized when the daemon exits", case_summary_at_exit)
+    t.case("what was counted is summarized when the daemon exits", case_summary_at_exit,
+           needs=(case_flood, case_refusals, case_denials))
     t.case("the refusals counted add up exactly, in summaries of their own for the flooding unit",
-           case_refusals_summarized)
+           case_refusals_summarized, needs=(case_summary_at_exit,))
+    t.run()
     journal.stop()
     return t.done()
 

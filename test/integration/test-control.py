@@ -228,8 +228,10 @@ def main():
     t.case("GetInterfaceDescription describes every method of io.modgate.Manager and the Sealed error",
            case_describe_interface)
     t.case("Load and Unload: the reply, /sys/module, finit_module and delete_module, the journal", case_load_unload)
-    t.case("Explain, List, Describe and Reload answer as documented", case_read_only)
-    t.case("Status reports the mode, the policy, the roots, the counters and sealed=false", case_status)
+    t.case("Explain, List, Describe and Reload answer as documented", case_read_only,
+           needs=(case_load_unload,))
+    t.case("Status reports the mode, the policy, the roots, the counters and sealed=false", case_status,
+           needs=(case_load_unload,))
     t.case("Monitor streams a ready event, then a Load's request, started and loaded", case_monitor)
 
     # --- what is not a valid call ------------------------------------------------------------------
@@ -411,7 +413,7 @@ sys.stdin.read()
 
     # --- silence -----------------------------------------------------------------------------------
 
-    di = start("idle", idle="%ds" % IDLE_SEC, env={"MODGATE_SHIM_DELAY_MS": "3000"})
+    di = h.Lazy(lambda: start("idle", idle="%ds" % IDLE_SEC, env={"MODGATE_SHIM_DELAY_MS": "3000"}))
 
     def closed_after(c, timeout=IDLE_SEC + HANG_UP_SEC):
         start_t = time.monotonic()
@@ -468,7 +470,8 @@ sys.stdin.read()
     # Its runtime directory is the next instance's, as systemd's RuntimeDirectory= (kept) would make it.
     seal_runtime = os.path.join(work, "seal-run")
     os.makedirs(seal_runtime)
-    ds = start("seal", env={"MODGATE_SHIM_DELAY_MS": "1500", "RUNTIME_DIRECTORY": seal_runtime})
+    ds = h.Lazy(lambda: start("seal", env={"MODGATE_SHIM_DELAY_MS": "1500",
+                                           "RUNTIME_DIRECTORY": seal_runtime}))
 
     def case_seal_refusals():
         n = len(ds.shim_records())
@@ -629,12 +632,14 @@ print(" ".join(map(str, out)))
     t.case("Seal waits for a load in flight and loads its final list, then modules_disabled reads 1; a Load "
            "meanwhile is refused", case_seal)
     t.case("sealed: Load, Unload and Seal are refused with Sealed and recorded, nothing reaches the kernel; what "
-           "reports still answers", case_sealed)
-    t.case("Status says sealed", case_sealed_status)
-    t.case("a daemon restarted after the seal is sealed from the start, and its start record says so", case_restart)
+           "reports still answers", case_sealed, needs=(case_seal,))
+    t.case("Status says sealed", case_sealed_status, needs=(case_seal,))
+    t.case("a daemon restarted after the seal is sealed from the start, and its start record says so", case_restart,
+           needs=(case_sealed,))
     t.case("a seal by someone else is noticed at the next request, recorded once, and obeyed", case_sealed_outside)
     t.case("the shim answers finit_module and delete_module with EPERM in a sealed kernel", case_shim)
-    t.case("every daemon exits cleanly on SIGTERM", lambda: h.assert_clean_exit(*daemons))
+    t.case("every daemon exits cleanly on SIGTERM", lambda: h.assert_clean_exit(*daemons), always=True)
+    t.run()
 
     journal.stop()
     if t.failed:

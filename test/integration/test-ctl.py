@@ -451,7 +451,7 @@ def main():
 
     def case_completion():
         assert sorted(complete("modgatectl ")) == sorted(["status", "list", "describe", "explain", "monitor", "load",
-                                                          "unload", "reload", "seal"])
+                                                          "unload", "reload", "seal", "plot"])
         assert complete("modgatectl --no-p") == ["--no-pager"]
         assert complete("modgatectl --json=") == ["pretty", "short", "off"]
         assert complete("modgatectl --source=u") == ["udev"]
@@ -494,23 +494,27 @@ def main():
     t.case("load: each refusal its exit status and a next step (policy, parameter, install command, origin, "
            "not found, kernel)", case_load_refused)
     t.case("load, unload, describe, monitor: what the daemon would refuse as invalid exits 2 unsent", case_load_invalid)
-    t.case("unload: not loaded, no exit function, in use, success", case_unload)
-    t.case("explain: the verdict's exit status, text and JSON", case_explain)
-    t.case("list: a table with a footer, patterns, JSON", case_list)
-    t.case("describe: systemctl status's shape, JSON per module, NoRecord", case_describe)
+    t.case("unload: not loaded, no exit function, in use, success", case_unload, needs=(case_load,))
+    t.case("explain: the verdict's exit status, text and JSON", case_explain, needs=(case_load,))
+    t.case("list: a table with a footer, patterns, JSON", case_list, needs=(case_load,))
+    t.case("describe: systemctl status's shape, JSON per module, NoRecord", case_describe,
+           needs=(case_load,))
     t.case("reload: the digest; a broken file exits 1 naming it", case_reload)
-    t.case("status: mode, roots, workers, counters; JSON", case_status)
+    t.case("status: mode, roots, workers, counters; JSON", case_status, needs=(case_load, case_load_refused))
     t.case("monitor: the ready event, events as they come, a module filter, SIGINT and SIGTERM end it",
            case_monitor)
-    t.case("a ReadGroup= member runs the read-only verbs and is refused the others with exit 6", case_read_group)
+    t.case("a ReadGroup= member runs the read-only verbs and is refused the others with exit 6", case_read_group,
+           needs=(case_load,))
     t.case("a pager and colours on a terminal only, as $MODGATE_PAGER, $SYSTEMD_PAGER, $PAGER, NO_COLOR and "
-           "SYSTEMD_COLORS say", case_terminal)
+           "SYSTEMD_COLORS say", case_terminal, needs=(case_load,))
     t.case("bash completion: verbs, options and their values, the index's names and aliases, the daemon's "
            "records", case_completion)
-    t.case("seal: a final list, then every load and unload refused with exit 6", case_seal)
+    t.case("seal: a final list, then every load and unload refused with exit 6", case_seal,
+           needs=(case_load,))
 
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons), always=True)
+    t.run()
     h.dump_stderr(daemons)
-    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons))
     journal.stop()
     return t.done()
 

@@ -382,7 +382,8 @@ def main():
            "everything beneath it, loudly, until forgotten", case_identity)
     t.case("a pinned root unmounted lazily is named a detached mount", case_detached)
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
-           lambda: h.assert_clean_exit(*daemons))
+           lambda: h.assert_clean_exit(*daemons), always=True)
+    t.run()
 
     probe.terminate()
     probe.wait(10)

@@ -198,7 +198,9 @@ def main():
     errno_mods = dict(zip([e for e, _ in ERRNO_CLASSES], rest))
     rest = rest[len(ERRNO_CLASSES):]
     others, (before_kill, killed, crowd_mod, fd_mod) = rest[:3], rest[3:7]
-    assert len(errno_mods) == len(ERRNO_CLASSES) and killed, "not enough independent modules in the tree"
+    term_mods = rest[7:10]
+    assert len(errno_mods) == len(ERRNO_CLASSES) and len(term_mods) == 3, \
+        "not enough independent modules in the tree"
 
     def daemon(name, root=trusted, env=None, args=(), conf="", wrapper=(), store=None):
         os.makedirs("/run/modgate", exist_ok=True)
@@ -422,7 +424,8 @@ def main():
 
     # --- d: every errno of finit_module() --------------------------------------------------------
 
-    fail_d = daemon("errno", env={"MODGATE_SHIM_FAIL": ",".join("%s:%d" % (n, e) for e, n in errno_mods.items())})
+    fail_env = ",".join("%s:%d" % (n, e) for e, n in errno_mods.items())
+    fail_d = h.Lazy(lambda: daemon("errno", env={"MODGATE_SHIM_FAIL": fail_env}))
 
     def case_errnos():
         bad = []
@@ -638,6 +641,30 @@ def main():
     t.case("i: SIGKILL during a load: the next instance waits for the coming module, loads nothing twice, and "
            "keeps the history", case_sigkill)
 
+    # --- k: SIGTERM while loads are in flight -----------------------------------------------------
+
+    def case_sigterm():
+        # One worker: the first load is in its init when the signal comes, the other two wait for it.
+        d = daemon("term", env={"MODGATE_SHIM_DELAY_MS": "800"}, args=("--workers=1",))
+        conns = []
+        for name in term_mods:
+            c = h.AsyncVarlink(d.address)
+            c.send(LOAD, {"name": name})
+            conns.append(c)
+        wait_for("the first init to start", lambda: h.module_state(term_mods[0]) == "coming")
+        d.proc.send_signal(signal.SIGTERM)
+        # Every caller is answered, the queued ones too, and each module is loaded once; then it exits 0.
+        for name, c in zip(term_mods, conns):
+            mods = h.modules_of(c.receive())
+            c.close()
+            assert [m["outcome"] for m in mods] == ["loaded"], (name, mods)
+            assert len(finits(d, name)) == 1, d.shim_records()
+        assert d.proc.wait(timeout=10) == 0, d.stderr_text()
+        assert "Stopping once the 3 requests" in d.stderr_text(), d.stderr_text()
+
+    t.case("k: SIGTERM while a load is in its init and two more wait for the worker: all three are "
+           "answered, each loaded once, then the daemon exits 0", case_sigterm)
+
     # --- j: a module file checked while its dependency loads, changed before its own load --------
 
     soft = h.parse_modules_softdep(tree)
@@ -761,7 +788,8 @@ def main():
             d.stop()
         h.assert_clean_exit(*[d for d in daemons if d not in killed_ones])
 
-    t.case("every daemon but the killed one exits cleanly, none called init_module", case_clean)
+    t.case("every daemon but the killed one exits cleanly, none called init_module", case_clean, always=True)
+    t.run()
     if t.failed:
         h.dump_stderr(daemons)
     journal.stop()

@@ -190,12 +190,12 @@ def main():
            case_outside_at_start)
     t.case("List and Describe give each load's record: source, verified caller, file, evidence", case_loaded)
     t.case("a load by a long modalias is listed", case_modalias)
-    t.case("an unload replaces the module's record", case_unload)
+    t.case("an unload replaces the module's record", case_unload, needs=(case_loaded,))
     t.case("a module that appears while the daemon runs is recorded as loaded outside when asked for",
            case_behind)
     t.case("the history survives a restart; a module removed meanwhile is recorded as unloaded outside; a torn "
-           "line is skipped", case_restart)
-    t.case("and an idle exit, without recording anything twice", case_idle_exit)
+           "line is skipped", case_restart, needs=(case_unload, case_behind))
+    t.case("and an idle exit, without recording anything twice", case_idle_exit, needs=(case_restart,))
     t.case("List and Describe are for root (any capabilities) and ReadGroup= only", case_readers)
     def case_denied_after_load():
         d = daemons[-1]
@@ -246,7 +246,8 @@ def main():
     t.case("every request that joined a load is in its record and its history entry", case_joined)
     t.case("a history and a root record forged in the runtime directory are not read", case_forged_runtime)
     t.case("without a file descriptor store nothing is kept across restarts, said once", case_no_store)
-    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons[-1:]))
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons[-1:]), always=True)
+    t.run()
     journal.stop()
     return t.done()
 

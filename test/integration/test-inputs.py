@@ -238,14 +238,17 @@ def main():
            "the denied module stays denied with no finit_module, no /run option reaches the kernel, the "
            "SIGHUP is recorded with its sender", case_sighup_from_confined_root)
     t.case("its SIGTERM only stops the daemon: the next start reads /etc and /usr only, and records the "
-           "files in /run it ignores once", case_restart_reads_etc_only)
+           "files in /run it ignores once", case_restart_reads_etc_only,
+           needs=(case_sighup_from_confined_root,))
     t.case("a SIGHUP from a process that is not PID 1 changes nothing; the varlink Reload by a caller with "
            "CAP_SYS_MODULE reloads, and without it is refused", case_sighup_changes_nothing_reload_does)
     t.case("modgated -n warns about configuration someone other than root can change, and names what /run "
-           "holds", case_test_config_warns)
+           "holds", case_test_config_warns, needs=(case_sighup_from_confined_root,))
 
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*[d for d in daemons if d is not d1]),
+           always=True)
+    t.run()
     h.dump_stderr(daemons)
-    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*[d for d in daemons if d is not d1]))
     journal.stop()
     return t.done()
 

@@ -260,7 +260,7 @@ def main():
 
     t.case("Unload of a module with holders: ModuleInUse naming them, no delete_module", case_unload_holders)
     t.case("Unload succeeds with O_NONBLOCK, the shim records 0, /sys/module/NAME and its holder links go",
-           case_unload_success)
+           case_unload_success, needs=(case_unload_holders,))
     t.case("Unload of a module with references: ModuleInUse with the refcount, no delete_module",
            case_unload_refcount)
     t.case("Unload of a coming or going module: UnloadFailed EBUSY with the state, no delete_module",
@@ -448,7 +448,8 @@ def main():
         # SIGTERM ends every daemon with status 0; in the sanitizer build that includes no leaks.
         h.assert_clean_exit(*daemons)
 
-    t.case("SIGTERM stops every daemon with status 0, none called init_module", case_clean_exit)
+    t.case("SIGTERM stops every daemon with status 0, none called init_module", case_clean_exit, always=True)
+    t.run()
 
     for d in daemons:
         d.stop()

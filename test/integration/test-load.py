@@ -385,30 +385,42 @@ def main():
             d.stop()
 
     t.case("daemons are socket-activated and report READY=1", case_ready)
-    t.case("only CAP_SYS_MODULE is left", case_capabilities)
-    t.case("a module with dependencies loads in dependency order from the erofs root", case_dependencies_in_order)
-    t.case("a live module is not loaded again", case_already_live)
-    t.case("a builtin module is reported as builtin", case_builtin)
-    t.case("an unknown name gives ModuleNotFound and no syscall", case_unknown)
-    t.case("invalid names give InvalidName, bad parameters InvalidParameter, no syscall", case_invalid_names)
-    t.case("a NUL inside a name is refused", case_nul_in_name)
-    t.case("a symlink out of the trusted tree is refused", case_symlink_outside)
-    t.case("a symlink that stays inside the trusted tree is followed", case_symlink_inside)
-    t.case("a writable tmpfs root gives UntrustedOrigin and no syscall", case_tmpfs_root)
-    t.case("a read-only bind mount of a writable filesystem is refused", case_readonly_bind)
-    t.case("a module compressed with another algorithm than the kernel's is refused", case_wrong_compression)
-    t.case("a kernel error is a named LoadFailed with its errno", case_kernel_refuses)
-    t.case("journal records carry module, path, device, inode, mount, fs type, outcome", case_journal)
-    t.case("varlinkctl introspects and calls the interface", case_varlinkctl)
-    t.case("modgatectl loads, and says why it did not", case_modgatectl)
-    t.case("no fd leaks across requests", case_no_fd_leak)
-    t.case("init_module is never called", case_no_init_module)
+    t.case("only CAP_SYS_MODULE is left", case_capabilities, needs=(case_ready,))
+    t.case("a module with dependencies loads in dependency order from the erofs root", case_dependencies_in_order,
+           needs=(case_ready,))
+    t.case("a live module is not loaded again", case_already_live,
+           needs=(case_ready, case_dependencies_in_order))
+    t.case("a builtin module is reported as builtin", case_builtin, needs=(case_ready,))
+    t.case("an unknown name gives ModuleNotFound and no syscall", case_unknown, needs=(case_ready,))
+    t.case("invalid names give InvalidName, bad parameters InvalidParameter, no syscall", case_invalid_names,
+           needs=(case_ready,))
+    t.case("a NUL inside a name is refused", case_nul_in_name,
+           needs=(case_ready, case_dependencies_in_order))
+    t.case("a symlink out of the trusted tree is refused", case_symlink_outside, needs=(case_ready,))
+    t.case("a symlink that stays inside the trusted tree is followed", case_symlink_inside,
+           needs=(case_ready,))
+    t.case("a writable tmpfs root gives UntrustedOrigin and no syscall", case_tmpfs_root,
+           needs=(case_ready,))
+    t.case("a read-only bind mount of a writable filesystem is refused", case_readonly_bind,
+           needs=(case_ready,))
+    t.case("a module compressed with another algorithm than the kernel's is refused", case_wrong_compression,
+           needs=(case_ready,))
+    t.case("a kernel error is a named LoadFailed with its errno", case_kernel_refuses, needs=(case_ready,))
+    t.case("journal records carry module, path, device, inode, mount, fs type, outcome", case_journal,
+           needs=(case_ready, case_dependencies_in_order))
+    t.case("varlinkctl introspects and calls the interface", case_varlinkctl,
+           needs=(case_ready, case_dependencies_in_order))
+    t.case("modgatectl loads, and says why it did not", case_modgatectl,
+           needs=(case_ready, case_dependencies_in_order))
+    t.case("no fd leaks across requests", case_no_fd_leak, needs=(case_ready,))
+    t.case("init_module is never called", case_no_init_module, needs=(case_ready,))
     t.case("without a passed socket or --listen the daemon says why and exits", case_no_socket)
     t.case("a bad trusted root is a clear start-up error", case_bad_root)
-    t.case("Reload reloads with RELOADING=1, MONOTONIC_USEC= and READY=1", case_reload)
+    t.case("Reload reloads with RELOADING=1, MONOTONIC_USEC= and READY=1", case_reload, needs=(case_ready,))
     t.case("30 reloads in a row, nobody waiting for each: each announced, the daemon still answers",
-           case_reloads_unread)
-    t.case("an idle daemon exits by itself, never while a client is connected", case_idle_exit)
+           case_reloads_unread, needs=(case_ready,))
+    t.case("an idle daemon exits by itself, never while a client is connected", case_idle_exit,
+           needs=(case_ready,))
 
     def case_clean_exit():
         # SIGTERM ends every daemon with status 0; in the sanitizer build that includes no leaks.
@@ -446,8 +458,10 @@ def main():
                 if os.path.exists(p):
                     os.unlink(p)
 
-    t.case("SIGTERM stops every daemon cleanly, with nothing leaked", case_clean_exit)
+    t.case("SIGTERM stops every daemon cleanly, with nothing leaked", case_clean_exit,
+           always=True, needs=(case_ready,))
     t.case("modgate.conf and drop-ins configure the daemon; a typo stops it with file and line", case_config)
+    t.run()
     for d in daemons:
         d.stop()
     journal.stop()

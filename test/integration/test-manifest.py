@@ -499,6 +499,7 @@ def main():
            case_unit_offline)
     t.case("booted under systemd 257, the unit writes the first-use manifest once, before the socket listens",
            case_first_use_boot)
+    t.run()
     return t.done()
 
 

@@ -215,14 +215,16 @@ def main():
         t.case("a Load's events arrive in order: the request, each module started, then loaded once live, "
                "dependencies first; each loaded event carries the module's record", case_load_in_order)
         t.case("a monitor of one module is sent only that module's events", case_filtered)
-        t.case("unloads, refused callers, loads by others and reloads are events", case_decisions)
+        t.case("unloads, refused callers, loads by others and reloads are events", case_decisions,
+               needs=(case_filtered,))
         t.case("Monitor without more, and with an invalid module name, is refused; modules null is all",
                case_bad_calls)
         t.case("Status and Monitor are for root and ReadGroup= only", case_refused_reader)
         t.case("Status: version, mode, policy, roots with their identity, workers, and counters and latency that "
-               "match what was asked", case_status)
+               "match what was asked", case_status, needs=(case_load_in_order,))
         t.case("a monitor that hangs up is forgotten", case_monitor_gone)
-        t.case("the daemon exits cleanly", lambda: h.assert_clean_exit(d))
+        t.case("the daemon exits cleanly", lambda: h.assert_clean_exit(d), always=True)
+        t.run()
     finally:
         if t.failed:
             h.dump_stderr([d])

@@ -303,16 +303,17 @@ def main():
     t.case("a parameter outside the module's rule is refused; an allowed one reaches the kernel exactly",
            case_parameters_rule)
     t.case("a broken configuration on Reload keeps the policy and names file and line; a good one applies",
-           case_reload_broken)
+           case_reload_broken, needs=(case_request_key,))
     t.case("a denied softdep is left out, the module loads", case_softdep)
     t.case("allowlist mode: only what an Allow= matches loads", case_allowlist)
     t.case("Reload needs CAP_SYS_MODULE; Explain does not", case_reload_needs_capability)
-    t.case("ReadGroup= members may Explain, and nothing else", case_read_group)
+    t.case("ReadGroup= members may Explain, and nothing else", case_read_group, needs=(case_request_key,))
     t.case("modgatectl explain, load --dry-run and reload", case_modgatectl)
     t.case("modgate.mode=permissive: the load goes on and would-deny is recorded", case_permissive)
 
+    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons), always=True)
+    t.run()
     h.dump_stderr(daemons)
-    t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons))
     journal.stop()
     return t.done()
 

@@ -344,6 +344,7 @@ def main():
     t.case("%d reader connections (%d uids) each with %d bytes without a NUL: RSS below MemoryHigh=, root "
            "served, the uid's next connection hung up on, a connection past %d bytes closed"
            % (HOLDERS * PER_USER, HOLDERS, INPUT_MAX - 1024, INPUT_MAX), case_thousand)
+    t.run()
 
     if t.failed:
         h.dump_stderr([d], 40)

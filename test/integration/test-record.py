@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -120,8 +121,8 @@ def main():
     deps = h.parse_modules_dep(tree)
     strip_signature(os.path.join(copy, deps[UNSIGNED][0]))
 
-    def daemon(name, root, *args):
-        d = h.Daemon(work, name, root, args=args)
+    def daemon(name, root, *args, env=None):
+        d = h.Daemon(work, name, root, extra_env=env, args=args)
         daemons.append(d)
         assert d.activate(), d.stderr_text()
         return d
@@ -151,6 +152,28 @@ def main():
             assert_signed(rec, os.path.join(erofs, deps[name][0]))
         print("# %d records; %s: %s, key %s" % (len(recs), DEPS, recs[DEPS]["MODGATE_SIGNER"],
                                                 recs[DEPS]["MODGATE_SIGNATURE_KEY"]), flush=True)
+
+    def case_stages():
+        # Every init takes 200 ms: a module that needs others waits at least that long, and its own
+        # init takes that long. The stages come one after another, so they add up to no more than the
+        # call took, and the checks and init to no more than the duration (which adds the checks made
+        # while it waited).
+        h.reset_sys_module()
+        d = daemon("stages", erofs, env={"MODGATE_SHIM_DELAY_MS": "200"})
+        begin = time.monotonic()
+        names = loaded_names(d.load(DEPS))
+        took = int((time.monotonic() - begin) * 1000000)
+        recs = loaded_records(d, erofs, names)
+        for name, rec in recs.items():
+            stage = {f: int(rec["MODGATE_%s_USEC" % f]) for f in ("WAIT", "CHECK", "INIT", "DURATION")}
+            assert min(stage.values()) >= 0, (name, stage)
+            assert stage["CHECK"] + stage["INIT"] <= stage["DURATION"], (name, stage)
+            assert stage["WAIT"] + stage["CHECK"] + stage["INIT"] <= took, (name, stage, took)
+            assert stage["INIT"] >= 200000, (name, stage)
+        top = {f: int(recs[DEPS]["MODGATE_%s_USEC" % f]) for f in ("WAIT", "CHECK", "INIT")}
+        assert top["WAIT"] >= 200000, top
+        print("# %s: waited %d us, checks %d us, init %d us; the call %d us" %
+              (DEPS, top["WAIT"], top["CHECK"], top["INIT"], took), flush=True)
 
     def case_ownership_root():
         # No manifest check: the SHA-256 is computed for the record alone.
@@ -263,6 +286,8 @@ def main():
            "a module's dependencies too", case_manifest_root)
     t.case("ownership evidence, no manifest: the SHA-256 is still there; an unsigned module says "
            "MODGATE_SIGNATURE=none", case_ownership_root)
+    t.case("a loaded module's record has its stages (the wait for what it needs, its checks, its init), each "
+           "at least 0 and adding up to no more than the whole", case_stages)
     t.case("a file refused on its origin (a writable tmpfs): its SHA-256, device and inode, no signature field",
            case_denied)
     t.case("Explain's origin has the SHA-256 of every opened file, and the signer and key once trusted",
@@ -272,7 +297,8 @@ def main():
     t.case("which module needed a dependency, where each option is written (modprobe.d file and line, the kernel "
            "command line), and the class of a kernel error", case_resolution)
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
-           lambda: h.assert_clean_exit(*daemons))
+           lambda: h.assert_clean_exit(*daemons), always=True)
+    t.run()
 
     journal.stop()
     if t.failed:

@@ -446,7 +446,7 @@ def main():
             refused(multi, name, path, NOT_BENEATH, "EXDEV", origin=False)
 
     t.case("1d a path beneath no root, or beside one with the root's name as its prefix, is refused and "
-           "recorded; the file is never opened", case_beneath_none)
+           "recorded; the file is never opened", case_beneath_none, needs=("1b",))
 
     def case_nested():
         mginner = os.path.join(inner, "mginner.ko.xz")
@@ -460,7 +460,7 @@ def main():
         assert only_record(d, "mginner")["MODGATE_FSTYPE"] == "erofs"
 
     t.case("1e nested roots: the innermost root wins, so a separate mount inside a root loads only when it "
-           "is a root itself", case_nested)
+           "is a root itself", case_nested, needs=("1b",))
 
     def case_no_index():
         sock = "/run/modgate/noindex.sock"
@@ -551,7 +551,7 @@ def main():
 
     # --- 4: owner and mode -----------------------------------------------------------------------
 
-    main_d = start("main", args=("--trusted-root=" + A, "--workers=1"))
+    main_d = h.Lazy(lambda: start("main", args=("--trusted-root=" + A, "--workers=1")))
 
     def case_owner_mode():
         own = os.path.join(A, "extra/owner")
@@ -567,7 +567,8 @@ def main():
         refused(rw_lax, "mguidw", os.path.join(W, "extra/mguidw.ko.xz"), NOT_ROOT, "EPERM")
 
     t.case("4 a module file not owned by root, or writable by group or others, is refused with its reason "
-           "(erofs, and a tmpfs root with RequireReadOnlySuperblock=no); root-owned copies load", case_owner_mode)
+           "(erofs, and a tmpfs root with RequireReadOnlySuperblock=no); root-owned copies load", case_owner_mode,
+           needs=("3",))
 
     # --- 5: escapes ------------------------------------------------------------------------------
 
@@ -641,7 +642,7 @@ def main():
            "link in the path as such", case_proc_links)
     t.case("5d a path with '..', '.' or '//' is InvalidPath before anything is opened or recorded", case_dotdot)
     t.case("5e a filesystem mounted inside a root is refused (RESOLVE_NO_XDEV) although its file passes",
-           case_mount_inside)
+           case_mount_inside, needs=("3",))
     t.case("5f a FIFO, a socket and a device node named .ko are refused as not regular files, without "
            "blocking the only worker", case_special_files)
 
@@ -704,8 +705,9 @@ def main():
         assert counted(rw_lax, "mgcache2") == 1
 
     t.case("6a a denial is remembered per file: fixed, the file is still refused without being opened, until "
-           "a reload; a live module answers already_loaded first", case_remembered)
-    t.case("6b a remembered denial is forgotten when the module index changes on disk", case_index_change_forgets)
+           "a reload; a live module answers already_loaded first", case_remembered, needs=("3",))
+    t.case("6b a remembered denial is forgotten when the module index changes on disk", case_index_change_forgets,
+           needs=("3",))
 
     # --- 8: softdep loops (before 7, which rewrites modprobe.d) -----------------------------------
 
@@ -852,7 +854,9 @@ def main():
                                                     d.stderr_text()[-3000:]))
         assert not bad, "\n".join(bad)
 
-    t.case("every daemon ran to the end, called no init_module, and exits 0 on SIGTERM", case_clean_exit)
+    t.case("every daemon ran to the end, called no init_module, and exits 0 on SIGTERM", case_clean_exit,
+           always=True)
+    t.run()
 
     for d in daemons:
         d.stop()

@@ -160,13 +160,16 @@ def main():
 
     t.case("the system's rules that call udev's kmod builtin get a copy in /run that runs modgate-udev, the rest "
            "unchanged", case_system_rules)
-    t.case("a second run changes nothing", case_idempotent)
+    t.case("a second run changes nothing", case_idempotent, needs=(case_system_rules,))
     t.case("modgate's own override in /etc hides udev's file; an administrator's file that calls the builtin, or "
-           "someone else's in /run, is reported with its line and left alone", case_override_and_etc)
+           "someone else's in /run, is reported with its line and left alone", case_override_and_etc,
+           needs=(case_idempotent,))
     t.case("a rule added later is copied; masked, changed, removed or no longer calling the builtin, its copy "
-           "follows; only modgate's copies are removed", case_added_masked_removed)
+           "follows; only modgate's copies are removed", case_added_masked_removed,
+           needs=(case_override_and_etc,))
     t.case("a directory, a binary file and bad arguments are named errors or skipped, nothing lost",
-           case_bad_input)
+           case_bad_input, needs=(case_added_masked_removed,))
+    t.run()
     shutil.rmtree(work, ignore_errors=True)
     return t.done()
 

@@ -630,9 +630,10 @@ def main():
     t.case("end to end: a slow module times out in the helper first and goes on loading in the daemon",
            case_real_timeout_load_goes_on)
 
-    fake.stop()
     t.case("the daemons exit cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
-           lambda: h.assert_clean_exit(daemon, slow, *daemons))
+           lambda: h.assert_clean_exit(daemon, slow, *daemons), always=True)
+    t.run()
+    fake.stop()
     journal.stop()
     if t.failed:
         for d in (daemon, slow):

@@ -133,6 +133,7 @@ def main():
             raise AssertionError("no %s in the build root (udev installs it)" % SYSTEM_DRIVERS_RULES)
         ours = rules_lines(dest + "/usr/lib/udev/rules.d/80-modgate.rules")
         assert ours[0] == 'ACTION!="add", GOTO="modgate_end"', ours
+        assert ours[1] == 'TEST!="/run/modgate/io.modgate", GOTO="modgate_end"', ours
         n = 0
         for line in rules_lines(SYSTEM_DRIVERS_RULES):
             m = re.match(r'(.*), RUN\{builtin\}\+="kmod load ?([^"]*)"$', line)
@@ -149,8 +150,9 @@ def main():
         # elsewhere (an initramfs made from this system) it does what udev's file does.
         override = rules_lines(dest + "/etc/udev/rules.d/80-drivers.rules")
         assert override[0] == 'ACTION!="add", GOTO="modgate_drivers_end"', override
+        # ... and its socket listens: not with modgate=off, nor before the package's postinst.
         assert override[1] == ('TEST=="%s/modgate-udev", TEST=="/usr/lib/udev/rules.d/80-modgate.rules", '
-                               'GOTO="modgate_drivers_end"' % LIBEXEC), override
+                               'TEST=="/run/modgate/io.modgate", GOTO="modgate_drivers_end"' % LIBEXEC), override
         assert override[-1] == 'LABEL="modgate_drivers_end"', override
         system = [x for x in rules_lines(SYSTEM_DRIVERS_RULES) if "RUN{builtin}" in x]
         assert sorted(override[2:-1]) == sorted(system), (override, system)
@@ -236,6 +238,7 @@ def main():
     t.case("kernel.modprobe points at modgate-modprobe; the drop-ins say what they take over", case_sysctl_and_dropins)
     t.case("the takeover switches off install none of the takeover files", case_takeover_switches)
     t.case("the preset enables the socket and the boot-list unit", case_preset)
+    t.run()
 
     return t.done()
 

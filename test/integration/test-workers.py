@@ -157,7 +157,8 @@ def main():
         t.case("EEXIST is already loaded only when the module is live", case_eexist_not_live)
         t.case("with the kernel's wait for dependencies in the shim, a module two deep loads in order with no "
                "failed call", case_kernel_dependency_wait)
-        t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons))
+        t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons), always=True)
+        t.run()
     finally:
         if t.failed:
             h.dump_stderr(daemons)

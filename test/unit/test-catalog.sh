@@ -19,14 +19,14 @@ else
         fail=1
 fi
 
-ids=$(sed -n 's/^#define MODGATE_MESSAGE_[A-Z_]* "\([0-9a-f]\{32\}\)"$/\1/p' "$src/src/daemon/journal.h")
-defined=$(grep -c '^#define MODGATE_MESSAGE_' "$src/src/daemon/journal.h")
+ids=$(sed -n 's/^#define MODGATE_MESSAGE_[A-Z_]* "\([0-9a-f]\{32\}\)"$/\1/p' "$src/src/daemon/record-journal.h")
+defined=$(grep -c '^#define MODGATE_MESSAGE_' "$src/src/daemon/record-journal.h")
 n=$((n + 1))
 # Every MODGATE_MESSAGE_ define is a 32-digit id that the pattern above read: none slipped past it.
 if [ -n "$ids" ] && [ "$(wc -w <<<"$ids")" -eq "$defined" ]; then
-        echo "ok $n - journal.h defines $defined message ids, each read here"
+        echo "ok $n - record-journal.h defines $defined message ids, each read here"
 else
-        echo "not ok $n - journal.h defines $defined message ids, read $(wc -w <<<"$ids")"
+        echo "not ok $n - record-journal.h defines $defined message ids, read $(wc -w <<<"$ids")"
         fail=1
 fi
 

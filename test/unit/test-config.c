@@ -3,12 +3,12 @@
 #include <errno.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "policy.h"
 #include "request.h"
-#include "fileio.h"
 #include "strv.h"
-#include "trust.h"
 #include "tests-tmp.h"
+#include "trust.h"
 
 static int parse_n(Config *c, const char *text, size_t n, char **ret_message) {
         FILE *f = fmemopen((void *) text, n, "r");
@@ -453,7 +453,8 @@ TEST(syntax_errors) {
         check_error("[Load]\nWorkers\n", -EBADMSG,
                     "modgate.conf:2: expected [Section], Key=Value or a comment");
         check_error("[Load]\n\xef\xbb\xbf\n", -EBADMSG, "modgate.conf:2: expected [Section], Key=Value or a comment");
-        /* libinih would skip a second byte order mark on the first line, and with it a header. */
+        /* A second byte order mark on the first line is not skipped (libinih, once the reader, skipped
+         * it and with it a header). */
         check_error("\xef\xbb\xbf\xef\xbb\xbf[Root]\n", -EBADMSG,
                     "modgate.conf:1: expected [Section], Key=Value or a comment");
         check_error("[Load]\n = 4\n", -EBADMSG, "modgate.conf:2: assignment without a key: =4");
@@ -476,7 +477,8 @@ TEST(syntax_errors) {
 }
 
 TEST(first_error_is_reported) {
-        /* libinih reports a line it cannot parse only at the end, and goes on after it. */
+        /* The first error in the file is the one reported (libinih, once the reader, reported a line it
+         * could not parse only at the end, after the lines that followed). */
         check_error("[Load]\nWorkers\nWorkers=0\n", -EBADMSG,
                     "modgate.conf:2: expected [Section], Key=Value or a comment");
         check_error("[Load]\nWorkers\n[Laod]\n", -EBADMSG,
@@ -565,7 +567,7 @@ TEST(line_length_cap) {
         check_error(text, -EBADMSG, "modgate.conf:2: " LONG_LINE_ERROR);
         check_error(long_line, -EBADMSG, "modgate.conf:1: " LONG_LINE_ERROR);
 
-        /* The longest assignment arrives whole, not split by libinih's buffer. */
+        /* The longest assignment arrives whole (libinih, once the reader, split longer lines). */
         check(asprintf(&assignment, "[Trust]\r\nTrustedRoot=/%s\r\n", path) > 0);
         parse_ok(&c, assignment);
         check(strv_length(c.trusted_roots) == 1 && strlen(c.trusted_roots[0]) == strlen(path) + 1);

@@ -4,6 +4,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "tests-tmp.h"
 #include "tests.h"
 
 static int read_mem(const char *data, size_t n, size_t max, char **ret, size_t *ret_size) {
@@ -42,8 +43,26 @@ TEST(read_full_stream_large) {
         check(read_mem(data, size, size - 1, &(char *) { NULL }, &n) == -EFBIG);
 }
 
+TEST(read_full_file) {
+        _cleanup_(tmp_root_free) char *root = tmp_root_new();
+        _cleanup_free_ char *path = tmp_path(root, "f"), *missing = tmp_path(root, "missing");
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        char *c = NULL;
+        size_t n = 0;
+
+        tmp_write(root, "f", "one\ntwo\n");
+        check(read_full_file(path, 8, &a, &n) == 0);
+        check(n == 8 && strcmp(a, "one\ntwo\n") == 0);
+        check(read_full_file(path, 7, &c, NULL) == -EFBIG && !c);
+        check(read_full_file(missing, 8, &c, NULL) == -ENOENT && !c);
+        check(read_full_file(root, 8, &c, NULL) == -EISDIR && !c);
+        /* A file of the kernel's with no size: read to its end all the same. */
+        check(read_full_file("/proc/self/cmdline", 4096, &b, &n) == 0 && n > 0);
+}
+
 int main(void) {
         RUN(read_full_stream_cap);
         RUN(read_full_stream_large);
+        RUN(read_full_file);
         return tests_done();
 }

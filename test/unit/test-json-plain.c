@@ -242,7 +242,7 @@ TEST(frame) {
         check(varlink_frame_end("\0", 1, &len) == 1 && len == 0);
 }
 
-/* The call modgate-udev sends: the parameters load_request_parameters() sends, in JSON. */
+/* The call every helper sends: Load's parameters, in JSON. */
 TEST(message) {
         const RequestContext ctx = {
                 .source = SOURCE_UDEV,

@@ -2,9 +2,8 @@
 
 #include <errno.h>
 #include <string.h>
-#include <systemd/sd-json.h>
 
-#include "load-client.h"
+#include "load-reply.h"
 #include "macro.h"
 #include "tests.h"
 
@@ -148,53 +147,6 @@ TEST(refusal_words) {
         check_streq(c, "refused before asking modgated: org.varlink.service.InvalidParameter (context)");
 }
 
-/* A request the daemon would refuse is answered without a connection: the address leads nowhere,
- * and only the valid request finds that out. */
-TEST(refused_unsent) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *ctl = NULL;
-        LoadRequest reqs[] = {
-                { .name = "ok_name" },
-                { .name = "a name with spaces" },
-                { .modalias = "pci:v1 pci:v2" },
-                { .name = "ok_name" },
-        };
-        const LoadOptions o = { .address = "/nonexistent/modgate.sock", .timeout_usec = USEC_PER_SEC };
-
-        check(sd_json_parse("{\"source\":\"udev\",\"devpath\":\"/x\\n\"}", 0, &ctl, NULL, NULL) >= 0);
-        reqs[3].context = ctl;
-        check(load_requests_run(&o, reqs, ELEMENTSOF(reqs)) == 0);
-        check(reqs[0].result.verdict == LOAD_VERDICT_UNREACHABLE);
-        check(reqs[1].result.verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[1].result.error_id, "io.modgate.Manager.InvalidName");
-        check(reqs[2].result.verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[2].result.error_id, "io.modgate.Manager.InvalidModalias");
-        check_streq(reqs[2].result.detail, "refused before asking modgated: io.modgate.Manager.InvalidModalias "
-                                    "(modalias contains a space, a control character or a non-ASCII byte)");
-        check(reqs[3].result.verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[3].result.error_id, "io.modgate.Manager.InvalidRequest");
-        load_requests_done(reqs, ELEMENTSOF(reqs));
-}
-
-/* A name or a modalias that is not UTF-8 cannot be sent as JSON: it is refused alone, and the other
- * requests go on (a boot list with such a line loaded nothing after it). */
-TEST(not_utf8_unsent) {
-        LoadRequest reqs[] = {
-                { .name = "caf\xe9" },
-                { .modalias = "pci:v\xff" },
-                { .name = "ok_name" },
-        };
-        const LoadOptions o = { .address = "/nonexistent/modgate.sock", .timeout_usec = USEC_PER_SEC };
-
-        check(load_requests_run(&o, reqs, ELEMENTSOF(reqs)) == 0);
-        check(reqs[0].result.verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[0].result.error_id, "io.modgate.Manager.InvalidName");
-        check_streq(reqs[0].result.detail, "refused before asking modgated: io.modgate.Manager.InvalidName (not UTF-8)");
-        check(reqs[1].result.verdict == LOAD_VERDICT_INVALID);
-        check_streq(reqs[1].result.error_id, "io.modgate.Manager.InvalidModalias");
-        check(reqs[2].result.verdict == LOAD_VERDICT_UNREACHABLE);
-        load_requests_done(reqs, ELEMENTSOF(reqs));
-}
-
 int main(void) {
         RUN(verdicts);
         RUN(describe_success);
@@ -202,7 +154,5 @@ int main(void) {
         RUN(daemon_timeout);
         RUN(timeouts);
         RUN(refusal_words);
-        RUN(refused_unsent);
-        RUN(not_utf8_unsent);
         return tests_done();
 }

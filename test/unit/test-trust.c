@@ -7,8 +7,8 @@
 
 #include "compression.h"
 #include "probe-client.h"
-#include "trust.h"
 #include "tests.h"
+#include "trust.h"
 
 static FileOrigin good(void) {
         return (FileOrigin) {

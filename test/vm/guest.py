@@ -41,6 +41,16 @@ def initstate(vm, name):
     return vm.sh("cat /sys/module/%s/initstate 2>/dev/null || echo absent" % name).out.strip()
 
 
+def hotplug(vm, driver, module, device_id):
+    """Hotplugs a QEMU device whose driver is module, not loaded before, and waits until udev has
+    settled with module live."""
+    assert live_modules(vm)[module] == 0, "%s is loaded already" % module
+    vm.qmp("device_add", driver=driver, id=device_id)
+    vm.sh("for i in $(seq 300); do grep -q '^%s ' /proc/modules && break; sleep 0.1; done; udevadm settle"
+          % module, timeout=90)
+    assert initstate(vm, module) == "live"
+
+
 def records(vm, module, outcome=None, unit="modgated.service"):
     """modgate's provenance records for module in this boot's journal."""
     matches = ["MODGATE_MODULE=" + module, "_BOOT_ID=" + vm.boot_id]

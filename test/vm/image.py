@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Builds the VM tier's guest from Debian's packages and caches it outside the source tree.
 
-Four layers, each cached under its own key so that only what changed is rebuilt:
+Five layers, each cached under its own key so that only what changed is rebuilt:
 
   base     mmdebstrap of Debian 13 with test/vm/guest/packages      (about half a minute)
   modules  the build root's /usr/lib/modules/$KVER as an erofs image with its dm-verity hash
@@ -10,6 +10,7 @@ Four layers, each cached under its own key so that only what changed is rebuilt:
            modules needed to mount the root and the verity volume
   root     an ext4 image: base + test/vm/guest/rootfs + modgate's `meson install` + the module
            tree as plain files, for boots that want it on the writable root (a few seconds)
+  stock    the same without modgate, for scenarios that install its Debian package (IMAGE = "stock")
 
 A key hashes the layer's inputs together with the source of the function that builds it, so an
 edit to one step of this file rebuilds that step only. The kernel is the build root's own
@@ -242,7 +243,8 @@ def build_root(out, base, destdir, kernel, key):
     stage = os.path.join(out, "stage")
     run("cp", "-a", base, stage)
     run("cp", "-a", "--no-preserve=ownership", os.path.join(GUEST, "rootfs") + "/.", stage)
-    run("cp", "-a", "--no-preserve=ownership", destdir + "/.", stage)
+    if destdir:
+        run("cp", "-a", "--no-preserve=ownership", destdir + "/.", stage)
     os.makedirs(os.path.join(stage, "usr/lib/modules", kernel.version), exist_ok=True)
     # The same tree as ordinary files on the root, for boots with modgate_vm.modules=writable: the
     # initramfs renames it to /usr/lib/modules/$KVER instead of mounting the verity volume there
@@ -254,9 +256,10 @@ def build_root(out, base, destdir, kernel, key):
     # The manifest of the module tree, as the kernel-install plugin writes it when the kernel
     # package is installed (the guest's first-use unit then has nothing to do): the same files as
     # the erofs volume, hashed here by the installed modgate-manifest.
-    run(os.path.join(destdir, "usr/libexec/modgate/modgate-manifest"), "--origin=kernel-install",
-        "--tree=" + kernel.tree, "--output=" + os.path.join(stage, "var/lib/modgate/manifests",
-                                                             kernel.version + ".sha256"), kernel.version)
+    if destdir:
+        run(os.path.join(destdir, "usr/libexec/modgate/modgate-manifest"), "--origin=kernel-install",
+            "--tree=" + kernel.tree, "--output=" + os.path.join(stage, "var/lib/modgate/manifests",
+                                                                 kernel.version + ".sha256"), kernel.version)
 
     # A fixed machine id: not a first boot, so no systemd-firstboot questions on the console.
     with open(os.path.join(stage, "etc/machine-id"), "w") as f:
@@ -268,7 +271,7 @@ def build_root(out, base, destdir, kernel, key):
         f.writelines(lines)
 
     units = ["modgate-vm-agent.service", "serial-getty@ttyS1.service"]
-    run("systemctl", "--root=" + stage, "--quiet", "enable", *units, *installed_units(destdir),
+    run("systemctl", "--root=" + stage, "--quiet", "enable", *units, *(installed_units(destdir) if destdir else ()),
         capture_output=True)
     # No display, no network, no logins but root's on the serial consoles: these only slow a boot
     # under TCG down (logind alone takes seconds, and needs D-Bus).
@@ -374,6 +377,11 @@ def build(build_dir):
         root_key = digest(base_key, kernel.version, kernel.id, tree_digest(os.path.join(GUEST, "rootfs")),
                           tree_digest(destdir), source(build_root), source(installed_units))
         root = cache.layer("root", root_key, build_root, base, destdir, kernel, root_key)
+        # The same guest without modgate, for scenarios that install it as a user would (IMAGE =
+        # "stock": the Debian package).
+        stock_key = digest(base_key, kernel.version, kernel.id, tree_digest(os.path.join(GUEST, "rootfs")),
+                           source(build_root), "stock")
+        stock = cache.layer("stock", stock_key, build_root, base, None, kernel, stock_key)
         shutil.rmtree(destdir)
 
     with open(os.path.join(modules, "meta.json")) as f:
@@ -387,6 +395,7 @@ def build(build_dir):
         "initrd": os.path.join(initrd, "initrd.img"),
         "initrd_modules": initrd_meta["modules"],
         "root": os.path.join(root, "root.img"),
+        "root_stock": os.path.join(stock, "root.img"),
         "root_serial": ROOT_SERIAL,
         "modules": os.path.join(modules, "modules.img"),
         "modules_serial": MODULES_SERIAL,

@@ -157,12 +157,13 @@ class QMP:
 
 
 class Machine:
-    def __init__(self, manifest, workdir, accel, append="", memory=2048, cpus=2, devices=()):
+    def __init__(self, manifest, workdir, accel, append="", memory=2048, cpus=2, devices=(), image=""):
         self.manifest = manifest
         self.workdir = workdir
         self.accel = accel
         self.append = append
         self.devices = tuple(devices)   # more QEMU arguments: devices -nodefaults leaves out
+        self.image = image              # "stock": the root without modgate
         self.memory = memory
         self.cpus = cpus
         self.proc = None
@@ -176,7 +177,8 @@ class Machine:
         os.makedirs(workdir, exist_ok=True)
         self.console_log = os.path.join(workdir, "console.log")
         self.overlay = os.path.join(self.sockdir, "root.qcow2")
-        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", manifest["root"],
+        root = manifest["root_" + image] if image else manifest["root"]
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", root,
                         self.overlay], check=True)
 
     # --- life cycle ---

@@ -90,11 +90,7 @@ def test_coldplug_complete(vm):
 
 def test_hotplug(vm):
     """a hotplugged e1000 gets its driver through modgate-udev"""
-    assert guest.live_modules(vm)[HOTPLUG_MODULE] == 0, "e1000 is loaded already"
-    vm.qmp("device_add", driver="e1000", id="modgate-nic")
-    vm.sh("for i in $(seq 300); do grep -q '^%s ' /proc/modules && break; sleep 0.1; done; udevadm settle"
-          % HOTPLUG_MODULE, timeout=90)
-    assert guest.initstate(vm, HOTPLUG_MODULE) == "live"
+    guest.hotplug(vm, "e1000", HOTPLUG_MODULE, "modgate-nic")
     recs = guest.records(vm, HOTPLUG_MODULE, "loaded")
     assert len(recs) == 1, recs
     r = recs[0]
