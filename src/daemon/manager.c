@@ -664,10 +664,16 @@ void manager_touch(Manager *m) {
         m->last_activity_usec = now_usec();
 }
 
-static bool manager_is_idle(Manager *m) {
+/* Whether nothing that was asked is unanswered: no Load waiting for its jobs, no job (a job's waiters
+ * are answered when it finishes), no reader's work, and every answer made written out. */
+static bool manager_drained(Manager *m) {
         return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
-                reader_pool_pending(m->readers) == 0 &&
-                sd_varlink_server_current_connections(m->varlink_server) == 0;
+                reader_pool_pending(m->readers) == 0 && m->n_replied == 0;
+}
+
+/* Drained, and nobody connected. */
+static bool manager_is_idle(Manager *m) {
+        return manager_drained(m) && sd_varlink_server_current_connections(m->varlink_server) == 0;
 }
 
 static int on_idle_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -880,13 +886,6 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         journal_record_signal_ignored("SIGHUP", (pid_t) si->ssi_pid, (uid_t) si->ssi_uid,
                                       comm[0] ? comm : NULL, unit);
         return 0;
-}
-
-/* Whether nothing that was asked is unanswered: no Load waiting for its jobs, no job (a job's waiters
- * are answered when it finishes), no reader's work, and every answer made written out. */
-static bool manager_drained(Manager *m) {
-        return m->n_requests == 0 && scheduler_n_jobs(m->scheduler) == 0 &&
-                reader_pool_pending(m->readers) == 0 && m->n_replied == 0;
 }
 
 static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata) {
