@@ -401,8 +401,8 @@ static int attach_or_adopt(Guard *g, sd_event *e) {
 
 #endif
 
-int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, guard_refusal_t cb, void *userdata,
-                void (*before_attach)(void), Guard **ret) {
+int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, const char *not_service, guard_refusal_t cb,
+                void *userdata, void (*before_attach)(void), Guard **ret) {
         _cleanup_(guard_freep) Guard *g = NULL;
         int r = 0;
 
@@ -422,6 +422,12 @@ int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, guard_refusal_t 
                 .lsm_active = lsm_active(),
         };
 
+        if (not_service && mode != GUARD_OFF) {
+                g->state.not_service = true;
+                g->state.unavailable = not_service;
+                *ret = TAKE_PTR(g);
+                return 0;
+        }
         if (mode == GUARD_OFF) {
                 /* What an earlier instance attached goes: off is off, for every process. */
                 if (fds_take(g->fds) > 0)

@@ -23,6 +23,7 @@ typedef struct GuardState {
         bool from_cmdline;              /* wanted comes from modgate.guard= */
         bool built;                     /* this modgated has the program */
         bool lsm_active;                /* "bpf" in /sys/kernel/security/lsm */
+        bool not_service;               /* this modgated is not the service's: it attaches none */
         bool attached;
         bool adopted;                   /* attached by an earlier instance, taken from the fd store */
         bool stored;                    /* kept in the fd store: it outlives this instance */
@@ -43,9 +44,11 @@ extern bool guard_test_wrong_hash;
 /* Sets up the guard in mode: adopts what the fd store keeps (fdstore_init() ran), or attaches anew,
  * or, for GUARD_OFF, detaches what the store keeps. Never fails for the guard's own sake: what did
  * not work is in the state (the caller logs it once). before_attach (or NULL) is called when a new guard is
- * loaded, right before its programs are attached. Returns 0, or -ENOMEM. */
-int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, guard_refusal_t cb, void *userdata,
-                void (*before_attach)(void), Guard **ret);
+ * loaded, right before its programs are attached. not_service, when not NULL, says why this process is
+ * not the service's modgated (one that listens on an address of its own): it attaches nothing and
+ * detaches nothing, since a second guard would refuse the service's loads. Returns 0, or -ENOMEM. */
+int guard_setup(sd_event *e, GuardMode mode, bool from_cmdline, const char *not_service, guard_refusal_t cb,
+                void *userdata, void (*before_attach)(void), Guard **ret);
 Guard *guard_free(Guard *g);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Guard *, guard_free);
 

@@ -578,8 +578,9 @@ static int run(int argc, char *argv[]) {
         rlimit_nofile_bump();
 
         /* CAP_BPF and CAP_PERFMON attach the guard, where the unit grants them, and are dropped right
-         * after (manager_guard_start()). */
-        r = capability_keep((const int[]) { CAP_SYS_MODULE, CAP_BPF, CAP_PERFMON }, 3);
+         * after (manager_guard_start()), with CAP_SETPCAP, which that needs to drop them from the
+         * bounding set, where the process has it (not under the unit). */
+        r = capability_keep((const int[]) { CAP_SYS_MODULE, CAP_BPF, CAP_PERFMON, CAP_SETPCAP }, 4);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
 

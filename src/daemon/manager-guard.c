@@ -57,6 +57,8 @@ static void guard_log(const GuardState *s) {
         } else if (s->wanted == GUARD_OFF)
                 (void) log_full_errno(s->adopted ? LOG_NOTICE : LOG_INFO, 0, "The guard is off (%s)%s.", from,
                                s->adopted ? ": detached the one an earlier instance attached" : "");
+        else if (s->not_service)
+                log_info("The guard is not attached: %s.", s->unavailable);
         else
                 (void) log_full_errno(LOG_NOTICE, s->error, "The guard is not attached: %s (%m). Modules load as without it; "
                                "loads by others are recorded only afterwards.", s->unavailable ?: "unknown");
@@ -110,15 +112,19 @@ int manager_guard_start(Manager *m) {
         int r;
 
         mode = guard_mode(m, &from_cmdline);
-        r = guard_setup(m->event, mode, from_cmdline, manager_record_guard, m, guard_kernel_modprobe,
-                        &m->guard);
+        r = guard_setup(m->event, mode, from_cmdline,
+                        m->listen_address ? "this modgated listens on an address of its own (--listen): only "
+                        "the service's attaches the guard" : NULL,
+                        manager_record_guard, m, guard_kernel_modprobe, &m->guard);
         if (r < 0)
                 return log_oom();
         guard_state(m->guard, &s);
         guard_log(&s);
 
         /* Attaching was all CAP_BPF and CAP_PERFMON were for: approvals and the ring buffer work on
-         * the fds held. */
+         * the fds held. CAP_SETPCAP, where it was kept for this, drops them from the bounding set too;
+         * under the unit it is not there to keep, and NoNewPrivileges= leaves the bounding set
+         * nothing to grant. */
         r = capability_keep_only(CAP_SYS_MODULE);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
