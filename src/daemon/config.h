@@ -9,6 +9,7 @@
 #include "guard-util.h"
 #include "parse-util.h"
 #include "policy.h"
+#include "signer.h"
 
 /* The settings of a trusted root: which kinds of evidence vouch for its module files, and what that
  * evidence is checked against. [Trust] holds every root's; a [Root] section those of one root, and
@@ -19,6 +20,8 @@ typedef enum RootField {
         ROOT_FIELD_FSVERITY_DIGEST = 1u << 2,
         ROOT_FIELD_MANIFEST = 1u << 3,
         ROOT_FIELD_REQUIRE_IMA = 1u << 4,
+        ROOT_FIELD_REQUIRE_SIGNATURE = 1u << 5,
+        ROOT_FIELD_ALLOW_SIGNER = 1u << 6,
 } RootField;
 
 typedef struct RootConfig {
@@ -30,6 +33,7 @@ typedef struct RootConfig {
         char **fsverity_digests;        /* FsVerityDigest=, "sha256:" or "sha512:" and lowercase hex */
         char *manifest;                 /* Manifest=; NULL: the first root's default, none for others */
         bool require_ima;               /* RequireIMASignature= */
+        SignerRule signer;              /* RequireSignature=, AllowSigner= */
 } RootConfig;
 
 void root_config_done(RootConfig *r);
@@ -52,6 +56,7 @@ typedef struct Config {
         RootConfig *roots;              /* [Root] sections, as written */
         size_t n_roots;
         Policy policy;                  /* [Policy], [Source] and [Parameters] */
+        SignerRule source_signers[_SOURCE_MAX]; /* [Source] RequireSignature=, AllowSigner= */
         GuardMode guard_mode;           /* [Guard] Mode=; modgate.guard= of the kernel command line wins */
 } Config;
 

@@ -242,7 +242,16 @@ static void print_layer(const PolicyLayer *l) {
                 print_rule(l->rules[i].option, &l->rules[i]);
 }
 
-static void print_policy(const Policy *p) {
+/* RequireSignature= and AllowSigner=, one assignment per entry as they are written. */
+static void print_signer(const SignerRule *r) {
+        printf("RequireSignature=%s", r->require ? "yes" : "no");
+        printf(r->require_where ? " ; %s\n" : "\n", r->require_where);
+        for (char *const *e = r->allow; e && *e; e++)
+                printf("AllowSigner=%s\n", strchr(*e, ':') + 1);
+}
+
+static void print_policy(const Config *c) {
+        const Policy *p = &c->policy;
         _cleanup_free_ char *mode = NULL;
 
         if (asprintf(&mode, "Mode=%s", policy_mode_to_string(p->mode)) < 0)
@@ -253,9 +262,12 @@ static void print_policy(const Policy *p) {
                    &p->request_parameters_rule);
         print_layer(&p->global);
         for (RequestSource s = 0; s < _SOURCE_MAX; s++)
-                if (p->sources[s].default_deny || p->sources[s].n_rules > 0) {
+                if (p->sources[s].default_deny || p->sources[s].n_rules > 0 ||
+                    signer_rule_active(&c->source_signers[s])) {
                         printf("\n[Source]\nName=%s\n", request_source_to_string(s));
                         print_layer(&p->sources[s]);
+                        if (signer_rule_active(&c->source_signers[s]))
+                                print_signer(&c->source_signers[s]);
                 }
         for (size_t i = 0; i < p->n_parameters; i++) {
                 printf("\n[Parameters]\n");
@@ -283,7 +295,8 @@ static void print_config(const Config *c) {
         print_list("RootHash", c->trust.root_hashes);
         print_list("FsVerityDigest", c->trust.fsverity_digests);
         printf("RequireIMASignature=%s\n", c->trust.require_ima ? "yes" : "no");
-        print_policy(&c->policy);
+        print_signer(&c->trust.signer);
+        print_policy(c);
         printf("\n[Guard]\nMode=%s\n", guard_mode_to_string(c->guard_mode));
 }
 
@@ -392,8 +405,10 @@ static void print_roots(const Config *c) {
 
                 if (evidence_mask_to_string(accepted, ", ", &evidence) < 0)
                         break;
-                printf("\nRoot %s accepts:%s%s%s\n", roots[i].path, *evidence ? " " : "", evidence,
-                       roots[i].require_ima ? "; and requires an IMA signature" : "");
+                printf("\nRoot %s accepts:%s%s%s%s%s\n", roots[i].path, *evidence ? " " : "", evidence,
+                       roots[i].require_ima ? "; and requires an IMA signature" : "",
+                       roots[i].signer.require ? "; only signed modules" : "",
+                       strv_length(roots[i].signer.allow) > 0 ? "; only the signers AllowSigner= names" : "");
                 fd = open(roots[i].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 r = fd < 0 ? -errno : origin_collect(fd, &o);
                 if (r == -ENOENT && i > 0) {

@@ -290,6 +290,8 @@ static int manager_add_root(Manager *m, const RootConfig *c, bool first) {
         m->roots[m->n_roots++] = t;
         t->evidence = c->evidence;
         t->require_ima = c->require_ima;
+        if (signer_rule_copy(&t->signer, &c->signer) < 0)
+                return log_oom();
         t->root_hashes = strv_copy_n(c->root_hashes, strv_length(c->root_hashes));
         t->fsverity_digests = strv_copy_n(c->fsverity_digests, strv_length(c->fsverity_digests));
         if (!t->root_hashes || !t->fsverity_digests)
@@ -606,6 +608,7 @@ int manager_startup(Manager *m) {
                 .kernel_compression = m->kernel_compression,
                 .cmdline_root_hashes = m->cmdline_root_hashes,
                 .probe_address = m->probe_address ?: PROBE_ADDRESS,
+                .source_signers = m->config.source_signers,
         };
         r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)
@@ -801,8 +804,8 @@ int manager_reload(Manager *m, char **ret_error) {
         }
 
         if (c.workers != m->config.workers || !config_trust_equal(&c, &m->config))
-                log_notice(
-                        "Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
+                log_notice("Workers= and the trust settings ([Trust], [Root], and the signer rules of "
+                           "[Source]) take effect at the next start.");
 
         /* Decisions are made on this thread only, so the swap is whole for every request. */
         policy_done(&m->config.policy);

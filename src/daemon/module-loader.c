@@ -351,6 +351,35 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         return 0;
 }
 
+/* The signer rules of the root and of the request's source (docs/guard.md), on the signature the
+ * name check read with the name: before the load, and the guard lets the kernel read only these
+ * bytes. */
+static int check_signer(const LoadContext *ctx, const TrustedRoot *root, ModuleResult *r) {
+        const SignerSeen seen = {
+                .is_signed = r->modinfo.is_signed,
+                .signer = r->modinfo.signer,
+                .key = r->modinfo.signature_key,
+        };
+        _cleanup_free_ char *what = NULL, *reason = NULL;
+        int q;
+
+        if (asprintf(&what, "trusted root %s", root->path) < 0)
+                return -ENOMEM;
+        q = signer_rule_check(&root->signer, what, &seen, &reason);
+        if (q > 0 && ctx->source_signers && r->source >= 0 && r->source < _SOURCE_MAX) {
+                free(what);
+                what = NULL;
+                if (asprintf(&what, "[Source] %s", request_source_to_string(r->source)) < 0)
+                        return -ENOMEM;
+                q = signer_rule_check(&ctx->source_signers[r->source], what, &seen, &reason);
+        }
+        if (q < 0)
+                return q;
+        if (q == 0)
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "%s", reason);
+        return 0;
+}
+
 static int hash_file(int fd, ModuleResult *r);
 
 /* The checks on the open file, in order; the first that fails leaves its reason in r. The bytes are
@@ -376,7 +405,11 @@ static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, M
 
         same = ahead && ahead->checked && r->have_sha256 &&
                 memcmp(r->sha256, ahead->sha256, SHA256_DIGEST_SIZE) == 0;
-        return check_name(fd, r, same ? &ahead->modinfo : NULL);
+        q = check_name(fd, r, same ? &ahead->modinfo : NULL);
+        if (q < 0 || r->reason)
+                return q;
+
+        return check_signer(ctx, root, r);
 }
 
 /* Every record of an opened file says which bytes it was, whatever the decision: hashed here from the

@@ -17,6 +17,7 @@ typedef struct LoadContext {
         char *const *cmdline_root_hashes; /* roothash= and usrhash= of the kernel command line */
         const char *probe_address;      /* where modgate-probe answers */
         Guard *guard;                   /* approves each file for the kernel; NULL: none */
+        const SignerRule *source_signers; /* [Source] signer rules, by RequestSource; NULL: none */
 } LoadContext;
 
 /* Checks a root just pinned against its identity recorded at its first pin (a TrustedRootVerify

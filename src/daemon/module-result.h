@@ -14,6 +14,7 @@
 #include "modinfo.h"
 #include "origin.h"
 #include "resolver.h"
+#include "request.h"
 #include "sha256.h"
 #include "trust.h"
 
@@ -39,6 +40,7 @@ typedef struct ModuleResult {
         char *path;
         char *parameters;       /* handed to finit_module(); NULL for none */
         Role role;
+        RequestSource source;   /* whose request made the load: its [Source] signer rule applies */
         Outcome outcome;
         char *reason;           /* why it was not loaded; NULL when it was */
         char *command;          /* the modprobe.d install command that was refused, if that was why */

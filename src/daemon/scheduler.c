@@ -722,6 +722,7 @@ static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *paramet
         j->alone = name_in(s->load_alone, spec->name);
         j->kernel = who->source == SOURCE_KERNEL;
         j->result.role = spec->role;
+        j->result.source = who->source;
         j->result.name = strdup(spec->name);
         if (!j->result.name || (spec->path && !(j->result.path = strdup(spec->path))) ||
             join_parameters(spec->options, spec->role == ROLE_REQUESTED ? parameters : NULL,
