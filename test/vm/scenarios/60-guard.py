@@ -108,40 +108,19 @@ print(json.dumps(out))
 
 
 def mark(vm):
-    """CLOCK_MONOTONIC in the guest, in microseconds: records after it are this case's."""
-    return int(vm.sh("python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)'").out)
+    return guest.monotonic_usec(vm)
 
 
 def guard_records(vm, start, *matches):
-    return [e for e in vm.journal("MESSAGE_ID=" + GUARD, "_BOOT_ID=" + vm.boot_id, *matches)
-            if int(e["__MONOTONIC_TIMESTAMP"]) >= start]
+    return guest.records_since(vm, start, "MESSAGE_ID=" + GUARD, *matches, timeout=0)
 
 
 def wait_records(vm, start, *matches, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        recs = guard_records(vm, start, *matches)
-        if recs or time.monotonic() > deadline:
-            return recs
-        time.sleep(1)
+    return guest.records_since(vm, start, "MESSAGE_ID=" + GUARD, *matches, timeout=timeout)
 
 
 def fresh_module(vm):
-    """A leaf module of the tree that is not in the kernel, and its file's path."""
-    live = guest.live_modules(vm)
-    used = getattr(vm, "guard_used", set())
-    for name in CANDIDATES:
-        if name in used or live[name]:
-            continue
-        try:
-            path, deps = guest.dependencies(vm, name)
-        except AssertionError:
-            continue
-        if not deps:
-            used.add(name)
-            vm.guard_used = used
-            return name, "/usr/lib/modules/%s/%s" % (guest.kernel_release(vm), path)
-    raise AssertionError("no leaf module left to load among %s" % CANDIDATES)
+    return guest.fresh_leaf_module(vm, CANDIDATES)
 
 
 def insmod_refused(vm, start, context):

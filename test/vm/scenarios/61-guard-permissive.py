@@ -3,7 +3,6 @@
 refusal it would have been; Status, modgatectl status and modgated -n say what the guard is. Then a
 boot whose LSM list has no bpf: the guard is unavailable, they say why, and modules load as before."""
 
-import time
 
 import guest
 
@@ -18,31 +17,15 @@ LSM_WITHOUT_BPF = "lsm=lockdown,capability,landlock,yama,apparmor,tomoyo,ipe,ima
 
 
 def mark(vm):
-    return int(vm.sh("python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)'").out)
+    return guest.monotonic_usec(vm)
 
 
 def guard_records(vm, start, *matches, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        recs = [e for e in vm.journal("MESSAGE_ID=" + GUARD, "_BOOT_ID=" + vm.boot_id, *matches)
-                if int(e["__MONOTONIC_TIMESTAMP"]) >= start]
-        if recs or time.monotonic() > deadline:
-            return recs
-        time.sleep(1)
+    return guest.records_since(vm, start, "MESSAGE_ID=" + GUARD, *matches, timeout=timeout)
 
 
 def fresh_module(vm):
-    live = guest.live_modules(vm)
-    used = getattr(vm, "guard_used", set())
-    for name in CANDIDATES:
-        if name in used or live[name]:
-            continue
-        path, deps = guest.dependencies(vm, name)
-        if not deps:
-            used.add(name)
-            vm.guard_used = used
-            return name, "/usr/lib/modules/%s/%s" % (guest.kernel_release(vm), path)
-    raise AssertionError("no leaf module left among %s" % CANDIDATES)
+    return guest.fresh_leaf_module(vm, CANDIDATES)
 
 
 def status_guard(vm):
