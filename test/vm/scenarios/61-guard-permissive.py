@@ -3,7 +3,6 @@
 refusal it would have been; Status, modgatectl status and modgated -n say what the guard is. Then a
 boot whose LSM list has no bpf: the guard is unavailable, they say why, and modules load as before."""
 
-
 import guest
 
 APPEND = "modgate.guard=permissive"
