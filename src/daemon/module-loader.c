@@ -372,6 +372,8 @@ static int check_signer(const LoadContext *ctx, const TrustedRoot *root, ModuleR
                 if (asprintf(&what, "[Source] %s", request_source_to_string(r->source)) < 0)
                         return -ENOMEM;
                 q = signer_rule_check(&ctx->source_signers[r->source], what, &seen, &reason);
+                /* The root's rule is about the file, for every request; a source's about this one. */
+                r->by_source = q == 0;
         }
         if (q < 0)
                 return q;
@@ -502,7 +504,8 @@ static void module_result_forget_checks(ModuleResult *r) {
         module_result_free_found(r);
         r->outcome = OUTCOME_LOADED;
         r->error = 0;
-        r->cached = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo = false;
+        r->cached = r->by_source = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo =
+                false;
         r->origin = (FileOrigin) {};
         r->evidence = 0;
         r->diskseq = 0;

@@ -50,6 +50,7 @@ typedef struct ModuleResult {
         char *options_source;   /* where the options in parameters were written: "FILE:LINE, ..." */
         int error;              /* positive errno of the failure, 0 if none */
         bool cached;            /* the outcome is a remembered denial */
+        bool by_source;         /* denied by the request source's rule: no verdict on the file alone */
         bool have_origin;       /* the file was opened and origin describes it */
         FileOrigin origin;
         char *backing;          /* what the file system is stored on, e.g. "loop0 <- /srv/tree.erofs" */

@@ -336,6 +336,12 @@ def main():
         p = h.error_of(d.load(UNSIGNED), "UntrustedOrigin")
         assert "AllowSigner= of [Source] admin" in p["reason"] and "carries no signature" in p["reason"], p
         assert h.finit_records(d.shim_records()) == []
+        # admin's refusal is about admin's request, not the file: the boot list's request for the same
+        # module, right after, is judged again, and loads.
+        boot = h.call_as(h.in_unit("modgate-modules-load.service"), d.address, "io.modgate.Manager.Load",
+                         {"name": SIGNED_MOD, "context": {"source": "boot"}})
+        assert h.modules_of(boot)[0]["outcome"] == "loaded", boot
+        assert [x["name"] for x in h.finit_records(d.shim_records())] == [SIGNED_MOD]
         d.stop()
 
         # The key as modinfo prints it, or the signer's name: Debian's module loads.
