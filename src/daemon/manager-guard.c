@@ -128,7 +128,5 @@ int manager_guard_start(Manager *m) {
         r = capability_keep_only(CAP_SYS_MODULE);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
-        /* What was refused while no modgated ran waits in the ring buffer. */
-        guard_drain(m->guard);
         return 0;
 }

@@ -602,6 +602,16 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up the module policy: %m");
         manager_log_policy(m, "Loaded");
 
+        /* Before any thread is made: capabilities, the bounding set included, are each thread's own,
+         * and a worker made before the drop would keep CAP_BPF and CAP_PERFMON. From here on the
+         * kernel refuses every load but modgated's (in enforce); what remains of the start takes
+         * far less than modgate-modprobe waits for an answer (15 s), so a kernel's request that
+         * comes now waits for this instance, as it would have for a loader without the guard. An
+         * adopted guard was attached all along. */
+        r = manager_guard_start(m);
+        if (r < 0)
+                return r;
+
         m->load_context = (LoadContext) {
                 .roots = m->roots,
                 .n_roots = m->n_roots,
@@ -609,6 +619,7 @@ int manager_startup(Manager *m) {
                 .cmdline_root_hashes = m->cmdline_root_hashes,
                 .probe_address = m->probe_address ?: PROBE_ADDRESS,
                 .source_signers = m->config.source_signers,
+                .guard = m->guard,
         };
         r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)
@@ -646,16 +657,9 @@ int manager_startup(Manager *m) {
         (void) seal_startup(m);
         manager_log_enforcement(m);
 
-        /* Last before requests are answered, so that nothing is loaded without it, and not before: from
-         * here on the kernel refuses every load but modgated's, and a kernel's request that came while
-         * this instance was still starting would have waited for it (modgate-modprobe gives up after
-         * 15 s), where /sbin/modprobe loads it now, recorded as loaded outside. An adopted guard was
-         * attached all along. */
-        r = manager_guard_start(m);
-        if (r < 0)
-                return r;
-        m->load_context.guard = m->guard;
-        scheduler_set_guard(m->scheduler, m->guard);
+        /* What was refused while no modgated ran waits in the ring buffer: recorded now that the
+         * records' counting and the history are there. */
+        guard_drain(m->guard);
         fdstore_done();
 
         return manager_varlink_init(m);

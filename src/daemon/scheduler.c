@@ -934,10 +934,6 @@ int scheduler_foreach_job(Scheduler *s, int (*fn)(Job *j, void *userdata), void 
         return r < 0 ? r : 0;
 }
 
-void scheduler_set_guard(Scheduler *s, Guard *g) {
-        s->ctx.guard = g;
-}
-
 void scheduler_set_load_alone(Scheduler *s, char *const *names) {
         assert(s);
 

@@ -34,8 +34,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Scheduler *, scheduler_free);
 /* Modules that must load while nothing else loads (drivers known to race). Names are canonical; the
  * array is borrowed and must stay valid. */
 void scheduler_set_load_alone(Scheduler *s, char *const *names);
-/* The guard that approves each load, once it is set up: before the first job. */
-void scheduler_set_guard(Scheduler *s, Guard *g);
 
 /* Called on the event loop thread with each job's decision, to record it (without one, each is
  * journaled as it is); and, when not NULL, with each job as it is handed to a worker. */
