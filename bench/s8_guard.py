@@ -21,29 +21,35 @@ import statistics
 import subprocess
 import time
 
-from common import Figure
+import numpy
+
+from common import Figure, fmt
 from s7_vm import vm_modules
 
 MODES = ("off", "permissive", "enforce")
-CYCLES = 6                      # rounds per mode; cycle i starts with MODES[i % 3]
+CYCLES = 8                      # rounds per mode; cycle i starts with MODES[i % 3]
 GUARD_RECORD = "45a3b6475ec4408a9ce9692356845553"
 READ_PROGRAM = "modgate_read_file"
 DROPIN = "/etc/modgate/modgate.conf.d/80-bench-guard.conf"
 # Leaf modules (no dependencies) that nothing in the guest loads by itself, that load without
-# hardware and unload again, and that make no network interface (no udev event during a round).
+# hardware and unload again, and that make no device (no udev event during a round): small ones (2 to
+# 12 KiB compressed), and file systems and code pages of 36 to 148 KiB, for the hash's cost per byte.
 MODULES = ["tcp_bbr", "tcp_bic", "tcp_cdg", "tcp_dctcp", "tcp_westwood", "tcp_highspeed", "tcp_hybla",
            "tcp_htcp", "tcp_vegas", "tcp_nv", "tcp_veno", "tcp_scalable", "tcp_lp", "tcp_illinois",
            "sch_htb", "sch_hfsc", "sch_red", "sch_sfq", "sch_tbf", "sch_prio", "sch_multiq", "sch_netem",
            "sch_drr", "sch_plug", "sch_skbprio", "sch_choke", "crc7", "crc8", "crc_itu_t", "ts_kmp",
-           "ts_bm", "ts_fsm"]
+           "ts_bm", "ts_fsm",
+           "ntfs3", "reiserfs", "nilfs2", "hpfs", "exfat", "ufs", "affs", "nls_cp936", "nls_cp950", "nls_cp949"]
 # A restart that attaches the guard anew loads its programs (the kernel's BTF, the verifier): 21 s
 # under TCG on a busy machine (docs/guard.md).
 RESTART_TIMEOUT = 300
 DETACH_TIMEOUT = 120
 
-# Runs in the guest as root: "gate WARM NAME...", "finit PATH..." or "insmod PATH...". Prints JSON:
-# the start (CLOCK_MONOTONIC, µs: the journal's records after it are this round's) and per module
-# [what, ns, result]: the reply's outcome (or error), finit_module()'s errno, insmod's exit status.
+# Runs in the guest as root: "READ_PROGRAM gate WARM NAME...", "READ_PROGRAM finit PATH..." or
+# "READ_PROGRAM insmod PATH...". Prints JSON: the start (CLOCK_MONOTONIC, µs: the journal's records
+# after it are this round's), per module [what, ns, result, program]: the reply's outcome (or error),
+# finit_module()'s errno or insmod's exit status, and for gate the read program's runs and time
+# during the call (null without the guard); and for gate each guard program's runs and time in all.
 DRIVER = r'''
 import ctypes, json, os, socket, struct, subprocess, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
@@ -51,6 +57,7 @@ NR_FINIT_MODULE, MODULE_INIT_COMPRESSED_FILE, NR_BPF = 313, 4, 321
 BPF_PROG_GET_NEXT_ID, BPF_PROG_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD = 11, 13, 15
 # struct bpf_prog_info (Linux 6.12): name at 64, run_time_ns and run_cnt at 192 and 200.
 PROG_INFO_SIZE = 232
+READ_PROGRAM = sys.argv[1]
 now = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 start = now() // 1000
 out, progs = [], {}
@@ -68,42 +75,57 @@ def call(s, buf, method, parameters):
 def bpf(cmd, attr):
     return libc.syscall(NR_BPF, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
 
-def programs():
-    """{name: [run_cnt, run_time_ns]} of the guard's programs (kernel.bpf_stats_enabled=1), by their
-    ids and fds as bpftool gets them, but without its look at their maps, which the guard records."""
-    got, next_id = {}, 0
+def program_fds():
+    """{name: fd} of the guard's programs, by their ids as bpftool gets them, but without its look at
+    their maps, which the guard refuses and records. The kernel keeps 15 characters of a name."""
+    fds, next_id = {}, 0
     while True:
         attr = (ctypes.c_uint32 * 36)(next_id)
         if bpf(BPF_PROG_GET_NEXT_ID, attr) < 0:
-            return got
+            return fds
         next_id = attr[1]
         fd = bpf(BPF_PROG_GET_FD_BY_ID, (ctypes.c_uint32 * 36)(next_id))
         if fd < 0:
             continue
-        info = ctypes.create_string_buffer(PROG_INFO_SIZE)
-        attr = (ctypes.c_uint32 * 36)(fd, PROG_INFO_SIZE)
-        ctypes.c_uint64.from_buffer(attr, 8).value = ctypes.addressof(info)
-        r = bpf(BPF_OBJ_GET_INFO_BY_FD, attr)
-        os.close(fd)
-        name = info.raw[64:80].split(b"\0")[0].decode()
-        if r == 0 and name.startswith("modgate_"):
-            run_time_ns, run_cnt = struct.unpack_from("QQ", info.raw, 192)
-            got[name] = [run_cnt, run_time_ns]
+        name = info(fd)[64:80].split(b"\0")[0].decode()
+        if name.startswith("modgate_"):
+            fds[name] = fd
+        else:
+            os.close(fd)
 
-what, args = sys.argv[1], sys.argv[2:]
+def info(fd):
+    buf = ctypes.create_string_buffer(PROG_INFO_SIZE)
+    attr = (ctypes.c_uint32 * 36)(fd, PROG_INFO_SIZE)
+    ctypes.c_uint64.from_buffer(attr, 8).value = ctypes.addressof(buf)
+    if bpf(BPF_OBJ_GET_INFO_BY_FD, attr) < 0:
+        sys.exit("BPF_OBJ_GET_INFO_BY_FD: errno %d" % ctypes.get_errno())
+    return buf.raw
+
+def stats(fd):
+    """[run_cnt, run_time_ns] of a program (kernel.bpf_stats_enabled=1)."""
+    run_time_ns, run_cnt = struct.unpack_from("QQ", info(fd), 192)
+    return [run_cnt, run_time_ns]
+
+def minus(a, b):
+    return [a[0] - b[0], a[1] - b[1]]
+
+what, args = sys.argv[2], sys.argv[3:]
 if what == "gate":
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     s.connect("/run/modgate/io.modgate")
     # Not timed: the connection's first call (the peer's identity) and the instance's first lookup.
     r, buf = call(s, b"", "io.modgate.Manager.Load", {"name": args[0]})
-    before = programs()
+    fds = program_fds()
+    read = fds.get(READ_PROGRAM)
+    before = {n: stats(fd) for n, fd in fds.items()}
     for name in args[1:]:
+        p0 = stats(read) if read else None
         t0 = now()
         r, buf = call(s, buf, "io.modgate.Manager.Load", {"name": name})
         t1 = now()
-        out.append([name, t1 - t0, r["error"] if "error" in r else r["parameters"]["modules"][-1]["outcome"]])
-    after = programs()
-    progs = {n: [after[n][0] - before[n][0], after[n][1] - before[n][1]] for n in after if n in before}
+        out.append([name, t1 - t0, r["error"] if "error" in r else r["parameters"]["modules"][-1]["outcome"],
+                    minus(stats(read), p0) if read else None])
+    progs = {n: minus(stats(fd), before[n]) for n, fd in fds.items()}
 elif what == "finit":
     for path in args:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -148,16 +170,17 @@ def run(b, vm=False):
         lsm = m.sh("cat /sys/kernel/security/lsm").out.strip()
         if "bpf" not in lsm.split(","):
             return not_run("the guest's kernel runs no BPF LSM (%s)" % lsm)
-        rounds = measure(m)
+        got = measure(m)
         m.collect()
     finally:
         m.close()
-    return figures(rounds, accel), {"accel": accel, "accel_why": accel_why, "modules": MODULES, "rounds": rounds,
-                                    "plot": lambda path: plot(path, rounds)}
+    got.update({"accel": accel, "accel_why": accel_why, "plot": lambda path: plot(path, got)})
+    return figures(got, accel), got
 
 
-def sh_json(m, script, timeout=300):
-    return m.sh(script, timeout=timeout, stdin=DRIVER).json()
+def driver(m, args, timeout=300):
+    """DRIVER in the guest, given the name of the guard's read program as the kernel keeps it."""
+    return m.sh("python3 - %s %s" % (READ_PROGRAM[:15], args), timeout=timeout, stdin=DRIVER).json()
 
 
 def status_guard(m):
@@ -207,7 +230,7 @@ def unload(m, names):
 
 
 def gate_round(m, mode, names, warm):
-    res = sh_json(m, "python3 - gate %s %s" % (warm, " ".join(names)), timeout=600)
+    res = driver(m, "gate %s %s" % (warm, " ".join(names)), timeout=600)
     bad = [s for s in res["samples"] if s[2] != "loaded"]
     if bad:
         raise RuntimeError("%s round: not loaded: %s" % (mode, bad))
@@ -227,18 +250,20 @@ def gate_round(m, mode, names, warm):
     if mode != "off":
         # The guard's program on finit_module()'s read ran for each load, and its time (the kernel's
         # bpf_stats, around each run) is the in-kernel part of the guard's cost.
-        runs, ns = res["programs"].get(READ_PROGRAM[:15], (0, 0))     # the kernel keeps 15 characters
-        if runs < len(names):
-            raise RuntimeError("%s round: %s ran %d times for %d loads (%s)" % (
-                mode, READ_PROGRAM, runs, len(names), res["programs"]))
+        each = [s[3] for s in res["samples"]]
+        if any(p is None or p[0] != 1 for p in each):
+            raise RuntimeError("%s round: %s's runs during each load: %s (all: %s)" % (
+                mode, READ_PROGRAM, [p and p[0] for p in each], res["programs"]))
+        runs, ns = res["programs"][READ_PROGRAM[:15]]
         r["program_ns"] = ns / runs
         r["program_runs"] = runs
+        r["program_ns_each"] = [p[1] for p in each]
     unload(m, names)
     return r
 
 
 def anchor_round(m, what, names, paths):
-    res = sh_json(m, "python3 - %s %s" % (what, " ".join(paths)), timeout=600)
+    res = driver(m, "%s %s" % (what, " ".join(paths)), timeout=600)
     bad = [s for s in res["samples"] if s[2] != 0]
     if bad:
         raise RuntimeError("%s: failed: %s" % (what, bad))
@@ -248,7 +273,7 @@ def anchor_round(m, what, names, paths):
 
 def enforce_refuses(m, path):
     """The guard in enforce refuses root's own finit_module() of a file of the set."""
-    res = sh_json(m, "python3 - finit %s" % path)
+    res = driver(m, "finit %s" % path)
     if res["samples"][0][2] != 1:
         raise RuntimeError("enforce: root's finit_module() of %s gave errno %s, not EPERM" % (
             path, res["samples"][0][2]))
@@ -268,6 +293,8 @@ def measure(m):
     if len(names) < 20:
         raise RuntimeError("only %d of the leaf modules are there and not loaded: %s" % (len(names), names))
     paths = ["/usr/lib/modules/%s/%s" % (release, dep[n][0]) for n in names]
+    # What the kernel hashes: the file as it is, compressed.
+    sizes = [int(x) for x in m.sh("stat -L -c %%s %s" % " ".join(paths)).out.split()]
     warm = live[0]              # a live module: the warm-up call is answered without a load
     # Each BPF program's run count and time (two clock reads around each run, in every mode alike).
     m.sh("sysctl -q -w kernel.bpf_stats_enabled=1")
@@ -284,7 +311,7 @@ def measure(m):
                 ms(statistics.median(r["check_ns"])))
             if mode == "off":
                 r["detached_after_s"] = gone
-                line += "; programs gone %.0f s after the restart" % gone
+                line += "; programs gone %.1f s after the restart" % gone
                 for what in ("finit", "insmod"):
                     a = anchor_round(m, what, names, paths)
                     a["cycle"] = cycle + 1
@@ -297,7 +324,7 @@ def measure(m):
             print(line + " (medians of %d loads)" % len(names), flush=True)
     m.sh("sysctl -q -w kernel.bpf_stats_enabled=0; rm -f %s && systemctl restart modgated.service" % DROPIN,
          timeout=RESTART_TIMEOUT)
-    return rounds
+    return {"modules": names, "sizes": sizes, "rounds": rounds}
 
 
 def ms(ns):
@@ -312,7 +339,8 @@ def of_cycle(rounds, cycle, mode):
     return next(r for r in rounds if r["cycle"] == cycle and r["mode"] == mode)
 
 
-def figures(rounds, accel):
+def figures(got, accel):
+    rounds = got["rounds"]
     med = {(mode, key): statistics.median(pooled(rounds, mode, key))
            for mode in MODES for key in ("wall_ns", "check_ns", "init_ns")}
     for what in ("finit", "insmod"):
@@ -326,17 +354,31 @@ def figures(rounds, accel):
         # load moves the absolute times between cycles by more than the guard costs.
         per = sorted(statistics.median(of_cycle(rounds, c, mode)[key]) /
                      statistics.median(of_cycle(rounds, c, anchor_mode)[anchor_key]) for c in range(1, CYCLES + 1))
-        return Figure(8, what, v, "ns", anchor=anchor, anchor_value=a, note="%s; %+.2f ms; per cycle %s, median %.2f%s" % (
-            note, (v - a) / 1e6, "/".join("%.2f" % x for x in per), statistics.median(per),
-            "; " + extra if extra else ""))
+        return Figure(8, what, v, "ns", anchor=anchor, anchor_value=a,
+                      note="%s; %+.2f ms; per cycle %s, median %.2f%s" % (
+                          note, (v - a) / 1e6, "/".join("%.2f" % x for x in per), statistics.median(per),
+                          "; " + extra if extra else ""))
 
     def program(mode):
-        per = [r["program_ns"] for r in rounds if r["mode"] == mode]
-        v, a = statistics.median(per), med[("off", "init_ns")]
-        return Figure(8, "%s per load, in the kernel, %s" % (READ_PROGRAM, mode), v, "ns", anchor="init, guard off",
-                      anchor_value=a, note="kernel.bpf_stats_enabled: median of %d rounds' mean run, %s; "
-                      "the caller, the file and its SHA-256 (bpf_ima_file_hash)" % (CYCLES, "/".join(
-                          ms(x) for x in per)))
+        per = [statistics.median(r["program_ns_each"]) for r in rounds if r["mode"] == mode]
+        v, a = statistics.median(pooled(rounds, mode, "program_ns_each")), med[("off", "init_ns")]
+        return Figure(8, "%s per load, in the kernel, %s" % (READ_PROGRAM, mode), v, "ns",
+                      anchor="init, guard off", anchor_value=a,
+                      note="kernel.bpf_stats_enabled, one run per load; per round %s; the caller, the file and "
+                      "the SHA-256 (bpf_ima_file_hash) of its %.1f KiB (median)" % (
+                          "/".join(ms(x) for x in per), statistics.median(got["sizes"]) / 1024))
+
+    def per_kib(mode):
+        # The hash reads the whole file: a line through (size, time) of every load says what a KiB costs
+        # and what the rest of the program does (the intercept).
+        xs = [size / 1024 for r in rounds if r["mode"] == mode for size in got["sizes"]]
+        ys = pooled(rounds, mode, "program_ns_each")
+        slope, intercept = numpy.polyfit(xs, ys, 1)
+        big = [y for x, y in zip(xs, ys) if x == max(xs)]
+        return Figure(8, "%s per KiB of the file, %s" % (READ_PROGRAM, mode), slope, "ns",
+                      note="least squares over %d loads of %.1f to %.1f KiB: %s + %s a KiB; the largest file, "
+                      "%.0f KiB, %s (median)" % (len(ys), min(xs), max(xs), fmt(intercept, "ns"), fmt(slope, "ns"),
+                                                 max(xs), fmt(statistics.median(big), "ns")))
 
     return [
         fig("per load, client wall, guard enforce", "enforce", "wall_ns", "guard off", "off", "wall_ns"),
@@ -348,6 +390,7 @@ def figures(rounds, accel):
             "the guard has no part in them: the noise"),
         program("enforce"),
         program("permissive"),
+        per_kib("enforce"),
         fig("per load, client wall, guard off", "off", "wall_ns", "finit_module()", "finit", "wall_ns"),
         fig("per load, client wall, enforce, vs the floor", "enforce", "wall_ns", "finit_module()", "finit",
             "wall_ns"),
@@ -355,12 +398,13 @@ def figures(rounds, accel):
     ]
 
 
-def plot(path, rounds):
+def plot(path, got):
+    rounds = got["rounds"]
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 2, figsize=(13, 5))
+    fig, ax = plt.subplots(1, 3, figsize=(18, 5))
     kinds = list(MODES) + ["finit", "insmod"]
     ax[0].boxplot([[v / 1e6 for v in pooled(rounds, k, "wall_ns")] for k in kinds], showfliers=False)
     ax[0].set_xticks(range(1, len(kinds) + 1), ["modgated\nguard " + k for k in MODES] +
@@ -374,6 +418,13 @@ def plot(path, rounds):
     ax[1].boxplot(data, showfliers=False)
     ax[1].set_xticks(range(1, len(labels) + 1), labels)
     ax[1].set(title="per load, modgated's record: init (approval + finit_module) and checks", ylabel="ms")
+    for mode, color in (("permissive", "tab:orange"), ("enforce", "tab:red")):
+        xs = [size / 1024 for r in rounds if r["mode"] == mode for size in got["sizes"]]
+        ax[2].scatter(xs, [v / 1e6 for v in pooled(rounds, mode, "program_ns_each")], s=8, color=color, label=mode)
+    ax[2].set(title="%s per load (bpf_stats), by the file's size" % READ_PROGRAM, xlabel="KiB (compressed)",
+              ylabel="ms")
+    ax[2].set_ylim(bottom=0)
+    ax[2].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
