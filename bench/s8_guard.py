@@ -32,8 +32,8 @@ GUARD_RECORD = "45a3b6475ec4408a9ce9692356845553"
 READ_PROGRAM = "modgate_read_file"
 DROPIN = "/etc/modgate/modgate.conf.d/80-bench-guard.conf"
 # Leaf modules (no dependencies) that nothing in the guest loads by itself, that load without
-# hardware and unload again, and that make no device (no udev event during a round): small ones (2 to
-# 12 KiB compressed), and file systems and code pages of 36 to 148 KiB, for the hash's cost per byte.
+# hardware and unload again, and that make no device (no udev event during a round): small ones (1.7
+# to 18 KiB compressed), and file systems and code pages of 35 to 147 KiB, for the hash's cost per byte.
 MODULES = ["tcp_bbr", "tcp_bic", "tcp_cdg", "tcp_dctcp", "tcp_westwood", "tcp_highspeed", "tcp_hybla",
            "tcp_htcp", "tcp_vegas", "tcp_nv", "tcp_veno", "tcp_scalable", "tcp_lp", "tcp_illinois",
            "sch_htb", "sch_hfsc", "sch_red", "sch_sfq", "sch_tbf", "sch_prio", "sch_multiq", "sch_netem",
