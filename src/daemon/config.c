@@ -100,6 +100,9 @@ bool config_trust_equal(const Config *a, const Config *b) {
         for (size_t i = 0; i < a->n_roots; i++)
                 if (!root_config_equal(&a->roots[i], &b->roots[i]))
                         return false;
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                if (!signer_rule_equal(&a->source_signers[i], &b->source_signers[i]))
+                        return false;
         return true;
 }
 

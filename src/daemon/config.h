@@ -78,7 +78,8 @@ int config_trusted_roots(const Config *c, RootConfig **ret);
 /* Parses a list of kinds of evidence (Evidence=, --evidence=) into EVIDENCE_MASK()s; -EINVAL. */
 int config_parse_evidence(const char *value, unsigned *ret);
 
-/* Whether a and b trust the same: TrustedRoot=, RequireReadOnlySuperblock=, [Trust] and [Root]. */
+/* Whether a and b trust the same: TrustedRoot=, RequireReadOnlySuperblock=, [Trust], [Root] and the
+ * signer rules of [Source]. */
 bool config_trust_equal(const Config *a, const Config *b);
 
 /* What the roots accept unless a [Root] says otherwise: Evidence=, and "ownership" when

@@ -808,8 +808,8 @@ int manager_reload(Manager *m, char **ret_error) {
         }
 
         if (c.workers != m->config.workers || !config_trust_equal(&c, &m->config))
-                log_notice("Workers= and the trust settings ([Trust], [Root], and the signer rules of "
-                           "[Source]) take effect at the next start.");
+                log_notice("Workers=, the signer rules of [Source] and the trust settings ([Trust], "
+                           "[Root]) take effect at the next start.");
 
         /* Decisions are made on this thread only, so the swap is whole for every request. */
         policy_done(&m->config.policy);

@@ -460,6 +460,20 @@ TEST(signer_rules) {
         check(!signer_rule_active(&c.source_signers[SOURCE_KERNEL]));
         check(!signer_rule_active(&c.source_signers[SOURCE_ADMIN]));
 
+        /* A reload says they wait for the next start: they are part of what the roots trust. */
+        {
+                _cleanup_(config_done) Config a = {}, b = {}, same = {};
+
+                parse_ok(&a, "[Source]\nName=udev\nRequireSignature=yes\n");
+                parse_ok(&same, "[Source]\nName=udev\nRequireSignature=yes\n");
+                parse_ok(&b, "[Source]\nName=udev\nRequireSignature=no\n");
+                check(config_trust_equal(&a, &same));
+                check(!config_trust_equal(&a, &b));
+                config_done(&b);
+                parse_ok(&b, "[Root]\nPath=/x\nAllowSigner=build key\n");
+                check(!config_trust_equal(&b, &same));
+        }
+
         check_error("[Trust]\nRequireSignature=maybe\n", -EINVAL,
                     "modgate.conf:2: RequireSignature=maybe is not a boolean (yes/no, true/false, on/off, 1/0)");
         check_error("[Policy]\nRequireSignature=yes\n", -EINVAL,
