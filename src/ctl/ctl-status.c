@@ -105,6 +105,26 @@ static void print_loading(sd_json_variant *loading) {
         }
 }
 
+/* The guard: its mode, and since when it is attached; or why it is not. */
+static void print_guard(sd_json_variant *g) {
+        const char *mode = json_str(g, "mode"), *configured = json_str(g, "configured");
+        const char *by = streq_ptr(json_str(g, "configuredBy"), "cmdline") ? "modgate.guard=" : "Mode=";
+        char at[TIMESTAMP_MAX];
+
+        if (json_bool(g, "attached"))
+                print_fieldf("Guard", "%s%s%s (%s%s), attached since %s%s, %" PRIi64 " refusal%s recorded",
+                             ansi(streq_ptr(mode, "enforce") ? ANSI_GREEN : ANSI_YELLOW), mode ?: "?",
+                             ansi(ANSI_NORMAL), by, configured ?: "?",
+                             format_timestamp(at, (uint64_t) int_or_zero(g, "attachedAt")),
+                             json_bool(g, "kept") ? "" : " (not kept: detaches when modgated exits)",
+                             int_or_zero(g, "refusals"), int_or_zero(g, "refusals") == 1 ? "" : "s");
+        else if (streq_ptr(configured, "off"))
+                print_fieldf("Guard", "off (%soff)", by);
+        else
+                print_fieldf("Guard", "%sunavailable%s (%s%s): %s", ansi(ANSI_YELLOW), ansi(ANSI_NORMAL), by,
+                             configured ?: "?", json_str(g, "unavailable") ?: "?");
+}
+
 static void print_status(sd_json_variant *s) {
         const char *mode = json_str(s, "mode");
         const char *color = streq_ptr(mode, "enforce") ? ANSI_GREEN : ANSI_YELLOW;
@@ -117,6 +137,8 @@ static void print_status(sd_json_variant *s) {
         print_fieldf("Mode", "%s%s%s", ansi(color), mode ?: "?", ansi(ANSI_NORMAL));
         print_field("Policy", json_str(s, "policyDigest"));
         print_enforcement(json_str(s, "enforcement"));
+        if (sd_json_variant_by_key(s, "guard"))
+                print_guard(sd_json_variant_by_key(s, "guard"));
         print_fieldf("Sealed", "%s%s%s", ansi(sealed ? ANSI_BLUE : NULL),
                      sealed ? "yes: no module can be loaded or unloaded until reboot" : "no",
                      ansi(sealed ? ANSI_NORMAL : NULL));

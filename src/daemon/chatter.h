@@ -42,6 +42,8 @@ typedef enum ChatterKind {
         CHATTER_WOULD_DENY,             /* the policy would deny, in permissive mode */
         CHATTER_REFUSED_CALLER,         /* because of who asked */
         CHATTER_FAILED,                 /* the load failed */
+        CHATTER_GUARD,                  /* a load by another process, refused by the guard in the kernel
+                                         * (or that would be, in its permissive mode) */
         _CHATTER_KIND_MAX,
 } ChatterKind;
 

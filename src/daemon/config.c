@@ -50,6 +50,7 @@ void config_init_defaults(Config *c) {
                 .idle_connection_usec = CONFIG_IDLE_CONNECTION_USEC_DEFAULT,
                 .require_superblock_ro = true,
                 .trust.evidence = EVIDENCE_DEFAULT,
+                .guard_mode = GUARD_MODE_DEFAULT,
         };
         policy_init(&c->policy);
 }
@@ -84,7 +85,8 @@ static bool root_config_equal(const RootConfig *a, const RootConfig *b) {
         return strcmp(a->path ?: "", b->path ?: "") == 0 && a->set == b->set && a->evidence == b->evidence &&
                 strv_equal(a->root_hashes, b->root_hashes) &&
                 strv_equal(a->fsverity_digests, b->fsverity_digests) &&
-                strcmp(a->manifest ?: "", b->manifest ?: "") == 0 && a->require_ima == b->require_ima;
+                strcmp(a->manifest ?: "", b->manifest ?: "") == 0 && a->require_ima == b->require_ima &&
+                signer_rule_equal(&a->signer, &b->signer);
 }
 
 bool config_trust_equal(const Config *a, const Config *b) {
@@ -98,6 +100,9 @@ bool config_trust_equal(const Config *a, const Config *b) {
         for (size_t i = 0; i < a->n_roots; i++)
                 if (!root_config_equal(&a->roots[i], &b->roots[i]))
                         return false;
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                if (!signer_rule_equal(&a->source_signers[i], &b->source_signers[i]))
+                        return false;
         return true;
 }
 
@@ -106,6 +111,7 @@ void root_config_done(RootConfig *r) {
         strv_free(r->root_hashes);
         strv_free(r->fsverity_digests);
         free(r->manifest);
+        signer_rule_done(&r->signer);
         *r = (RootConfig) {};
 }
 
@@ -121,6 +127,8 @@ void config_done(Config *c) {
         root_config_done(&c->trust);
         root_config_array_free(c->roots, c->n_roots);
         policy_done(&c->policy);
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                signer_rule_done(&c->source_signers[i]);
         *c = (Config) {};
 }
 
@@ -149,6 +157,22 @@ static int root_config_apply(RootConfig *to, const RootConfig *from) {
         }
         if (from->set & ROOT_FIELD_REQUIRE_IMA)
                 to->require_ima = from->require_ima;
+        if (from->set & ROOT_FIELD_REQUIRE_SIGNATURE) {
+                to->signer.require = from->signer.require;
+                free(to->signer.require_where);
+                to->signer.require_where = from->signer.require_where ? strdup(from->signer.require_where) : NULL;
+                if (!to->signer.require_where && from->signer.require_where)
+                        return -ENOMEM;
+        }
+        if (from->set & ROOT_FIELD_ALLOW_SIGNER) {
+                strv_free(to->signer.allow);
+                to->signer.allow = strv_copy_n(from->signer.allow, strv_length(from->signer.allow));
+                free(to->signer.allow_where);
+                to->signer.allow_where = from->signer.allow_where ? strdup(from->signer.allow_where) : NULL;
+                if ((!to->signer.allow && from->signer.allow) ||
+                    (!to->signer.allow_where && from->signer.allow_where))
+                        return -ENOMEM;
+        }
         to->set |= from->set;
         return 0;
 }
@@ -159,7 +183,8 @@ static int root_config_init(RootConfig *r, const Config *c, const char *path, bo
         RootConfig trust = c->trust;
 
         trust.set = ROOT_FIELD_EVIDENCE | ROOT_FIELD_ROOT_HASH | ROOT_FIELD_FSVERITY_DIGEST |
-                ROOT_FIELD_REQUIRE_IMA | (first ? ROOT_FIELD_MANIFEST : 0);
+                ROOT_FIELD_REQUIRE_IMA | ROOT_FIELD_REQUIRE_SIGNATURE | ROOT_FIELD_ALLOW_SIGNER |
+                (first ? ROOT_FIELD_MANIFEST : 0);
         *r = (RootConfig) {};
         r->path = strdup(path);
         if (!r->path || root_config_apply(r, &trust) < 0)
@@ -622,6 +647,86 @@ static int parse_require_ima(ConfParser *parser, const char *key, const char *va
         return 0;
 }
 
+/* The signer rule an assignment goes to: the root's in [Trust] and [Root], the source's in [Source]. */
+static SignerRule *signer_rule(ParseState *s, RootField field, bool reset) {
+        if (s->root) {
+                if (reset)
+                        s->root->set &= ~field;
+                else
+                        s->root->set |= field;
+                return &s->root->signer;
+        }
+        assert(s->layer);
+        return &s->config->source_signers[s->layer - s->config->policy.sources];
+}
+
+static int signer_where(ParseState *s, char **where) {
+        free(*where);
+        *where = NULL;
+        if (asprintf(where, "%s:%u", s->parser.filename ?: "?", s->parser.line) < 0)
+                return parse_error(s, -ENOMEM, "out of memory");
+        return 0;
+}
+
+/* RequireSignature=: a module loads only with a signature appended (docs/guard.md). */
+static int parse_require_signature(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+        SignerRule *rule = signer_rule(s, ROOT_FIELD_REQUIRE_SIGNATURE, value[0] == '\0');
+        int r;
+
+        if (value[0] == '\0') {
+                rule->require = false;
+                return 0;
+        }
+        r = parse_boolean(value);
+        if (r < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a boolean (yes/no, true/false, on/off, 1/0)",
+                                   key, value);
+        rule->require = r;
+        return signer_where(s, &rule->require_where);
+}
+
+/* AllowSigner=: one key id or signer name per assignment, since a name has spaces; the list grows. */
+static int parse_allow_signer(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+        SignerRule *rule = signer_rule(s, ROOT_FIELD_ALLOW_SIGNER, value[0] == '\0');
+        char *entry;
+        int r;
+
+        if (value[0] == '\0') {
+                rule->allow = strv_free(rule->allow);
+                return 0;
+        }
+        if (strv_length(rule->allow) >= CONFIG_LIST_MAX)
+                return parse_error(s, -E2BIG, "%s= has more than %d entries", key, CONFIG_LIST_MAX);
+        r = signer_allow_entry(value, &entry);
+        if (r == -ENOMEM)
+                return parse_error(s, r, "out of memory");
+        if (r < 0)
+                return parse_error(s, r, "%s=%s is neither a key id nor a signer's name", key, value);
+        if (strv_contains(rule->allow, entry)) {
+                free(entry);
+                return signer_where(s, &rule->allow_where);
+        }
+        if (strv_consume(&rule->allow, entry) < 0)
+                return parse_error(s, -ENOMEM, "out of memory");
+        return signer_where(s, &rule->allow_where);
+}
+
+/* [Guard] Mode=: the kernel's own check (docs/guard.md); empty: the default. */
+static int parse_guard_mode(ConfParser *parser, const char *key, const char *value) {
+        ParseState *s = parse_state(parser);
+
+        if (value[0] == '\0') {
+                s->config->guard_mode = GUARD_MODE_DEFAULT;
+                return 0;
+        }
+        if (guard_mode_from_string(value, &s->config->guard_mode) < 0)
+                return parse_error(s, -EINVAL, "%s=%s is not a guard mode (off, permissive, enforce)", key,
+                                   value);
+        return 0;
+}
+
 /* The settings, by section: the reader (conf-parser.c) knows the sections from here. */
 static const ConfSetting settings[] = {
         { "Load",       "Workers",                   parse_workers                   },
@@ -638,12 +743,16 @@ static const ConfSetting settings[] = {
         { "Trust",      "RootHash",                  parse_root_hash                 },
         { "Trust",      "FsVerityDigest",            parse_fsverity_digest           },
         { "Trust",      "RequireIMASignature",       parse_require_ima               },
+        { "Trust",      "RequireSignature",          parse_require_signature         },
+        { "Trust",      "AllowSigner",               parse_allow_signer              },
         { "Root",       "Path",                      parse_path, CONF_SETTING_REQUIRED   },
         { "Root",       "Evidence",                  parse_evidence                  },
         { "Root",       "Manifest",                  parse_manifest                  },
         { "Root",       "RootHash",                  parse_root_hash                 },
         { "Root",       "FsVerityDigest",            parse_fsverity_digest           },
         { "Root",       "RequireIMASignature",       parse_require_ima               },
+        { "Root",       "RequireSignature",          parse_require_signature         },
+        { "Root",       "AllowSigner",               parse_allow_signer              },
         { "Policy",     "Mode",                      config_parse_mode               },
         { "Policy",     "Default",                   config_parse_default            },
         { "Policy",     "Allow",                     config_parse_allow              },
@@ -656,9 +765,12 @@ static const ConfSetting settings[] = {
         { "Source",     "Allow",                     config_parse_allow              },
         { "Source",     "Deny",                      config_parse_deny               },
         { "Source",     "DenyRequest",               config_parse_deny_request       },
+        { "Source",     "RequireSignature",          parse_require_signature         },
+        { "Source",     "AllowSigner",               parse_allow_signer              },
         { "Parameters", "Module",                    config_parse_parameters_module,
                                                      CONF_SETTING_REQUIRED | CONF_SETTING_FIRST },
         { "Parameters", "Allow",                     config_parse_parameters_allow   },
+        { "Guard",      "Mode",                      parse_guard_mode                },
 };
 
 static int start_root(ParseState *s) {

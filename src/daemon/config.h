@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "guard-util.h"
 #include "parse-util.h"
 #include "policy.h"
+#include "signer.h"
 
 /* The settings of a trusted root: which kinds of evidence vouch for its module files, and what that
  * evidence is checked against. [Trust] holds every root's; a [Root] section those of one root, and
@@ -18,6 +20,8 @@ typedef enum RootField {
         ROOT_FIELD_FSVERITY_DIGEST = 1u << 2,
         ROOT_FIELD_MANIFEST = 1u << 3,
         ROOT_FIELD_REQUIRE_IMA = 1u << 4,
+        ROOT_FIELD_REQUIRE_SIGNATURE = 1u << 5,
+        ROOT_FIELD_ALLOW_SIGNER = 1u << 6,
 } RootField;
 
 typedef struct RootConfig {
@@ -29,6 +33,7 @@ typedef struct RootConfig {
         char **fsverity_digests;        /* FsVerityDigest=, "sha256:" or "sha512:" and lowercase hex */
         char *manifest;                 /* Manifest=; NULL: the first root's default, none for others */
         bool require_ima;               /* RequireIMASignature= */
+        SignerRule signer;              /* RequireSignature=, AllowSigner= */
 } RootConfig;
 
 void root_config_done(RootConfig *r);
@@ -51,6 +56,8 @@ typedef struct Config {
         RootConfig *roots;              /* [Root] sections, as written */
         size_t n_roots;
         Policy policy;                  /* [Policy], [Source] and [Parameters] */
+        SignerRule source_signers[_SOURCE_MAX]; /* [Source] RequireSignature=, AllowSigner= */
+        GuardMode guard_mode;           /* [Guard] Mode=; modgate.guard= of the kernel command line wins */
 } Config;
 
 /* /usr/lib/modules/$(uname -r), the trusted root when TrustedRoot= is empty. */
@@ -71,7 +78,8 @@ int config_trusted_roots(const Config *c, RootConfig **ret);
 /* Parses a list of kinds of evidence (Evidence=, --evidence=) into EVIDENCE_MASK()s; -EINVAL. */
 int config_parse_evidence(const char *value, unsigned *ret);
 
-/* Whether a and b trust the same: TrustedRoot=, RequireReadOnlySuperblock=, [Trust] and [Root]. */
+/* Whether a and b trust the same: TrustedRoot=, RequireReadOnlySuperblock=, [Trust], [Root] and the
+ * signer rules of [Source]. */
 bool config_trust_equal(const Config *a, const Config *b);
 
 /* What the roots accept unless a [Root] says otherwise: Evidence=, and "ownership" when

@@ -13,7 +13,7 @@
 #include "strv.h"
 
 /* What PID 1 passed at start, by name. The store holds a few fds of our own; more is not ours. */
-#define PASSED_MAX 16
+#define PASSED_MAX 32
 
 typedef struct Passed {
         int fd;
@@ -84,7 +84,7 @@ bool fdstore_available(void) {
 }
 
 /* The generation name is stored as now, -1 for none; names are few. */
-#define NAMES_MAX 8
+#define NAMES_MAX 16
 
 typedef struct Kept {
         char name[32];
@@ -172,7 +172,7 @@ void fdstore_done(void) {
         n_passed = 0;
 }
 
-int fdstore_put(int fd, const char *name) {
+int fdstore_put_full(int fd, const char *name, bool poll) {
         Kept *k;
         int r;
 
@@ -181,7 +181,7 @@ int fdstore_put(int fd, const char *name) {
         if (!k)
                 r = -E2BIG;
         else {
-                r = notify("FDSTORE=1", name, k->generation + 1, &fd);
+                r = notify(poll ? "FDSTORE=1" : "FDSTORE=1\nFDPOLL=0", name, k->generation + 1, &fd);
                 if (r >= 0 && k->generation >= 0)
                         (void) notify("FDSTOREREMOVE=1", name, k->generation, NULL);
                 if (r >= 0)
@@ -189,6 +189,10 @@ int fdstore_put(int fd, const char *name) {
         }
         pthread_mutex_unlock(&kept_lock);
         return r;
+}
+
+int fdstore_put(int fd, const char *name) {
+        return fdstore_put_full(fd, name, true);
 }
 
 int fdstore_remove(const char *name) {

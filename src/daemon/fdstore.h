@@ -17,6 +17,16 @@
 #define FDSTORE_UEVENT_LOG "uevent-log"
 #define FDSTORE_HISTORY "history"
 #define FDSTORE_ROOTS "roots"
+/* The guard's (guard.c): its links, which keep its programs attached (two for module loads, three
+ * that protect it), and its three maps. */
+#define FDSTORE_GUARD_READ "guard-read-file"
+#define FDSTORE_GUARD_LOAD "guard-load-data"
+#define FDSTORE_GUARD_BPF "guard-bpf"
+#define FDSTORE_GUARD_BPF_MAP "guard-bpf-map"
+#define FDSTORE_GUARD_PTRACE "guard-ptrace"
+#define FDSTORE_GUARD_CONFIG "guard-config"
+#define FDSTORE_GUARD_APPROVED "guard-approved"
+#define FDSTORE_GUARD_EVENTS "guard-events"
 
 /* Takes the fds passed at start ($LISTEN_FDS, $LISTEN_FDNAMES) other than the varlink sockets, which
  * sd_varlink_server_listen_auto() takes later: $LISTEN_FDS then describes those alone. Returns 0,
@@ -37,6 +47,10 @@ void fdstore_done(void);
 /* Stores fd (a copy: the caller keeps its own) as name, in place of what name was taken as or last
  * stored as. Returns 0, -EOPNOTSUPP without a store, or -errno. Safe from several threads. */
 int fdstore_put(int fd, const char *name);
+
+/* The same; with poll false PID 1 does not watch the fd for EPOLLHUP and EPOLLERR (it drops an fd that
+ * reports them): a BPF map that has no poll of its own reports EPOLLERR at once. */
+int fdstore_put_full(int fd, const char *name, bool poll);
 
 /* Removes what name was taken as or last stored as. Returns 0, -EOPNOTSUPP or -errno. */
 int fdstore_remove(const char *name);

@@ -17,6 +17,7 @@
 #include "conf-files.h"
 #include "config.h"
 #include "enforcement.h"
+#include "fileio.h"
 #include "kernel-cmdline.h"
 #include "log.h"
 #include "manager.h"
@@ -241,7 +242,16 @@ static void print_layer(const PolicyLayer *l) {
                 print_rule(l->rules[i].option, &l->rules[i]);
 }
 
-static void print_policy(const Policy *p) {
+/* RequireSignature= and AllowSigner=, one assignment per entry as they are written. */
+static void print_signer(const SignerRule *r) {
+        printf("RequireSignature=%s", r->require ? "yes" : "no");
+        printf(r->require_where ? " ; %s\n" : "\n", r->require_where);
+        for (char *const *e = r->allow; e && *e; e++)
+                printf("AllowSigner=%s\n", strchr(*e, ':') + 1);
+}
+
+static void print_policy(const Config *c) {
+        const Policy *p = &c->policy;
         _cleanup_free_ char *mode = NULL;
 
         if (asprintf(&mode, "Mode=%s", policy_mode_to_string(p->mode)) < 0)
@@ -252,9 +262,12 @@ static void print_policy(const Policy *p) {
                    &p->request_parameters_rule);
         print_layer(&p->global);
         for (RequestSource s = 0; s < _SOURCE_MAX; s++)
-                if (p->sources[s].default_deny || p->sources[s].n_rules > 0) {
+                if (p->sources[s].default_deny || p->sources[s].n_rules > 0 ||
+                    signer_rule_active(&c->source_signers[s])) {
                         printf("\n[Source]\nName=%s\n", request_source_to_string(s));
                         print_layer(&p->sources[s]);
+                        if (signer_rule_active(&c->source_signers[s]))
+                                print_signer(&c->source_signers[s]);
                 }
         for (size_t i = 0; i < p->n_parameters; i++) {
                 printf("\n[Parameters]\n");
@@ -282,7 +295,9 @@ static void print_config(const Config *c) {
         print_list("RootHash", c->trust.root_hashes);
         print_list("FsVerityDigest", c->trust.fsverity_digests);
         printf("RequireIMASignature=%s\n", c->trust.require_ima ? "yes" : "no");
-        print_policy(&c->policy);
+        print_signer(&c->trust.signer);
+        print_policy(c);
+        printf("\n[Guard]\nMode=%s\n", guard_mode_to_string(c->guard_mode));
 }
 
 /* What the kernel itself enforces, as this process sees it: -n runs with its caller's privileges, the
@@ -298,6 +313,33 @@ static void print_enforcement(void) {
                 return;
         }
         printf("\nKernel enforcement: %s\n", line);
+}
+
+/* What the guard would be at a start now: the mode in force and whether this kernel can run it. */
+static void print_guard(const Config *c) {
+        char cmdline[8192], lsm[512];
+        GuardMode mode = c->guard_mode;
+        const char *from = "[Guard] Mode=";
+        int r;
+
+        if (read_small_file_at(AT_FDCWD, "/proc/cmdline", cmdline, sizeof(cmdline)) >= 0) {
+                r = guard_mode_from_cmdline(cmdline, &mode);
+                if (r > 0)
+                        from = GUARD_CMDLINE_KEY "= of the kernel command line";
+                else if (r == -EINVAL)
+                        printf("\nGuard: " GUARD_CMDLINE_KEY "= of the kernel command line is not a mode, ignored\n");
+        }
+        printf("\nGuard: %s (%s)", guard_mode_to_string(mode), from);
+        if (mode == GUARD_OFF)
+                printf("\n");
+        else if (!HAVE_GUARD)
+                printf("; unavailable: this modgated was built without it\n");
+        else if (read_small_file_at(AT_FDCWD, "/sys/kernel/security/lsm", lsm, sizeof(lsm)) < 0)
+                printf("; unknown whether the kernel runs the BPF LSM: /sys/kernel/security/lsm cannot be read\n");
+        else if (!guard_lsm_listed(lsm))
+                printf("; unavailable: the kernel runs no BPF LSM (add bpf to lsm= on the kernel command line)\n");
+        else
+                printf("; the kernel runs the BPF LSM\n");
 }
 
 /* What a root's manifest is now, for -n. */
@@ -363,8 +405,10 @@ static void print_roots(const Config *c) {
 
                 if (evidence_mask_to_string(accepted, ", ", &evidence) < 0)
                         break;
-                printf("\nRoot %s accepts:%s%s%s\n", roots[i].path, *evidence ? " " : "", evidence,
-                       roots[i].require_ima ? "; and requires an IMA signature" : "");
+                printf("\nRoot %s accepts:%s%s%s%s%s\n", roots[i].path, *evidence ? " " : "", evidence,
+                       roots[i].require_ima ? "; and requires an IMA signature" : "",
+                       roots[i].signer.require ? "; only signed modules" : "",
+                       strv_length(roots[i].signer.allow) > 0 ? "; only the signers AllowSigner= names" : "");
                 fd = open(roots[i].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 r = fd < 0 ? -errno : origin_collect(fd, &o);
                 if (r == -ENOENT && i > 0) {
@@ -542,12 +586,16 @@ static int run(int argc, char *argv[]) {
                 print_config(&m->config);
                 print_roots(&m->config);
                 print_enforcement();
+                print_guard(&m->config);
                 return 0;
         }
 
         rlimit_nofile_bump();
 
-        r = capability_keep_only(CAP_SYS_MODULE);
+        /* CAP_BPF and CAP_PERFMON attach the guard, where the unit grants them, and are dropped right
+         * after (manager_guard_start()), with CAP_SETPCAP, which that needs to drop them from the
+         * bounding set, where the process has it (not under the unit). */
+        r = capability_keep((const int[]) { CAP_SYS_MODULE, CAP_BPF, CAP_PERFMON, CAP_SETPCAP }, 4);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities other than CAP_SYS_MODULE: %m");
 
@@ -561,7 +609,15 @@ static int run(int argc, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
-        int r = run(argc, argv);
+        int r;
+
+#ifdef GUARD_TEST_WRONG_HASH
+        /* modgated-test-wrong-hash, a test program: every load it approves must be refused by the kernel. */
+        guard_test_wrong_hash = true;
+        log_warning("This is modgated-test-wrong-hash, a test program: it approves another SHA-256 than "
+                    "each file's, and the guard must refuse every load it makes. Never for a real system.");
+#endif
+        r = run(argc, argv);
 
         free(arg_listen);
         free(arg_trusted_root);

@@ -143,6 +143,7 @@ Manager *manager_free(Manager *m) {
         strv_free(m->ignored_modprobe_d);
         safe_close(m->running_fd);
         sd_event_source_disable_unref(m->prober_hold);
+        guard_free(m->guard);
         sd_event_unref(m->event);
         /* What was counted and not yet summarized is summarized, on the way out too. */
         manager_write_summaries(m);
@@ -289,6 +290,8 @@ static int manager_add_root(Manager *m, const RootConfig *c, bool first) {
         m->roots[m->n_roots++] = t;
         t->evidence = c->evidence;
         t->require_ima = c->require_ima;
+        if (signer_rule_copy(&t->signer, &c->signer) < 0)
+                return log_oom();
         t->root_hashes = strv_copy_n(c->root_hashes, strv_length(c->root_hashes));
         t->fsverity_digests = strv_copy_n(c->fsverity_digests, strv_length(c->fsverity_digests));
         if (!t->root_hashes || !t->fsverity_digests)
@@ -574,7 +577,6 @@ int manager_startup(Manager *m) {
                 log_warning_errno(r,
                                   "Ignoring the trusted roots' records of the fd store, roots are recorded "
                                   "anew: %m");
-
         r = manager_pin_roots(m);
         if (r < 0)
                 return r;
@@ -600,12 +602,24 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up the module policy: %m");
         manager_log_policy(m, "Loaded");
 
+        /* Before any thread is made: capabilities, the bounding set included, are each thread's own,
+         * and a worker made before the drop would keep CAP_BPF and CAP_PERFMON. From here on the
+         * kernel refuses every load but modgated's (in enforce); what remains of the start takes
+         * far less than modgate-modprobe waits for an answer (15 s), so a kernel's request that
+         * comes now waits for this instance, as it would have for a loader without the guard. An
+         * adopted guard was attached all along. */
+        r = manager_guard_start(m);
+        if (r < 0)
+                return r;
+
         m->load_context = (LoadContext) {
                 .roots = m->roots,
                 .n_roots = m->n_roots,
                 .kernel_compression = m->kernel_compression,
                 .cmdline_root_hashes = m->cmdline_root_hashes,
                 .probe_address = m->probe_address ?: PROBE_ADDRESS,
+                .source_signers = m->config.source_signers,
+                .guard = m->guard,
         };
         r = scheduler_new(m->event, &m->load_context, m->config.workers, &m->scheduler);
         if (r < 0)
@@ -631,7 +645,6 @@ int manager_startup(Manager *m) {
         r = manager_follow_uevents(m);
         if (r < 0)
                 return r;
-        fdstore_done();
         r = manager_reconcile(m);
         if (r < 0)
                 return r;
@@ -643,6 +656,11 @@ int manager_startup(Manager *m) {
 
         (void) seal_startup(m);
         manager_log_enforcement(m);
+
+        /* What was refused while no modgated ran waits in the ring buffer: recorded now that the
+         * records' counting and the history are there. */
+        guard_drain(m->guard);
+        fdstore_done();
 
         return manager_varlink_init(m);
 }
@@ -790,8 +808,8 @@ int manager_reload(Manager *m, char **ret_error) {
         }
 
         if (c.workers != m->config.workers || !config_trust_equal(&c, &m->config))
-                log_notice(
-                        "Workers= and the trust settings ([Trust], [Root]) take effect at the next start.");
+                log_notice("Workers=, the signer rules of [Source] and the trust settings ([Trust], "
+                           "[Root]) take effect at the next start.");
 
         /* Decisions are made on this thread only, so the swap is whole for every request. */
         policy_done(&m->config.policy);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "connections.h"
 #include "device-info.h"
+#include "guard.h"
 #include "macro.h"
 #include "manifest.h"
 #include "method-seal.h"
@@ -83,6 +84,7 @@ typedef struct Manager {
         int running_fd;                 /* RUNTIME_LOCK, share-locked while this instance runs */
         sd_event_source *prober_hold;   /* an idle connection that keeps modgate-probe from exiting */
         SealState seal;
+        Guard *guard;                   /* the kernel's check that only modgated loads (guard.c) */
 } Manager;
 
 /* Share-locked (flock) by a running modgated, in its RuntimeDirectory=: modgate-modprobe gives up
@@ -122,3 +124,7 @@ int manager_refresh_index(Manager *m);
 
 /* Notes that a client or a job did something, which postpones the idle exit. */
 void manager_touch(Manager *m);
+
+/* Sets up the guard in the mode configured, logs what it is, and drops CAP_BPF and CAP_PERFMON, which
+ * only attaching needs. Returns 0, or -errno when the capabilities could not be dropped. */
+int manager_guard_start(Manager *m);

@@ -136,8 +136,8 @@ static int names_json(const Plan *plan, const size_t *idx, size_t n, sd_json_var
         return r;
 }
 
-static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, size_t i, bool *ret_live,
-                          ExplainModule *em) {
+static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, size_t i, RequestSource source,
+                          bool *ret_live, ExplainModule *em) {
         _cleanup_(sd_json_variant_unrefp) sd_json_variant *requires = NULL, *after = NULL;
         _cleanup_free_ char *rule = NULL, *reason = NULL;
         const ModuleSpec *s = plan->specs + i;
@@ -154,6 +154,7 @@ static int explain_module(Manager *m, const Plan *plan, const ModuleVerdict *v, 
         if (s->path && !*ret_live && (!v[i].denied || m->config.policy.mode == POLICY_PERMISSIVE)) {
                 em->check = true;
                 em->result.role = s->role;
+                em->result.source = source;
                 if (strdup_or_null(s->name, &em->result.name) < 0 ||
                     strdup_or_null(s->path, &em->result.path) < 0)
                         return -ENOMEM;
@@ -238,7 +239,7 @@ static int explain_prepare(Manager *m, const LoadParameters *p, ExplainWork *w) 
         for (size_t i = 0; i < plan->n_specs; i++) {
                 bool live;
 
-                r = explain_module(m, plan, j.decision.modules, i, &live, w->modules + i);
+                r = explain_module(m, plan, j.decision.modules, i, w->source, &live, w->modules + i);
                 if (r < 0)
                         return r;
                 if (plan->specs[i].role == ROLE_REQUESTED && !live)

@@ -14,6 +14,24 @@
 #include "strv.h"
 #include "time-util.h"
 
+static int guard_build(const Guard *g, sd_json_variant **ret) {
+        GuardState s;
+
+        guard_state(g, &s);
+        return sd_json_buildo(
+                        ret,
+                        SD_JSON_BUILD_PAIR_STRING("mode", guard_mode_to_string(s.mode)),
+                        SD_JSON_BUILD_PAIR_STRING("configured", guard_mode_to_string(s.wanted)),
+                        SD_JSON_BUILD_PAIR_STRING("configuredBy", s.from_cmdline ? "cmdline" : "config"),
+                        SD_JSON_BUILD_PAIR_BOOLEAN("bpfLsm", s.lsm_active),
+                        SD_JSON_BUILD_PAIR_BOOLEAN("attached", s.attached),
+                        SD_JSON_BUILD_PAIR_CONDITION(s.attached, "attachedAt", SD_JSON_BUILD_UNSIGNED(s.attached_usec)),
+                        SD_JSON_BUILD_PAIR_BOOLEAN("kept", s.stored),
+                        SD_JSON_BUILD_PAIR_UNSIGNED("refusals", s.refusals),
+                        SD_JSON_BUILD_PAIR_CONDITION(!!s.unavailable, "unavailable",
+                                                     SD_JSON_BUILD_STRING(s.unavailable)));
+}
+
 static int root_evidence(const TrustedRoot *t, sd_json_variant **ret) {
         _cleanup_strv_free_ char **l = NULL;
 
@@ -172,7 +190,7 @@ static int loading_build(Scheduler *s, sd_json_variant **ret) {
 
 /* The rest is the event loop's, read when the roots' part is done: as it is at the reply. */
 static int status_build(StatusWork *w, sd_json_variant **ret) {
-        _cleanup_(sd_json_variant_unrefp) sd_json_variant *roots = NULL, *counters = NULL, *latency = NULL,
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *roots = NULL, *counters = NULL, *latency = NULL, *guard = NULL,
                 *loading = NULL;
         _cleanup_free_ char *enforcement = NULL;
         Manager *m = w->m;
@@ -189,6 +207,8 @@ static int status_build(StatusWork *w, sd_json_variant **ret) {
                 r = latency_build(&m->latency, &latency);
         if (r >= 0)
                 r = loading_build(m->scheduler, &loading);
+        if (r >= 0)
+                r = guard_build(m->guard, &guard);
         if (r < 0)
                 return r;
         r = enforcement_describe("/", &e, &enforcement);
@@ -204,6 +224,7 @@ static int status_build(StatusWork *w, sd_json_variant **ret) {
                 SD_JSON_BUILD_PAIR_BOOLEAN("sealed",
                                            m->seal.sealed ||
                                                    (r >= 0 && e.modules_disabled.value == PROBE_YES)),
+                SD_JSON_BUILD_PAIR_VARIANT("guard", guard),
                 SD_JSON_BUILD_PAIR_VARIANT("roots", roots),
                 SD_JSON_BUILD_PAIR_UNSIGNED("uptimeUSec", now_usec() - m->started_usec),
                 SD_JSON_BUILD_PAIR_VARIANT("counters", counters),

@@ -68,7 +68,7 @@ static const char *finit_error_to_string(int error) {
                        "compression)";
         case EPERM:
                 return "the kernel refused the load (lockdown, module_blacklist= on the command line, or a "
-                       "security module such as LoadPin or IPE)";
+                       "security module such as modgate's guard, whose record says why, LoadPin or IPE)";
         case EACCES:
                 return "a security module refused the kernel's read of the file (IMA appraisal, SELinux)";
         case EKEYREJECTED:
@@ -351,6 +351,37 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         return 0;
 }
 
+/* The signer rules of the root and of the request's source (docs/guard.md), on the signature the
+ * name check read with the name: before the load, and the guard lets the kernel read only these
+ * bytes. */
+static int check_signer(const LoadContext *ctx, const TrustedRoot *root, ModuleResult *r) {
+        const SignerSeen seen = {
+                .is_signed = r->modinfo.is_signed,
+                .signer = r->modinfo.signer,
+                .key = r->modinfo.signature_key,
+        };
+        _cleanup_free_ char *what = NULL, *reason = NULL;
+        int q;
+
+        if (asprintf(&what, "trusted root %s", root->path) < 0)
+                return -ENOMEM;
+        q = signer_rule_check(&root->signer, what, &seen, &reason);
+        if (q > 0 && ctx->source_signers && r->source >= 0 && r->source < _SOURCE_MAX) {
+                free(what);
+                what = NULL;
+                if (asprintf(&what, "[Source] %s", request_source_to_string(r->source)) < 0)
+                        return -ENOMEM;
+                q = signer_rule_check(&ctx->source_signers[r->source], what, &seen, &reason);
+                /* The root's rule is about the file, for every request; a source's about this one. */
+                r->by_source = q == 0;
+        }
+        if (q < 0)
+                return q;
+        if (q == 0)
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "%s", reason);
+        return 0;
+}
+
 static int hash_file(int fd, ModuleResult *r);
 
 /* The checks on the open file, in order; the first that fails leaves its reason in r. The bytes are
@@ -376,7 +407,11 @@ static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, M
 
         same = ahead && ahead->checked && r->have_sha256 &&
                 memcmp(r->sha256, ahead->sha256, SHA256_DIGEST_SIZE) == 0;
-        return check_name(fd, r, same ? &ahead->modinfo : NULL);
+        q = check_name(fd, r, same ? &ahead->modinfo : NULL);
+        if (q < 0 || r->reason)
+                return q;
+
+        return check_signer(ctx, root, r);
 }
 
 /* Every record of an opened file says which bytes it was, whatever the decision: hashed here from the
@@ -469,7 +504,8 @@ static void module_result_forget_checks(ModuleResult *r) {
         module_result_free_found(r);
         r->outcome = OUTCOME_LOADED;
         r->error = 0;
-        r->cached = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo = false;
+        r->cached = r->by_source = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo =
+                false;
         r->origin = (FileOrigin) {};
         r->evidence = 0;
         r->diskseq = 0;
@@ -509,6 +545,7 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
 
 int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) {
         _cleanup_close_ int fd = -EBADF;
+        GuardTicket ticket;
         uint64_t start = now_usec(), before = ahead && ahead->checked ? ahead->usec : 0, checked;
         int q;
 
@@ -522,7 +559,14 @@ int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) 
         if (q < 0 || r->reason)
                 return q;
 
+        /* The guard lets the kernel read this file, as it is now, for this process only, and for this
+         * call only. */
+        q = guard_approve(ctx->guard, fd, r->have_sha256 ? r->sha256 : NULL, &ticket);
+        if (q < 0)
+                return module_result_set(r, OUTCOME_FAILED, q, "the guard could not approve the file for the "
+                                         "kernel: %s", strerrordesc_np(-q) ?: "unknown error");
         q = kernel_finit_module(fd, r->parameters, r->flags);
+        guard_withdraw(ctx->guard, &ticket);
         r->init_usec = now_usec() - checked;
         r->duration_usec = before + r->check_usec + r->init_usec;
         if (q == -EEXIST) {

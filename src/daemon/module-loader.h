@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "guard.h"
 #include "module-result.h"
 #include "resolver.h"
 #include "trust.h"
@@ -15,6 +16,8 @@ typedef struct LoadContext {
         Compression kernel_compression;
         char *const *cmdline_root_hashes; /* roothash= and usrhash= of the kernel command line */
         const char *probe_address;      /* where modgate-probe answers */
+        Guard *guard;                   /* approves each file for the kernel; NULL: none */
+        const SignerRule *source_signers; /* [Source] signer rules, by RequestSource; NULL: none */
 } LoadContext;
 
 /* Checks a root just pinned against its identity recorded at its first pin (a TrustedRootVerify

@@ -14,6 +14,7 @@
 #include "modinfo.h"
 #include "origin.h"
 #include "resolver.h"
+#include "request.h"
 #include "sha256.h"
 #include "trust.h"
 
@@ -39,6 +40,7 @@ typedef struct ModuleResult {
         char *path;
         char *parameters;       /* handed to finit_module(); NULL for none */
         Role role;
+        RequestSource source;   /* whose request made the load: its [Source] signer rule applies */
         Outcome outcome;
         char *reason;           /* why it was not loaded; NULL when it was */
         char *command;          /* the modprobe.d install command that was refused, if that was why */
@@ -48,6 +50,7 @@ typedef struct ModuleResult {
         char *options_source;   /* where the options in parameters were written: "FILE:LINE, ..." */
         int error;              /* positive errno of the failure, 0 if none */
         bool cached;            /* the outcome is a remembered denial */
+        bool by_source;         /* denied by the request source's rule: no verdict on the file alone */
         bool have_origin;       /* the file was opened and origin describes it */
         FileOrigin origin;
         char *backing;          /* what the file system is stored on, e.g. "loop0 <- /srv/tree.erofs" */

@@ -480,6 +480,7 @@ static const char *const summary_outcome[_CHATTER_KIND_MAX] = {
         [CHATTER_WOULD_DENY] = "would_deny",
         [CHATTER_REFUSED_CALLER] = "refused_caller",
         [CHATTER_FAILED] = "failed",
+        [CHATTER_GUARD] = "refused_guard",
 };
 
 static const char *const summary_what[_CHATTER_KIND_MAX] = {
@@ -491,6 +492,8 @@ static const char *const summary_what[_CHATTER_KIND_MAX] = {
                 "would have been denied but for the permissive mode (SOURCE:MODULE or SOURCE:KEY)",
         [CHATTER_REFUSED_CALLER] = "were refused because of who asked (METHOD:SOURCE:KEY)",
         [CHATTER_FAILED] = "failed to load (SOURCE:MODULE)",
+        [CHATTER_GUARD] = "were module loads by other processes that the guard refused, or would refuse in its "
+                          "permissive mode (COMM:SYSCALL:REASON)",
 };
 
 /* A list of counts as one field: "KEY=N KEY=N". NULL when empty or out of memory. */
@@ -701,5 +704,47 @@ void journal_record_uevents_lost(uint64_t seqnum, int rcvbuf) {
         record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_UEVENTS_LOST);
         record_add(&rec, "PRIORITY=%d", LOG_WARNING);
         record_add(&rec, "MODGATE_SEQNUM=%llu", (unsigned long long) seqnum);
+        record_send(&rec);
+}
+
+/* A cgroup named as a unit is one: its leaf cgroup, for a service or a scope without children. */
+static bool is_unit_name(const char *s) {
+        return has_suffix(s, ".service") || has_suffix(s, ".scope");
+}
+
+void journal_record_guard(const struct guard_event *e, const char *message) {
+        char comm[sizeof(e->comm) + 1], exe[sizeof(e->exe_name) + 1], cgroup[sizeof(e->cgroup) + 1];
+        bool refused = e->mode != GUARD_MODE_PERMISSIVE;
+        Record rec = {};
+
+        guard_printable(e->comm, sizeof(e->comm), comm);
+        guard_printable(e->exe_name, sizeof(e->exe_name), exe);
+        guard_printable(e->cgroup, sizeof(e->cgroup), cgroup);
+        record_add(&rec, "MESSAGE=%s", message);
+        record_add(&rec, "MESSAGE_ID=%s", MODGATE_MESSAGE_GUARD);
+        record_add(&rec, "PRIORITY=%d", refused ? LOG_WARNING : LOG_NOTICE);
+        record_add(&rec, "MODGATE_OUTCOME=%s", refused ? "refused_guard" : "would_refuse_guard");
+        record_add(&rec, "MODGATE_GUARD_MODE=%s", guard_mode_to_string(e->mode) ?: "?");
+        record_add(&rec, "MODGATE_GUARD_REASON=%s", guard_why_to_name(e->why) ?: "?");
+        record_add(&rec, "MODGATE_SYSCALL=%s", guard_hook_to_string(e->hook) ?: "?");
+        record_add(&rec, "MODGATE_CALLER_PID=%u", e->tgid);
+        if (e->pid != e->tgid)
+                record_add(&rec, "MODGATE_CALLER_TID=%u", e->pid);
+        record_add(&rec, "MODGATE_CALLER_UID=%u", e->uid);
+        record_add(&rec, "MODGATE_CALLER_COMM=%s", comm);
+        if (exe[0])
+                record_add(&rec, "MODGATE_CALLER_EXE=%s", exe);
+        if (e->exe_ino != 0)
+                record_add(&rec, "MODGATE_CALLER_EXE_INODE=%u:%u:%llu", major(guard_user_dev(e->exe_dev)),
+                           minor(guard_user_dev(e->exe_dev)), (unsigned long long) e->exe_ino);
+        if (cgroup[0])
+                record_add(&rec, "MODGATE_CALLER_CGROUP=%s", cgroup);
+        if (is_unit_name(cgroup))
+                record_add(&rec, "MODGATE_CALLER_UNIT=%s", cgroup);
+        record_add(&rec, "MODGATE_CALLER_CGROUP_ID=%llu", (unsigned long long) e->cgroup_id);
+        if (e->hook == GUARD_HOOK_READ_FILE) {
+                record_add(&rec, "MODGATE_DEVICE=%u:%u", major(guard_user_dev(e->dev)), minor(guard_user_dev(e->dev)));
+                record_add(&rec, "MODGATE_INODE=%llu", (unsigned long long) e->ino);
+        }
         record_send(&rec);
 }

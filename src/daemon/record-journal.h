@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "chatter.h"
+#include "guard-util.h"
 #include "module-result.h"
 #include "request.h"
 
@@ -29,6 +30,7 @@
 #define MODGATE_MESSAGE_INPUT_IGNORED "9e22e8cd04ac4b1b96efdff8468ffa49"
 #define MODGATE_MESSAGE_SIGNAL_IGNORED "5f6d944c146d4f51b242f50c3989ef5f"
 #define MODGATE_MESSAGE_UEVENTS_LOST "d0a09ce1568c4f8e960a853349dea73f"
+#define MODGATE_MESSAGE_GUARD "45a3b6475ec4408a9ce9692356845553"
 
 /* Who asked, copied out of the request so that a job can outlive it. */
 typedef struct Requester {
@@ -135,3 +137,7 @@ void journal_record_signal_ignored(const char *signal, pid_t pid, uid_t uid, con
 /* The kernel's uevent socket overflowed: events up to seqnum may be missing from the daemon's log, and
  * udevd's requests for them are checked against sysfs (the device must still be there). */
 void journal_record_uevents_lost(uint64_t seqnum, int rcvbuf);
+
+/* A module load by another process that the guard refused in the kernel, or would have refused in its
+ * permissive mode: message from guard_event_message(). */
+void journal_record_guard(const struct guard_event *e, const char *message);

@@ -401,3 +401,20 @@ void manager_record_unload(Manager *m, const Requester *who, const char *name, i
         if (error == 0)
                 record_simple(m, name, "unloaded", NULL, NULL, NULL, true);
 }
+
+void manager_record_guard(const struct guard_event *e, void *userdata) {
+        _cleanup_free_ char *message = NULL;
+        char key[64], cgroup[sizeof(e->cgroup) + 1], peer[32];
+        Manager *m = userdata;
+
+        /* Counted per caller's cgroup (its unit), by command, syscall and reason: a loop of insmod in
+         * one unit does not hide another unit's first refusal. */
+        guard_printable(e->cgroup, sizeof(e->cgroup), cgroup);
+        snprintf(peer, sizeof(peer), "uid:%u", e->uid);
+        if (m->chatter && guard_event_key(e, key, sizeof(key)) >= 0 &&
+            chatter_note(m->chatter, CHATTER_GUARD, cgroup[0] ? cgroup : peer, key) == 0)
+                return;
+        if (guard_event_message(e, &message) < 0)
+                return (void) log_oom();
+        journal_record_guard(e, message);
+}

@@ -25,6 +25,9 @@ void manager_record_module(const Requesters *who, const ModuleResult *r, void *u
 void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata);
 
 /* A module in the kernel that modgate did not load. */
+/* A load by another process that the guard refused (or would have), read from its ring buffer. */
+void manager_record_guard(const struct guard_event *e, void *userdata);
+
 void manager_record_outside(Manager *m, const char *module, const char *how);
 /* The kernel's module uevents, for loads and unloads by others while this instance runs. */
 void manager_on_module_event(const char *module, bool added, void *userdata);

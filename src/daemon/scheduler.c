@@ -231,8 +231,9 @@ static void remember_denial(Scheduler *s, const ModuleResult *r) {
 
         /* Only what the next attempt would find again: the origin check. Install commands are in the
          * index, which has its own cache. The verdict is about one file, so it is remembered for that
-         * file: a request by path for a copy elsewhere must not deny the module's own file. */
-        if (r->outcome != OUTCOME_DENIED || r->cached || r->command || !r->reason || !r->path)
+         * file: a request by path for a copy elsewhere must not deny the module's own file. A source's
+         * signer rule is about the request, and another source's request is judged again. */
+        if (r->outcome != OUTCOME_DENIED || r->cached || r->by_source || r->command || !r->reason || !r->path)
                 return;
         if (hashmap_size(s->denials) >= DENIALS_MAX)
                 hashmap_clear(s->denials);
@@ -722,6 +723,7 @@ static int job_new(Scheduler *s, const Plan *plan, size_t i, const char *paramet
         j->alone = name_in(s->load_alone, spec->name);
         j->kernel = who->source == SOURCE_KERNEL;
         j->result.role = spec->role;
+        j->result.source = who->source;
         j->result.name = strdup(spec->name);
         if (!j->result.name || (spec->path && !(j->result.path = strdup(spec->path))) ||
             join_parameters(spec->options, spec->role == ROLE_REQUESTED ? parameters : NULL,

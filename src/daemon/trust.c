@@ -524,6 +524,7 @@ TrustedRoot *trusted_root_free(TrustedRoot *r) {
         trusted_root_pinned_done(&r->pinned);
         strv_free(r->root_hashes);
         strv_free(r->fsverity_digests);
+        signer_rule_done(&r->signer);
         manifest_free(r->manifest);
         free(r->manifest_error);
         free(r);

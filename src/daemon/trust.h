@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "manifest.h"
 #include "origin.h"
+#include "signer.h"
 
 /* What a fresh pin found about the root's identity (root_identity_verify()), kept until the main
  * thread records it: roots are pinned on worker threads too, and records are written by the main
@@ -39,6 +40,7 @@ typedef struct TrustedRoot {
         char **root_hashes;     /* dm-verity root hashes allowed */
         char **fsverity_digests;
         bool require_ima;
+        SignerRule signer;      /* RequireSignature=, AllowSigner= */
         Manifest *manifest;     /* when manifest evidence is accepted and it loaded */
         char *manifest_error;   /* otherwise why not */
 } TrustedRoot;

@@ -314,6 +314,29 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_FIELD_COMMENT("How long it has been on a worker, in µs"),
                 SD_VARLINK_DEFINE_FIELD(forUSec, SD_VARLINK_INT, 0));
 
+static SD_VARLINK_DEFINE_STRUCT_TYPE(
+                GuardStatus,
+                SD_VARLINK_FIELD_COMMENT("In force: off, permissive (records what it would refuse) or enforce (the "
+                                         "kernel refuses every module load but modgated's); off when not attached"),
+                SD_VARLINK_DEFINE_FIELD(mode, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("As configured: [Guard] Mode=, or modgate.guard= of the kernel command line"),
+                SD_VARLINK_DEFINE_FIELD(configured, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("Where configured comes from: config or cmdline"),
+                SD_VARLINK_DEFINE_FIELD(configuredBy, SD_VARLINK_STRING, 0),
+                SD_VARLINK_FIELD_COMMENT("Whether the kernel runs the BPF LSM (bpf in /sys/kernel/security/lsm)"),
+                SD_VARLINK_DEFINE_FIELD(bpfLsm, SD_VARLINK_BOOL, 0),
+                SD_VARLINK_DEFINE_FIELD(attached, SD_VARLINK_BOOL, 0),
+                SD_VARLINK_FIELD_COMMENT("When it was attached, by this instance or an earlier one, in µs since the "
+                                         "epoch"),
+                SD_VARLINK_DEFINE_FIELD(attachedAt, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Kept in PID 1's fd store: it stays attached while modgated does not run"),
+                SD_VARLINK_DEFINE_FIELD(kept, SD_VARLINK_BOOL, 0),
+                SD_VARLINK_FIELD_COMMENT("Loads by other processes it refused (or would have) that this instance "
+                                         "recorded"),
+                SD_VARLINK_DEFINE_FIELD(refusals, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Why it is not attached, though configured to be"),
+                SD_VARLINK_DEFINE_FIELD(unavailable, SD_VARLINK_STRING, SD_VARLINK_NULLABLE));
+
 static SD_VARLINK_DEFINE_METHOD(
                 Status,
                 SD_VARLINK_DEFINE_OUTPUT(version, SD_VARLINK_STRING, 0),
@@ -329,6 +352,8 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_FIELD_COMMENT("kernel.modules_disabled is 1: no module can be loaded until "
                                          "reboot"),
                 SD_VARLINK_DEFINE_OUTPUT(sealed, SD_VARLINK_BOOL, 0),
+                SD_VARLINK_FIELD_COMMENT("The guard, the kernel's own check that only modgated loads modules"),
+                SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(guard, GuardStatus, 0),
                 SD_VARLINK_DEFINE_OUTPUT_BY_TYPE(roots, TrustedRootStatus, SD_VARLINK_ARRAY),
                 SD_VARLINK_FIELD_COMMENT("Since this instance started, in µs (it exits when idle and is "
                                          "started again by its socket)"),
@@ -627,6 +652,8 @@ SD_VARLINK_DEFINE_INTERFACE(
                 &vl_method_Describe,
                 SD_VARLINK_SYMBOL_COMMENT("A trusted root as Status shows it"),
                 &vl_type_TrustedRootStatus,
+                SD_VARLINK_SYMBOL_COMMENT("The guard as Status shows it"),
+                &vl_type_GuardStatus,
                 SD_VARLINK_SYMBOL_COMMENT("What this instance has done since it started"),
                 &vl_type_Counters,
                 SD_VARLINK_SYMBOL_COMMENT("Load calls' latency, from arrival to reply"),

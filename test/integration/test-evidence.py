@@ -21,6 +21,9 @@ CONF = "/etc/modgate/modgate.conf"
 LATE = "fjes"           # alone in its directory, the [Root] mounted late; no dependencies
 PLAIN = "eql"           # beneath the first root; no dependencies
 SIGNED = "ifb"          # carries a security.ima signature
+UNSIGNED = "dummy"      # its module signature cut off for the signer rules' case; no dependencies
+SIGNED_MOD = "nlmon"    # as Debian signed it; no dependencies
+SIG_MAGIC = b"~Module signature appended~\n"
 PROBE = "io.modgate.Probe.DescribeDevice"
 LOOP = "io.modgate.Probe.DescribeLoop"
 # security.ima: an IMA signature, version 2, SHA-256, key id 0x1234abcd, a 4-byte "signature".
@@ -272,6 +275,84 @@ def main():
         os.removexattr(plain, "security.ima")
         h.reset_sys_module()
 
+    # --- signer rules ------------------------------------------------------------------------------
+
+    def strip_signature(path):
+        """The module at path without its appended signature, recompressed as Debian does (xz, crc32):
+        the trailer is the signature, a 12-byte struct module_signature ending in its big-endian
+        length, and the magic string."""
+        elf = subprocess.run(["xz", "-dc", path], check=True, capture_output=True).stdout
+        assert elf.endswith(SIG_MAGIC), "not a signed module: " + path
+        sig_len = int.from_bytes(elf[-len(SIG_MAGIC) - 4:-len(SIG_MAGIC)], "big")
+        elf = elf[:-(len(SIG_MAGIC) + 12 + sig_len)]
+        assert elf[:4] == b"\x7fELF" and SIG_MAGIC not in elf[-4096:]
+        with open(path, "wb") as f:
+            f.write(subprocess.run(["xz", "-C", "crc32", "-c"], input=elf, check=True, capture_output=True).stdout)
+
+    def case_signer_rules():
+        h.reset_sys_module()
+        unsigned_path = os.path.join(first, deps[UNSIGNED][0])
+        shutil.copy(unsigned_path, os.path.join(work, "signed-copy"))
+        strip_signature(unsigned_path)
+        base = "[Trust]\nTrustedRoot=%s\nEvidence=ownership\n" % first
+
+        # No rule: the unsigned file loads (sig_enforce is the kernel's business), recorded as unsigned.
+        d = start("nosig", base)
+        assert h.modules_of(d.load(UNSIGNED))[0]["outcome"] == "loaded"
+        r = journal.records(MODGATE_MODULE=UNSIGNED, MODGATE_OUTCOME="loaded", _PID=str(d.pid))
+        assert len(r) == 1 and r[0]["MODGATE_SIGNATURE"] == "none", r
+        signed = h.modules_of(d.load(SIGNED_MOD))
+        assert signed[0]["outcome"] == "loaded", signed
+        r = journal.records(MODGATE_MODULE=SIGNED_MOD, MODGATE_OUTCOME="loaded", _PID=str(d.pid))
+        signer, key = r[0]["MODGATE_SIGNER"], r[0]["MODGATE_SIGNATURE_KEY"]
+        d.stop()
+        h.reset_sys_module()
+
+        # RequireSignature=yes of the root: the unsigned file is refused before the load, naming the
+        # setting, the root and the line; a signed one loads.
+        d = start("require", base + "RequireSignature=yes\n")
+        p = h.error_of(d.load(UNSIGNED), "UntrustedOrigin")
+        assert p["reason"] == ("RequireSignature=yes of trusted root %s (%s:4): the module file carries no "
+                               "signature" % (first, CONF)), p
+        assert h.modules_of(d.load(SIGNED_MOD))[0]["outcome"] == "loaded"
+        assert [x["name"] for x in h.finit_records(d.shim_records())] == [SIGNED_MOD]
+        r = journal.records(MODGATE_MODULE=UNSIGNED, MODGATE_OUTCOME="denied", _PID=str(d.pid))
+        assert len(r) == 1 and r[0]["MODGATE_SIGNATURE"] == "none" and "RequireSignature=yes" in r[0][
+            "MODGATE_REASON"], r
+        d.stop()
+        h.reset_sys_module()
+
+        # AllowSigner= of a [Source]: admin's requests load only what another key signed, so Debian's
+        # module is refused, for admin only; Explain names the same rule.
+        other_key = "00:11:22:33:44:55:66:77"
+        d = start("allow", base + "[Source]\nName=admin\nAllowSigner=%s\n" % other_key)
+        p = h.error_of(d.load(SIGNED_MOD), "UntrustedOrigin")
+        assert p["reason"] == ("AllowSigner= of [Source] admin (%s:6): the module is signed by \"%s\" with key "
+                               "%s, which no AllowSigner= there names" % (CONF, signer, key)), p
+        e = h.ok(d.call("io.modgate.Manager.Explain", {"name": SIGNED_MOD}))
+        assert e["reason"] == p["reason"] and e["modules"][0]["origin"]["reason"] == p["reason"], e
+        e = h.ok(d.call("io.modgate.Manager.Explain", {"name": SIGNED_MOD, "context": {"source": "udev"}}))
+        assert "reason" not in e and e["modules"][0]["origin"]["trusted"], e
+        p = h.error_of(d.load(UNSIGNED), "UntrustedOrigin")
+        assert "AllowSigner= of [Source] admin" in p["reason"] and "carries no signature" in p["reason"], p
+        assert h.finit_records(d.shim_records()) == []
+        # admin's refusal is about admin's request, not the file: the boot list's request for the same
+        # module, right after, is judged again, and loads.
+        boot = h.call_as(h.in_unit("modgate-modules-load.service"), d.address, "io.modgate.Manager.Load",
+                         {"name": SIGNED_MOD, "context": {"source": "boot"}})
+        assert h.modules_of(boot)[0]["outcome"] == "loaded", boot
+        assert [x["name"] for x in h.finit_records(d.shim_records())] == [SIGNED_MOD]
+        d.stop()
+
+        # The key as modinfo prints it, or the signer's name: Debian's module loads.
+        for allow in (key, key.replace(":", "").lower(), signer):
+            h.reset_sys_module()
+            d = start("allow-" + allow[:8], base + "[Source]\nName=admin\nAllowSigner=%s\n" % allow)
+            assert h.modules_of(d.load(SIGNED_MOD))[0]["outcome"] == "loaded", allow
+            d.stop()
+        shutil.copy(os.path.join(work, "signed-copy"), unsigned_path)
+        h.reset_sys_module()
+
     # --- the root's identity across restarts, and a detached pin -------------------------------------
 
     ident_image = os.path.join(work, "erofs.erofs")     # made by mount_erofs_tree() above
@@ -378,6 +459,8 @@ def main():
     t.case("modgated -n lists each root with its evidence, and a root not there yet as such", case_test_config_roots)
     t.case("security.ima is recorded (type, algorithm, key id); RequireIMASignature=yes refuses a file without a "
            "signature, a digest included", case_ima)
+    t.case("signer rules: RequireSignature= of a root refuses an unsigned file, AllowSigner= of a [Source] a "
+           "module another key signed, naming the rule; a key id or signer name that matches loads", case_signer_rules)
     t.case("a root's identity is recorded at its first pin, checked after a restart, and a changed one refuses "
            "everything beneath it, loudly, until forgotten", case_identity)
     t.case("a pinned root unmounted lazily is named a detached mount", case_detached)

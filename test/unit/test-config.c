@@ -415,14 +415,79 @@ TEST(roots) {
         check_error("[Trust]\nPath=/x\n", -EINVAL, "modgate.conf:2: Path= belongs in section [Root], not [Trust]");
 }
 
+TEST(guard_mode) {
+        _cleanup_(config_done) Config a = {}, b = {}, c = {};
+
+        parse_ok(&a, "[Guard]\nMode=enforce\n");
+        check(a.guard_mode == GUARD_ENFORCE);
+        parse_ok(&b, "[Guard]\nMode=off\nMode=\n");
+        check(b.guard_mode == GUARD_PERMISSIVE);
+        parse_ok(&c, "[Guard]\nMode=enforce\nMode=off\n");
+        check(c.guard_mode == GUARD_OFF);
+        check_error("[Guard]\nMode=Enforce\n", -EINVAL,
+                    "modgate.conf:2: Mode=Enforce is not a guard mode (off, permissive, enforce)");
+        check_error("[Guard]\nMode=strict\n", -EINVAL,
+                    "modgate.conf:2: Mode=strict is not a guard mode (off, permissive, enforce)");
+}
+
+TEST(signer_rules) {
+        _cleanup_(config_done) Config c = {};
+        RootConfig *r = NULL;
+        int n;
+
+        /* [Trust] for every root, a [Root] over it; [Source] for one source; one signer per
+         * AllowSigner= (names have spaces); an empty assignment empties or gives back to [Trust]. */
+        parse_ok(&c, "[Trust]\nTrustedRoot=/a /b /c\nRequireSignature=yes\nAllowSigner=Debian Secure Boot CA\n"
+                     "[Root]\nPath=/b\nRequireSignature=no\nAllowSigner=\n"
+                     "[Root]\nPath=/c\nAllowSigner=DE:AD:BE:EF\nAllowSigner=deadbeef\n"
+                     "[Source]\nName=udev\nAllowSigner=build key\n"
+                     "[Source]\nName=kernel\nRequireSignature=yes\nRequireSignature=\n");
+        n = config_trusted_roots(&c, &r);
+        check(n == 3);
+        check(r[0].signer.require);
+        check_strv(r[0].signer.allow, (const char *const[]) { SIGNER_NAME_PREFIX "Debian Secure Boot CA" }, 1);
+        check_streq(r[0].signer.require_where, "modgate.conf:3");
+        check_streq(r[0].signer.allow_where, "modgate.conf:4");
+        check(!r[1].signer.require);
+        /* An empty assignment in a [Root] gives the setting back to [Trust], as for every setting. */
+        check_strv(r[1].signer.allow, (const char *const[]) { SIGNER_NAME_PREFIX "Debian Secure Boot CA" }, 1);
+        check(r[2].signer.require);             /* [Trust]'s: the section leaves it out */
+        check_strv(r[2].signer.allow, (const char *const[]) { SIGNER_KEY_PREFIX "deadbeef" }, 1);
+        check_streq(r[2].signer.allow_where, "modgate.conf:12");
+        root_config_array_free(r, n);
+        check_strv(c.source_signers[SOURCE_UDEV].allow, (const char *const[]) { SIGNER_NAME_PREFIX "build key" }, 1);
+        check(!c.source_signers[SOURCE_UDEV].require);
+        check(!signer_rule_active(&c.source_signers[SOURCE_KERNEL]));
+        check(!signer_rule_active(&c.source_signers[SOURCE_ADMIN]));
+
+        /* A reload says they wait for the next start: they are part of what the roots trust. */
+        {
+                _cleanup_(config_done) Config a = {}, b = {}, same = {};
+
+                parse_ok(&a, "[Source]\nName=udev\nRequireSignature=yes\n");
+                parse_ok(&same, "[Source]\nName=udev\nRequireSignature=yes\n");
+                parse_ok(&b, "[Source]\nName=udev\nRequireSignature=no\n");
+                check(config_trust_equal(&a, &same));
+                check(!config_trust_equal(&a, &b));
+                config_done(&b);
+                parse_ok(&b, "[Root]\nPath=/x\nAllowSigner=build key\n");
+                check(!config_trust_equal(&b, &same));
+        }
+
+        check_error("[Trust]\nRequireSignature=maybe\n", -EINVAL,
+                    "modgate.conf:2: RequireSignature=maybe is not a boolean (yes/no, true/false, on/off, 1/0)");
+        check_error("[Policy]\nRequireSignature=yes\n", -EINVAL,
+                    "modgate.conf:2: RequireSignature= belongs in section [Trust], not [Policy]");
+}
+
 TEST(unknown_names) {
         check_error("[Laod]\nWorkers=4\n", -EINVAL,
                     "modgate.conf:1: unknown section [Laod]; "
                     "the sections are [Load], [Manager], [Trust], "
-                    "[Root], [Policy], [Source] and [Parameters]");
+                    "[Root], [Policy], [Source], [Parameters] and [Guard]");
         check_error("[]\n", -EINVAL,
                     "modgate.conf:1: unknown section []; the sections are [Load], [Manager], [Trust], "
-                    "[Root], [Policy], [Source] and [Parameters]");
+                    "[Root], [Policy], [Source], [Parameters] and [Guard]");
         check_error("[load]\n", -EINVAL, "modgate.conf:1: unknown section [load] (did you mean [Load]?)");
         check_error("[Load]\nWorker=4\n", -EINVAL, "modgate.conf:2: unknown key Worker= in section [Load]");
         check_error("[Trust]\nrequirereadonlysuperblock=no\n", -EINVAL,
@@ -484,7 +549,7 @@ TEST(line_numbers) {
         check_error("[Root]\nPath=/a\n[Root]\n", -EINVAL, "modgate.conf:3: [Root] section has no Path=");
         check_error("# one\n\n[Laod]\n", -EINVAL,
                     "modgate.conf:3: unknown section [Laod]; the sections are [Load], [Manager], [Trust], "
-                    "[Root], [Policy], [Source] and [Parameters]");
+                    "[Root], [Policy], [Source], [Parameters] and [Guard]");
 }
 
 TEST(libinih_syntax) {
@@ -1029,10 +1094,14 @@ static void check_defaults(const Config *c) {
         check(!c->trust.manifest);
         check(strv_length(c->trust.root_hashes) == 0 && strv_length(c->trust.fsverity_digests) == 0);
         check(!c->trust.require_ima);
+        check(!signer_rule_active(&c->trust.signer));
+        for (RequestSource s = 0; s < _SOURCE_MAX; s++)
+                check(!signer_rule_active(&c->source_signers[s]));
         check(c->n_roots == 0);
         check(c->policy.mode == POLICY_ENFORCE);
         check(!c->policy.global.default_deny && c->policy.global.n_rules == 0);
         check(c->policy.request_parameters_any && c->policy.n_parameters == 0);
+        check(c->guard_mode == GUARD_PERMISSIVE);
 }
 
 /* "#Key=value" lines, with the '#' removed; *ret_n counts them. */
@@ -1075,7 +1144,7 @@ TEST(example_file_documents_defaults) {
         parse_ok(&a, text);
         check_defaults(&a);
         uncommented = uncomment_settings(text, &n);
-        check(n == 20);
+        check(n == 23);
         parse_ok(&b, uncommented);
         check_defaults(&b);
 }
@@ -1095,6 +1164,8 @@ int main(void) {
         RUN(evidence);
         RUN(verity_allowlists);
         RUN(roots);
+        RUN(guard_mode);
+        RUN(signer_rules);
         RUN(unknown_names);
         RUN(syntax_errors);
         RUN(first_error_is_reported);

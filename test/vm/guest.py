@@ -3,6 +3,7 @@
 
 import collections
 import json
+import time
 
 SOCKET = "/run/modgate/io.modgate"
 MODULES_DEVICE = "/dev/mapper/modgate-modules"
@@ -70,6 +71,41 @@ def dependencies(vm, name):
         if module_name(path) == name:
             return path, [module_name(p) for p in rest.split()]
     raise AssertionError("%s is not in modules.dep" % name)
+
+
+def fresh_leaf_module(vm, candidates):
+    """The first of candidates that has no dependencies, is not in the kernel and was not handed out
+    before in this boot, and its file's path."""
+    live = live_modules(vm)
+    used = vm.__dict__.setdefault("leaf_modules_used", set())
+    for name in candidates:
+        if name in used or live[name]:
+            continue
+        try:
+            path, deps = dependencies(vm, name)
+        except AssertionError:
+            continue
+        if not deps:
+            used.add(name)
+            return name, "/usr/lib/modules/%s/%s" % (kernel_release(vm), path)
+    raise AssertionError("no leaf module left to load among %s" % candidates)
+
+
+def monotonic_usec(vm):
+    """CLOCK_MONOTONIC in the guest, in microseconds: journal entries after it have a larger
+    __MONOTONIC_TIMESTAMP."""
+    return int(vm.sh("python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)'").out)
+
+
+def records_since(vm, start, *matches, timeout=30):
+    """This boot's journal entries that match, written after start (monotonic_usec()); waits up to
+    timeout seconds for the first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        recs = [e for e in vm.journal("_BOOT_ID=" + vm.boot_id, *matches) if int(e["__MONOTONIC_TIMESTAMP"]) >= start]
+        if recs or time.monotonic() > deadline:
+            return recs
+        time.sleep(1)
 
 
 def module_name(path):

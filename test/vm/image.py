@@ -39,6 +39,8 @@ KEEP = 2        # entries kept per layer, so that a run still using the previous
 # first because ext4 and libcrc32c ask the crypto API for it, and nothing can modprobe it there.
 INITRD_MODULES = ["crc32c_generic", "virtio_blk", "ext4", "dm_verity", "erofs"]
 
+# Programs of the build that only tests use, copied to /usr/lib/modgate-vm where built.
+TEST_PROGRAMS = ["src/daemon/modgated-test-wrong-hash"]
 # Where the root image keeps its copy of the module tree (see build_root).
 WRITABLE_TREE = "/usr/lib/modgate-vm/modules"
 
@@ -341,6 +343,13 @@ def install_modgate(build_dir, destdir):
     shutil.rmtree(destdir, ignore_errors=True)
     run("meson", "install", "-C", build_dir, "--no-rebuild", "--quiet", "--destdir", destdir,
         capture_output=True)
+    # Test programs that no package installs, for the scenarios that run them in place of modgated's own
+    # (60-guard: one that approves another SHA-256 than the file's).
+    for rel in TEST_PROGRAMS:
+        program = os.path.join(build_dir, rel)
+        if os.path.exists(program):
+            os.makedirs(os.path.join(destdir, "usr/lib/modgate-vm"), exist_ok=True)
+            shutil.copy2(program, os.path.join(destdir, "usr/lib/modgate-vm", os.path.basename(rel)))
 
 
 def build(build_dir):
