@@ -482,6 +482,19 @@ TEST(module_early) {
         check(e.verdict == EARLY_DONE && e.outcome == OUTCOME_BUILTIN);
 }
 
+TEST(modinfo_before_load) {
+        /* Manifest and dm-verity evidence bind each path to its bytes: the file's name is checked, and
+         * the .modinfo waits until after the load. */
+        check(!modinfo_needed_before_load(EVIDENCE_MANIFEST, false));
+        check(!modinfo_needed_before_load(EVIDENCE_VERITY, false));
+        /* An fs-verity digest vouches for bytes under any name; read-only and ownership evidence say
+         * nothing of which bytes a name holds. */
+        check(modinfo_needed_before_load(EVIDENCE_VERITY, true));
+        check(modinfo_needed_before_load(EVIDENCE_READ_ONLY, false));
+        check(modinfo_needed_before_load(EVIDENCE_OWNERSHIP, false));
+        check(modinfo_needed_before_load(_EVIDENCE_INVALID, false));
+}
+
 int main(void) {
         RUN(allowed);
         RUN(needs_plan);
@@ -496,5 +509,6 @@ int main(void) {
         RUN(parameters_refused);
         RUN(parameters_several);
         RUN(module_early);
+        RUN(modinfo_before_load);
         return tests_done();
 }
