@@ -252,7 +252,7 @@ def main():
         # than a Describe waits (2 s): that Describe answers the entry as it is, pending, and one after
         # SLOW's load the whole entry; its journal record is written once, whole.
         h.assert_clean_exit(daemons[-1])
-        delays = "0,%s:500,%s:4000" % (READ_AFTER, SLOW)
+        delays = "0,%s:500,%s:6000" % (READ_AFTER, SLOW)
         d = h.Daemon(work, "read-after", root, extra_env={**env, "MODGATE_SHIM_DELAY_MS": delays},
                      args=("--workers=1",))
         daemons.append(d)
@@ -271,6 +271,9 @@ def main():
         assert 1.8 <= waited < 3.5, waited
         assert e["outcome"] == "loaded" and e["modinfoPending"] is True and "signer" not in e, e
         assert h.ok(d.call(M + "Status"))["unrecordedLoads"] == 1
+        out = h.run(os.environ["MODGATECTL"], "--address=" + d.address, "describe", READ_AFTER,
+                    capture_output=True, text=True).stdout
+        assert "      Signer: not known yet (the file's .modinfo is read after the load)\n" in out, out
         r = h.call_as_result(slow)
         assert [m["outcome"] for m in h.ok(r)["modules"]] == ["loaded"], r
         e2 = describe(d, READ_AFTER)

@@ -446,6 +446,11 @@ def main():
         assert r[0]["PRIORITY"] == "3" and r[0]["MODGATE_NAME_CHECK"] == "path", r
         assert r[0]["MODGATE_AFTER_LOAD"] == "the file is module %s, not %s" % (OTHER, MODULE), r
         assert r[0]["MODGATE_FILE_MODULE"] == OTHER and r[0]["MODGATE_SIGNER"], r
+        e = h.ok(d.call("io.modgate.Manager.Describe", {"name": MODULE}))["module"]
+        assert e["afterLoad"] == r[0]["MODGATE_AFTER_LOAD"] and "modinfoPending" not in e, e
+        out = h.run(os.environ["MODGATECTL"], "--address=" + d.address, "describe", MODULE, capture_output=True,
+                    text=True).stdout
+        assert " After load: the file is module %s, not %s\n" % (OTHER, MODULE) in out, out
         shutil.rmtree("/sys/module/" + MODULE, ignore_errors=True)
         print("# %s" % r[0]["MESSAGE"], flush=True)
 
