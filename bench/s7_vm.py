@@ -10,9 +10,14 @@ loading back to udevd, /sbin/modprobe and systemd-modules-load before any unit s
 overlay of the image. systemd.wants=systemd-udev-settle.service makes `udevadm settle` part of every
 boot: coldplug is from systemd-udev-trigger.service's start to systemd-udev-settle.service's exit
 (systemd's monotonic timestamps). The module syscalls are counted by ftrace from the kernel's start
-(trace_event= on the command line), by the process that made them.
+(trace_event= on the command line), by the process that made them, and so is the time each loader
+spent inside finit_module(). For modgate's boots the stages of every load its records carry are
+summed (MODGATE_WAIT_USEC: from the job's making to a worker's start, the modules it needs and a free
+worker; MODGATE_CHECK_USEC: the checks of the load; MODGATE_INIT_USEC: finit_module()); stock udev's
+builtin records nothing of the kind, its part before finit_module() is the rest of its coldplug.
 """
 
+import json
 import os
 import re
 import statistics
@@ -23,7 +28,7 @@ import time
 
 from common import Figure
 
-BOOTS_PER_MODE = 2
+BOOTS_PER_MODE = 3     # the issue's "at least three boots each way, alternating, medians"
 MODES = ("modgate", "stock udev")
 # QEMU devices hotplugged in turn: neither driver is loaded before (the guest has no NIC at boot).
 NICS = (("e1000", "e1000"), ("virtio-net-pci", "virtio_net"))
@@ -32,6 +37,8 @@ TRACE_EVENTS = ("syscalls:sys_enter_finit_module,syscalls:sys_exit_finit_module,
 APPEND = "systemd.wants=systemd-udev-settle.service trace_event=" + TRACE_EVENTS
 HOTPLUG_TIMEOUT = 60
 TRACE_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[\d+\].*?\s(sys_finit_module|sys_init_module|sys_delete_module)(\(| -> (0x[0-9a-f]+))")
+FINIT_TIME = re.compile(r"^\s*(.+?)-(\d+)\s+\[\d+\]\s+\S+\s+([\d.]+):\s+sys_finit_module(\(| -> )")
+STAGES = ("WAIT", "CHECK", "INIT")
 
 # Waits for one more entry in /sys/class/net than at its start and prints it; builtins only, but sleep.
 WAITER = r"""
@@ -77,6 +84,39 @@ def count_trace(text):
         else:
             deletes[comm] = deletes.get(comm, 0) + 1
     return calls, inits, deletes, failures
+
+
+def finit_seconds(text):
+    """The time inside finit_module() by process name, summed over its calls (seconds), from the trace's
+    entries and exits (a thread's pid pairs them)."""
+    entered, total = {}, {}
+    for line in text.splitlines():
+        m = FINIT_TIME.match(line)
+        if not m:
+            continue
+        comm, tid, ts = m.group(1).strip(), m.group(2), float(m.group(3))
+        if m.group(4) == "(":
+            entered[tid] = ts
+        elif tid in entered:
+            total[comm] = total.get(comm, 0.0) + ts - entered.pop(tid)
+    return total
+
+
+def stage_sums(m):
+    """modgated's loads this boot: how many, and the sum of each stage its records carry (seconds)."""
+    out = m.sh("journalctl -b -o json --no-pager _SYSTEMD_UNIT=modgated.service MODGATE_OUTCOME=loaded",
+               timeout=120, check=False).out
+    sums = {s.lower(): 0.0 for s in STAGES}
+    n = 0
+    for line in out.splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        n += 1
+        for s in STAGES:
+            sums[s.lower()] += int(r.get("MODGATE_%s_USEC" % s, 0) or 0) / 1e6
+    return n, sums
 
 
 def hotplug(m, driver, nic_id):
@@ -144,6 +184,8 @@ def one_boot(machine, manifest, workdir, accel, mode):
         trace = m.sh("mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing; "
                      "cat /sys/kernel/tracing/trace", timeout=120).out
         calls, inits, deletes, failures = count_trace(trace)
+        finit_time = finit_seconds(trace)
+        recorded, stages = stage_sums(m) if mode == "modgate" else (0, {})
         with open(os.path.join(workdir, "trace.txt"), "w") as f:
             f.write(trace)
         initrd = set(m.sh("cat /run/modgate-vm/initrd-modules").out.split())
@@ -153,7 +195,9 @@ def one_boot(machine, manifest, workdir, accel, mode):
                 "finit_calls": sum(calls.values()), "init_module_calls": sum(inits.values()),
                 "init_by_comm": inits, "delete_by_comm": deletes, "finit_failures_by_errno": failures, "initrd_modules": len(initrd),
                 "live_modules": live, "modalias_events": modaliases,
-                "modgated_starts": int(starts.out.strip() or 0), "workdir": workdir}
+                "modgated_starts": int(starts.out.strip() or 0), "finit_seconds_by_comm": finit_time,
+                "loader_finit_s": finit_time.get("modgated" if mode == "modgate" else "(udev-worker)", 0.0),
+                "recorded_loads": recorded, "stages_s": stages, "workdir": workdir}
     finally:
         m.close()
 
@@ -186,12 +230,15 @@ def run(b, vm=False):
             boots.append(r)
             print("    boot %d (%s): coldplug %.2f s (%d events with a modalias), settled %.2f s after the kernel "
                   "started, hotplug %s, finit_module %s (failed: %s), init_module %d, delete_module %s, %d modules live, "
-                  "modgated started %d times" % (
+                  "modgated started %d times; inside finit_module() %s; modgated's %d loads' stages %s" % (
                       len(boots), mode, r["coldplug_s"], r["modalias_events"], r["settled_since_kernel_s"],
                       ", ".join("%s %.3f s (modgated %s)" % (k, v["seconds"], v["modgated_before"])
                                 for k, v in r["hotplug"].items()),
                       r["finit_by_comm"], r["finit_failures_by_errno"] or "none", r["init_module_calls"],
-                      r["delete_by_comm"] or 0, r["live_modules"], r["modgated_starts"]), flush=True)
+                      r["delete_by_comm"] or 0, r["live_modules"], r["modgated_starts"],
+                      ", ".join("%s %.3f s" % kv for kv in sorted(r["finit_seconds_by_comm"].items())),
+                      r["recorded_loads"], ", ".join("%s %.3f s" % kv for kv in r["stages_s"].items()) or "-"),
+                  flush=True)
     return figures(boots, accel), {"accel": accel, "accel_why": accel_why, "append": APPEND, "boots": boots,
                                    "plot": lambda path: plot(path, boots)}
 
@@ -219,6 +266,14 @@ def figures(boots, accel):
     out.append(pair("finit_module calls that failed", lambda r: sum(r["finit_failures_by_errno"].values()),
                     "calls", None, None))
     out.append(pair("init_module calls in the boot", lambda r: r["init_module_calls"], "calls", None, None))
+    # Where the time goes: the loader's time inside finit_module() (modgated's workers; udev's workers),
+    # and modgate's stages before it, summed over the boot's loads.
+    out.append(pair("loader's time inside finit_module(), summed", lambda r: r["loader_finit_s"], "s", None, None))
+    for s in STAGES:
+        v = median_of(boots, "modgate", lambda r, s=s: r["stages_s"][s.lower()])
+        n = median_of(boots, "modgate", lambda r: r["recorded_loads"])
+        out.append(Figure(7, "modgated's loads, MODGATE_%s_USEC summed" % s, v, "s", target=None, met=None,
+                          note="median of %d boots, %d loads each (median)" % (BOOTS_PER_MODE, n)))
     return out
 
 

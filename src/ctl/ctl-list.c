@@ -141,6 +141,10 @@ static void print_file(sd_json_variant *m) {
         print_field("SHA256", json_str(m, "sha256"));
         if (signer)
                 print_fieldf("Signer", "%s%s%s%s", signer, key ? " (key " : "", key ?: "", key ? ")" : "");
+        else if (json_bool(m, "modinfoPending"))
+                print_field("Signer", "not known yet (the file's .modinfo is read after the load)");
+        /* What that read found: the kernel loaded another module than the file's name says. */
+        print_field("After load", json_str(m, "afterLoad"));
 }
 
 /* systemctl status's shape: a dot in the outcome's colour and the name, then what is known. */

@@ -39,6 +39,12 @@ const char *const config_ignored_dirs[] = {
         NULL,
 };
 
+unsigned config_workers_default(long online_cpus) {
+        if (online_cpus < (long) CONFIG_WORKERS_AUTO_MIN)
+                return CONFIG_WORKERS_AUTO_MIN;
+        return (unsigned) MIN(online_cpus, (long) CONFIG_WORKERS_AUTO_MAX);
+}
+
 void config_init_defaults(Config *c) {
         assert(c);
 

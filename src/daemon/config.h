@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "guard-util.h"
 #include "parse-util.h"
@@ -101,7 +102,15 @@ int config_normalize_fsverity_digest(char *s);
  * canonical: '-' becomes '_' outside bracket expressions, where it may be a range. -EINVAL. */
 int config_normalize_module_glob(char *s);
 
-#define CONFIG_WORKERS_DEFAULT 4u
+/* Workers= unset: one per online CPU, within these. A module's init mostly waits (for its device, its
+ * firmware, the modules it needs) rather than computes, so a machine of few CPUs still gets enough
+ * to follow a boot list's longest chain (bench scenario 4); beyond the upper bound a boot gains
+ * nothing measurable, and each worker is a thread. */
+#define CONFIG_WORKERS_AUTO_MIN 8u
+#define CONFIG_WORKERS_AUTO_MAX 16u
+#define CONFIG_WORKERS_DEFAULT config_workers_default(sysconf(_SC_NPROCESSORS_ONLN))
+/* Pure: Workers= for a machine with this many online CPUs (sysconf()'s answer; < 1 when unknown). */
+unsigned config_workers_default(long online_cpus);
 #define CONFIG_WORKERS_MAX 64u
 #define CONFIG_IDLE_EXIT_USEC_DEFAULT (30 * USEC_PER_SEC)
 /* Connections in total: sd-varlink's own default. At boot every client is root (udev's workers and the

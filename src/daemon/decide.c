@@ -369,6 +369,27 @@ static int early_done(ModuleEarly *e, Outcome o, int error, const char *reason) 
         return strdup_or_null(reason, &e->reason);
 }
 
+bool modinfo_needed_before_load(Evidence evidence, bool fsverity, bool signer_rule) {
+        /* A signer rule decides on the signature, which is inside the compressed file: read before. */
+        if (signer_rule)
+                return true;
+        /* A manifest lists the SHA-256 of each path as the kernel package installed it, and a dm-verity
+         * device fixes every byte of the file system, names with contents: there the file's name is as
+         * good as the name inside it (the kernel's build names a module after its object file), and
+         * costs no decompression. Whoever could put another module's bytes under a name could as well
+         * have written the manifest or built the image. An allowed fs-verity digest vouches for bytes
+         * wherever they are, under any name; read-only and ownership evidence say nothing of which
+         * bytes a name holds: there the name inside the file is read before the load. */
+        switch (evidence) {
+        case EVIDENCE_MANIFEST:
+                return false;
+        case EVIDENCE_VERITY:
+                return fsverity;
+        default:
+                return true;
+        }
+}
+
 int module_decide_early(const ModuleSpec *spec, int state_error, ModuleState state,
                         const char *denial_reason, int denial_error, ModuleEarly *ret) {
         ModuleEarly e = {};

@@ -6,7 +6,7 @@
 #include <systemd/sd-json.h>
 
 #include "kernel.h"
-#include "module-loader.h"
+#include "module-result.h"
 #include "policy.h"
 #include "request.h"
 #include "resolver.h"
@@ -120,6 +120,14 @@ typedef struct ModuleEarly {
 } ModuleEarly;
 
 void module_early_done(ModuleEarly *e);
+
+/* Pure: whether a module file's .modinfo (its name, its signer) must be read before it is handed to
+ * the kernel, given the evidence its origin check passed with (fsverity: the file's own fs-verity,
+ * not its device's dm-verity) and whether a signer rule (RequireSignature=, AllowSigner=) applies to
+ * the load. Not where the evidence binds each path to its bytes and no rule asks for the signer: there
+ * the name check compares the file's name with the resolved one, and the .modinfo is read after the
+ * load, for the record only. */
+bool modinfo_needed_before_load(Evidence evidence, bool fsverity, bool signer_rule);
 
 /* Pure: state_error is kernel_module_state()'s result for a module with a path (0 otherwise, state
  * then unused); denial_reason (NULL: none) and denial_error what an earlier load of the same file

@@ -27,6 +27,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "manager.h"
+#include "method-describe.h"
 #include "method-load.h"
 #include "modprobe-options.h"
 #include "module-loader.h"
@@ -122,6 +123,7 @@ Manager *manager_free(Manager *m) {
         seal_cancel(m);
         m->readers = reader_pool_free(m->readers);
         m->scheduler = scheduler_free(m->scheduler);
+        manager_describe_flush(m);
         manager_free_requests(m);
         m->monitors = monitors_free(m->monitors);
         m->device_info = device_info_free(m->device_info);
@@ -628,7 +630,8 @@ int manager_startup(Manager *m) {
         r = reader_pool_new(m->event, &m->readers);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the threads of Explain and Status: %m");
-        scheduler_set_record(m->scheduler, manager_record_module, manager_record_started, m);
+        scheduler_set_record(m->scheduler, manager_record_module, manager_record_started,
+                             manager_record_modinfo, m);
 
         r = history_open(fdstore_available(), &m->history, &skipped);
         if (r == -ENOMEM)

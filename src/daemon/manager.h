@@ -24,6 +24,7 @@
 #include "trust.h"
 #include "uevent-log.h"
 
+typedef struct DescribeWait DescribeWait;
 typedef struct LoadRequest LoadRequest;
 typedef struct PeerCache PeerCache;
 
@@ -76,6 +77,9 @@ typedef struct Manager {
         sd_event_source *stop_timer;    /* after SIGTERM: exits once every request in flight is answered */
         uint64_t stop_deadline_usec;    /* or at this time (CLOCK_MONOTONIC), whatever is left */
 
+        DescribeWait *describe_waits;   /* Describe calls waiting for a load's .modinfo
+                                         * (method-describe.c) */
+        unsigned n_describe_waits;
         Monitors *monitors;             /* Monitor calls, sent every event */
         DeviceInfo *device_info;        /* udev's hardware database, for records of modalias requests */
         Counters counters;              /* what this instance did, for Status */

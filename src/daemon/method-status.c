@@ -145,7 +145,9 @@ static int counters_build(const Counters *c, sd_json_variant **ret) {
                               SD_JSON_BUILD_PAIR_UNSIGNED("failed", c->failed),
                               SD_JSON_BUILD_PAIR_UNSIGNED("notFound", c->not_found),
                               SD_JSON_BUILD_PAIR_UNSIGNED("refusedCallers", c->refused_callers),
-                              SD_JSON_BUILD_PAIR_UNSIGNED("outsideLoads", c->outside_loads));
+                              SD_JSON_BUILD_PAIR_UNSIGNED("outsideLoads", c->outside_loads),
+                              SD_JSON_BUILD_PAIR_UNSIGNED("namesFromPath", c->names_from_path),
+                              SD_JSON_BUILD_PAIR_UNSIGNED("namesFromModinfo", c->names_from_modinfo));
 }
 
 static int latency_build(const Latency *l, sd_json_variant **ret) {
@@ -232,6 +234,7 @@ static int status_build(StatusWork *w, sd_json_variant **ret) {
                 SD_JSON_BUILD_PAIR_UNSIGNED("busyWorkers", st.busy),
                 SD_JSON_BUILD_PAIR_UNSIGNED("queuedJobs", st.queued),
                 SD_JSON_BUILD_PAIR_UNSIGNED("checkedAheadJobs", st.checked_ahead),
+                SD_JSON_BUILD_PAIR_UNSIGNED("unrecordedLoads", st.unrecorded),
                 SD_JSON_BUILD_PAIR_VARIANT("loading", loading),
                 SD_JSON_BUILD_PAIR_UNSIGNED("pendingRequests", m->n_requests),
                 SD_JSON_BUILD_PAIR_UNSIGNED("connections",

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decide.h"
 #include "kernel.h"
 #include "modinfo.h"
 #include "module-loader.h"
@@ -382,6 +383,41 @@ static int check_signer(const LoadContext *ctx, const TrustedRoot *root, ModuleR
         return 0;
 }
 
+/* Whether a signer rule applies to the load: it needs the file's signature before the load. */
+static bool signer_rule_applies(const LoadContext *ctx, const TrustedRoot *root, const ModuleResult *r) {
+        return signer_rule_active(&root->signer) ||
+                (ctx->source_signers && r->source >= 0 && r->source < _SOURCE_MAX &&
+                 signer_rule_active(&ctx->source_signers[r->source]));
+}
+
+/* The name check where the evidence binds each path to its bytes (modinfo_needed_before_load()): the
+ * file's name, as the fd knows it (symlinks in the tree resolved, as the manifest was matched),
+ * against the name the index resolved. Returns 1 when that decided (r has the reason when it
+ * refused), 0 when the file's path cannot be read (the caller reads .modinfo instead), or -ENOMEM. */
+static int check_name_from_path(const TrustedRoot *root, int fd, ModuleResult *r) {
+        _cleanup_free_ char *rel = NULL, *name = NULL;
+        int q;
+
+        q = manifest_relpath(root, fd, &rel);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0 || !rel)
+                return 0;
+        name = module_name_from_path(rel);
+        if (!name)
+                return -ENOMEM;
+        r->name_from_path = true;
+        if (!module_name_equal(name, r->name)) {
+                q = module_result_set(r, OUTCOME_DENIED, EPERM,
+                                      "the file is %s, not module %s: with %s evidence the file's name is "
+                                      "the module's",
+                                      rel, r->name, evidence_to_string(r->evidence));
+                if (q < 0)
+                        return q;
+        }
+        return 1;
+}
+
 static int hash_file(int fd, ModuleResult *r);
 
 /* The checks on the open file, in order; the first that fails leaves its reason in r. The bytes are
@@ -404,6 +440,12 @@ static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, M
         q = hash_file(fd, r);
         if (q < 0 || r->reason)
                 return q;
+
+        if (!modinfo_needed_before_load(r->evidence, r->fsverity, signer_rule_applies(ctx, root, r))) {
+                q = check_name_from_path(root, fd, r);
+                if (q != 0)
+                        return MIN(q, 0);
+        }
 
         same = ahead && ahead->checked && r->have_sha256 &&
                 memcmp(r->sha256, ahead->sha256, SHA256_DIGEST_SIZE) == 0;
@@ -484,18 +526,88 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, LoaderPrepared 
         return 0;
 }
 
+/* The .modinfo a load whose name was checked from the path reads after it, read now. */
+static int read_now(int *fd, ModuleResult *r) {
+        _cleanup_(loader_prepared_done) LoaderPrepared p = {
+                .read_after = true,
+                .after_fd = TAKE_FD(*fd),
+        };
+
+        loader_read_after(&p, r->alias_key);
+        return loader_apply_after(r, &p);
+}
+
 int loader_check(const LoadContext *ctx, ModuleResult *r) {
         _cleanup_close_ int fd = -EBADF;
+        int q;
 
         assert(ctx);
         assert(r);
 
-        return open_checked(ctx, r, NULL, &fd);
+        q = open_checked(ctx, r, NULL, &fd);
+        if (q < 0 || r->reason || !r->name_from_path)
+                return q;
+        return read_now(&fd, r);
 }
 
 void loader_prepared_done(LoaderPrepared *p) {
         modinfo_done(&p->modinfo);
+        if (p->read_after)
+                safe_close(p->after_fd);
+        modinfo_done(&p->after);
         *p = (LoaderPrepared) {};
+}
+
+void loader_read_after(LoaderPrepared *p, const char *alias_key) {
+        assert(p);
+
+        if (!p->read_after)
+                return;
+        p->after_error = modinfo_from_fd(p->after_fd, alias_key, &p->after);
+        p->after_fd = safe_close(p->after_fd);
+        p->read_after = false;
+        p->have_after = true;
+}
+
+static int after_load_set(ModuleResult *r, const char *fmt, ...) _printf_(2, 3);
+static int after_load_set(ModuleResult *r, const char *fmt, ...) {
+        va_list ap;
+        int q;
+
+        va_start(ap, fmt);
+        q = vasprintf(&r->after_load, fmt, ap);
+        va_end(ap);
+        if (q < 0) {
+                r->after_load = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int loader_apply_after(ModuleResult *r, LoaderPrepared *p) {
+        assert(r);
+        assert(p);
+
+        if (!p->have_after)
+                return 0;
+        p->have_after = false;
+        r->modinfo_pending = false;
+        r->after_load = mfree(r->after_load);
+        if (p->after_error == -ENOMEM)
+                return -ENOMEM;
+        if (p->after_error < 0)
+                return after_load_set(r, "cannot read the module's information after the load: %s",
+                                      strerrordesc_np(-p->after_error));
+        modinfo_done(&r->modinfo);
+        r->modinfo = p->after;
+        p->after = (ModInfo) {};
+        r->have_modinfo = true;
+        if (!r->modinfo.name)
+                return after_load_set(r, "the file's .modinfo has no name=: which module it is cannot be "
+                                      "checked against %s", r->name);
+        if (!module_name_equal(r->modinfo.name, r->name))
+                return after_load_set(r, "the file is module %s, not %s", r->modinfo.name, r->name);
+        return 0;
 }
 
 /* Back to what the job set: everything a check found is found again at the load. What the job set
@@ -506,6 +618,7 @@ static void module_result_forget_checks(ModuleResult *r) {
         r->error = 0;
         r->cached = r->by_source = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo =
                 false;
+        r->name_from_path = r->modinfo_pending = false;
         r->origin = (FileOrigin) {};
         r->evidence = 0;
         r->diskseq = 0;
@@ -530,7 +643,7 @@ int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret)
          * the file is kept but what its bytes said: the load opens the path again, as it would
          * have, and a file replaced or changed since is another file, checked as such. */
         q = open_checked(ctx, r, NULL, &fd);
-        if (q >= 0 && !r->reason && r->have_sha256 && r->have_modinfo) {
+        if (q >= 0 && !r->reason && r->have_sha256 && (r->have_modinfo || r->name_from_path)) {
                 *ret = (LoaderPrepared) {
                         .checked = true,
                         .modinfo = r->modinfo,
@@ -569,6 +682,16 @@ int loader_load(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ahead) 
         guard_withdraw(ctx->guard, &ticket);
         r->init_usec = now_usec() - checked;
         r->duration_usec = before + r->check_usec + r->init_usec;
+        /* The name and signature for the record: off the request's path for a load, where the
+         * scheduler has a worker to read them later; the bytes are the ones the kernel read. A load
+         * that failed is rare, and its record is written with its answer, whole. */
+        if (r->name_from_path && ahead && q == 0) {
+                loader_prepared_done(ahead);
+                ahead->read_after = true;
+                ahead->after_fd = TAKE_FD(fd);
+                r->modinfo_pending = true;
+        } else if (r->name_from_path && read_now(&fd, r) < 0)
+                return -ENOMEM;
         if (q == -EEXIST) {
                 ModuleState state = MODULE_STATE_ABSENT;
 

@@ -24,6 +24,7 @@ void module_result_free_found(ModuleResult *r) {
         assert(r);
 
         r->reason = mfree(r->reason);
+        r->after_load = mfree(r->after_load);
         r->backing = mfree(r->backing);
         modinfo_done(&r->modinfo);
         r->dm_device = mfree(r->dm_device);

@@ -67,6 +67,12 @@ typedef struct ModuleResult {
         uint8_t sha256[SHA256_DIGEST_SIZE];
         bool have_modinfo;      /* the file was read as a module (only once its origin passed): */
         ModInfo modinfo;        /* its name and its signature, as the file says */
+        bool name_from_path;    /* the name was checked against the file's name, which the evidence binds
+                                 * to its bytes (modinfo_needed_before_load()): the .modinfo is read after
+                                 * the load, and the journal record waits for it */
+        bool modinfo_pending;   /* loaded, and that read is not done yet */
+        char *after_load;       /* what that read found wrong (another name, none, unreadable): an error
+                                 * for the record, the load having happened */
         Compression compression;
         unsigned flags;         /* finit_module() flags used */
         uint64_t duration_usec; /* every check of the file (those made while it waited too) and its init */

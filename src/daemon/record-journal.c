@@ -80,7 +80,11 @@ static int priority(Outcome o) {
 static void record_message(Record *rec, const ModuleResult *r) {
         switch (r->outcome) {
         case OUTCOME_LOADED:
-                record_add(rec, "MESSAGE=Loaded module %s from %s.", r->name, r->path);
+                if (r->after_load)
+                        record_add(rec, "MESSAGE=Loaded module %s from %s, and then found %s.", r->name,
+                                   r->path, r->after_load);
+                else
+                        record_add(rec, "MESSAGE=Loaded module %s from %s.", r->name, r->path);
                 break;
         case OUTCOME_ALREADY_LOADED:
                 record_add(rec, "MESSAGE=Module %s is already loaded.", r->name);
@@ -223,6 +227,12 @@ static void record_origin(Record *rec, const ModuleResult *r) {
                 record_modinfo(rec, &r->modinfo);
         if (r->have_modinfo && r->modinfo.alias)
                 record_add(rec, "MODGATE_ALIAS=%s", r->modinfo.alias);
+        if (r->name_from_path)
+                record_add(rec, "MODGATE_NAME_CHECK=path");
+        else if (r->have_modinfo)
+                record_add(rec, "MODGATE_NAME_CHECK=modinfo");
+        if (r->after_load)
+                record_add(rec, "MODGATE_AFTER_LOAD=%s", r->after_load);
         if (r->diskseq != 0)
                 record_add(rec, "MODGATE_DISKSEQ=%llu", (unsigned long long) r->diskseq);
         if (r->dm_device)
@@ -293,7 +303,8 @@ void journal_record_module(const Requesters *all, const ModuleResult *r) {
 
         record_message(&rec, r);
         record_add(&rec, "MESSAGE_ID=%s", message_id(r->outcome));
-        record_add(&rec, "PRIORITY=%d", priority(r->outcome));
+        /* The kernel loaded another module than the record names, or one that names none. */
+        record_add(&rec, "PRIORITY=%d", r->after_load ? LOG_ERR : priority(r->outcome));
         record_add(&rec, "MODGATE_MODULE=%s", r->name);
         record_add(&rec, "MODGATE_OUTCOME=%s", outcome_to_string(r->outcome));
         record_add(&rec, "MODGATE_ROLE=%s", role_to_string(r->role));

@@ -12,6 +12,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "manager.h"
+#include "method-describe.h"
 #include "module-name.h"
 #include "record.h"
 #include "strv.h"
@@ -176,6 +177,10 @@ static void count_module(Counters *c, unsigned n, const ModuleResult *r) {
                 c->denied++;
         else if (r->outcome == OUTCOME_FAILED)
                 c->failed++;
+        if (r->name_from_path)
+                c->names_from_path++;
+        else if (r->have_modinfo)
+                c->names_from_modinfo++;
 }
 
 /* who, with the device its modalias names as udev's hardware database has it: looked up only for a
@@ -229,13 +234,39 @@ void manager_record_module(const Requesters *requesters, const ModuleResult *r, 
                 return;
         if (first) {
                 who.first = with_device(m, who.first, &tmp, &vendor, &model);
-                journal_record_module(&who, r);
+                /* A load whose file's .modinfo is read after it: its one record, whole, once that is
+                 * read (manager_record_modinfo()). */
+                if (!r->modinfo_pending)
+                        journal_record_module(&who, r);
         }
         if (present || history_entry_module(&who, r, &e) < 0)
                 return;
         if (first)
                 manager_keep(m, e);
         emit_decision(m, outcome_to_string(r->outcome), r->name, e);
+}
+
+void manager_record_modinfo(const Requesters *requesters, const ModuleResult *r, void *userdata) {
+        _cleanup_(sd_json_variant_unrefp) sd_json_variant *e = NULL;
+        _cleanup_free_ char *vendor = NULL, *model = NULL;
+        Manager *m = userdata;
+        Requesters who = *requesters;
+        sd_json_variant *kept, *pending, *time;
+        Requester tmp;
+
+        assert(requesters);
+
+        who.first = with_device(m, who.first, &tmp, &vendor, &model);
+        journal_record_module(&who, r);
+
+        /* The entry kept at the load, completed; unless the module moved since (an unload). */
+        kept = m->history ? history_get(m->history, r->name) : NULL;
+        pending = kept ? sd_json_variant_by_key(kept, "modinfoPending") : NULL;
+        time = kept ? sd_json_variant_by_key(kept, "time") : NULL;
+        if (pending && sd_json_variant_boolean(pending) && time && history_entry_module(&who, r, &e) >= 0 &&
+            sd_json_variant_set_field_unsigned(&e, "time", sd_json_variant_unsigned(time)) >= 0)
+                manager_keep(m, e);
+        manager_describe_recorded(m, r->name);
 }
 
 void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata) {

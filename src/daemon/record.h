@@ -23,6 +23,9 @@ void manager_emit(Manager *m, const char *type, const char *module, sd_json_vari
 /* The scheduler's hooks: a job's decision, and a job handed to a worker. */
 void manager_record_module(const Requesters *who, const ModuleResult *r, void *userdata);
 void manager_record_started(const Requester *who, const ModuleResult *r, void *userdata);
+/* And a load's journal record, written once its file's .modinfo was read after the load; its
+ * history entry completed. */
+void manager_record_modinfo(const Requesters *who, const ModuleResult *r, void *userdata);
 
 /* A module in the kernel that modgate did not load. */
 /* A load by another process that the guard refused (or would have), read from its ring buffer. */

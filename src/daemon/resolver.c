@@ -694,29 +694,6 @@ int resolver_plan_key(Resolver *r, const char *key, const Plan **ret_plan) {
         return p->n_specs > 0 ? 0 : -ENOENT;
 }
 
-/* The kernel's build names a module after its object file: the file name without its suffix. */
-static char *name_from_path(const char *path) {
-        static const char *const suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
-        const char *base = strrchr(path, '/');
-        size_t n;
-        char *name;
-
-        name = strdup(base ? base + 1 : path);
-        if (!name)
-                return NULL;
-        n = strlen(name);
-        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
-                size_t k = strlen(suffixes[i]);
-
-                if (n > k && strcmp(name + n - k, suffixes[i]) == 0) {
-                        name[n - k] = '\0';
-                        break;
-                }
-        }
-        module_name_normalize(name);
-        return name;
-}
-
 static int name_blacklisted(Resolver *r, const char *name, bool *ret) {
         struct kmod_config_iter *i = kmod_config_get_blacklists(r->ctx);
         bool found = false;
@@ -741,7 +718,7 @@ int resolver_plan_path(Resolver *r, const char *path, Plan **ret_plan) {
 
         assert(r);
 
-        name = name_from_path(path);
+        name = module_name_from_path(path);
         p = calloc(1, sizeof(*p));
         if (!name || !p)
                 return -ENOMEM;

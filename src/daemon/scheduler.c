@@ -90,12 +90,15 @@ struct Scheduler {
         char *const *load_alone;
         scheduler_record_t record; /* writes what a job decided: the journal, the history */
         scheduler_started_t started;
+        scheduler_record_t recorded; /* writes a record that waited for the file's .modinfo */
         void *record_userdata;
 
         /* Event loop thread only. */
         Hashmap *jobs;          /* module name → Job in flight, holding a reference */
         Hashmap *denials;       /* module file path → Denial */
+        Hashmap *recording;     /* module name → Job done whose record waits for its .modinfo, held */
         JobQueue ready;
+        JobQueue reads;         /* of those, the ones not yet handed to the workers (read_after) */
         unsigned n_running;
         unsigned n_preparing;
         unsigned n_prepared;    /* jobs waiting with a check ahead kept */
@@ -109,7 +112,8 @@ struct Scheduler {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         JobQueue work;
-        JobQueue prepare;       /* taken after work */
+        JobQueue read_after;    /* taken after work: the .modinfo of files loaded, for their records */
+        JobQueue prepare;       /* taken after those */
         JobQueue done;
         bool stopping;
         int done_fd;
@@ -252,21 +256,56 @@ static void job_try_start(Job *j);
 static void scheduler_dispatch(Scheduler *s);
 static void scheduler_dispatch_prepares(Scheduler *s);
 
-static void job_record(Job *j) {
-        Scheduler *s = j->scheduler;
-        Requesters who = {
+static Requesters job_requesters(Job *j) {
+        return (Requesters) {
                 .first = &j->requester,
                 .joined = j->joined,
                 .n_joined = j->n_joined,
                 .n = j->n_requesters,
         };
+}
+
+static void job_record(Job *j) {
+        Scheduler *s = j->scheduler;
+        Requesters who = job_requesters(j);
 
         /* A root the load (or a check ahead) pinned first: its record before the module's. */
         journal_record_root_pins(s->ctx.roots, s->ctx.n_roots);
         if (s->record)
                 s->record(&who, &j->result, s->record_userdata);
+        else if (!j->result.modinfo_pending)
+                journal_record_module(&who, &j->result);
+}
+
+/* The record that waited for the loaded file's .modinfo, with what it said. */
+static void job_record_after(Job *j) {
+        Scheduler *s = j->scheduler;
+        Requesters who = job_requesters(j);
+
+        if (loader_apply_after(&j->result, &j->prepared) < 0)
+                (void) log_oom();
+        j->result.modinfo_pending = false;
+        loader_prepared_done(&j->prepared);
+        if (s->recorded)
+                s->recorded(&who, &j->result, s->record_userdata);
         else
                 journal_record_module(&who, &j->result);
+}
+
+/* A load whose name was checked from its path (loader_load()) is final now: it is answered, counted
+ * and kept, and its dependents start. Only its journal record waits until a worker that no load wants
+ * has read the file's .modinfo; until then the job counts as in flight (scheduler_n_jobs()), so that
+ * the daemon does not exit owing it. The same module loaded again while the last load's record
+ * waits, or a scheduler stopping, reads it here. */
+static void job_read_later(Job *j) {
+        Scheduler *s = j->scheduler;
+
+        if (!s->stopping && hashmap_put(s->recording, j->result.name, j) >= 0) {
+                queue_push(&s->reads, job_ref(j));
+                return;
+        }
+        loader_read_after(&j->prepared, j->result.alias_key);
+        job_record_after(j);
 }
 
 static void job_finish(Job *j) {
@@ -280,9 +319,14 @@ static void job_finish(Job *j) {
         if (j->prepared_counted)
                 s->n_prepared--;
         j->prepared_counted = false;
-        loader_prepared_done(&j->prepared);
+        if (!j->prepared.read_after) {
+                loader_prepared_done(&j->prepared);
+                j->result.modinfo_pending = false;
+        }
 
         job_record(j);
+        if (j->prepared.read_after)
+                job_read_later(j);
         remember_denial(s, &j->result);
 
         if (hashmap_get(s->jobs, j->result.name) == j) {
@@ -545,13 +589,17 @@ static void *worker_main(void *userdata) {
         Scheduler *s = userdata;
 
         for (;;) {
-                bool prepare = false;
+                bool prepare = false, after = false;
                 Job *j;
 
                 pthread_mutex_lock(&s->lock);
-                while (!s->work.head && !s->prepare.head && !s->stopping)
+                while (!s->work.head && !s->read_after.head && !s->prepare.head && !s->stopping)
                         pthread_cond_wait(&s->cond, &s->lock);
                 j = s->stopping ? NULL : queue_pop(&s->work);
+                if (!j && !s->stopping) {
+                        j = queue_pop(&s->read_after);
+                        after = !!j;
+                }
                 if (!j && !s->stopping) {
                         j = queue_pop(&s->prepare);
                         prepare = true;
@@ -560,7 +608,9 @@ static void *worker_main(void *userdata) {
                 if (!j)
                         return NULL;
 
-                if (prepare)
+                if (after)
+                        loader_read_after(&j->prepared, j->result.alias_key);
+                else if (prepare)
                         (void) loader_prepare(&s->ctx, &j->result, &j->prepared);
                 else if (loader_load(&s->ctx, &j->result, &j->prepared) < 0)
                         j->result.outcome = OUTCOME_FAILED;
@@ -570,6 +620,30 @@ static void *worker_main(void *userdata) {
                 pthread_mutex_unlock(&s->lock);
                 (void) eventfd_write(s->done_fd, 1);
         }
+}
+
+/* The reads of the loads just finished, to the workers: after the loads those made ready, which a
+ * worker takes first. */
+static void scheduler_dispatch_reads(Scheduler *s) {
+        Job *j;
+
+        if (!s->reads.head)
+                return;
+        pthread_mutex_lock(&s->lock);
+        while ((j = queue_pop(&s->reads)))
+                queue_push(&s->read_after, j);
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* A job back from loader_read_after(): its record written, and no longer in flight. */
+static void job_recorded(Job *j) {
+        Scheduler *s = j->scheduler;
+
+        if (hashmap_get(s->recording, j->result.name) == j)
+                hashmap_remove(s->recording, j->result.name);
+        job_record_after(j);
+        job_unref(j);
 }
 
 static int on_jobs_done(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -586,6 +660,10 @@ static int on_jobs_done(sd_event_source *source, int fd, uint32_t revents, void 
         pthread_mutex_unlock(&s->lock);
 
         while ((j = queue_pop(&done))) {
+                if (j->state == JOB_DONE) {
+                        job_recorded(j);
+                        continue;
+                }
                 if (j->state == JOB_PREPARING) {
                         s->n_preparing--;
                         if (j->prepared.checked) {
@@ -602,6 +680,7 @@ static int on_jobs_done(sd_event_source *source, int fd, uint32_t revents, void 
                 job_finish(j);
         }
         scheduler_dispatch(s);
+        scheduler_dispatch_reads(s);
         return 0;
 }
 
@@ -888,10 +967,16 @@ bool scheduler_has_job(Scheduler *s, const char *name) {
         return hashmap_get(s->jobs, name);
 }
 
+bool scheduler_has_unrecorded(Scheduler *s, const char *name) {
+        assert(s);
+
+        return hashmap_get(s->recording, name);
+}
+
 size_t scheduler_n_jobs(Scheduler *s) {
         assert(s);
 
-        return hashmap_size(s->jobs);
+        return hashmap_size(s->jobs) + hashmap_size(s->recording);
 }
 
 void scheduler_state(Scheduler *s, SchedulerState *ret) {
@@ -905,6 +990,7 @@ void scheduler_state(Scheduler *s, SchedulerState *ret) {
                 .busy = s->n_running,
                 .queued = n > s->n_running ? n - s->n_running : 0,
                 .checked_ahead = s->n_prepared,
+                .unrecorded = hashmap_size(s->recording),
         };
 }
 
@@ -941,11 +1027,12 @@ void scheduler_set_load_alone(Scheduler *s, char *const *names) {
 }
 
 void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started,
-                          void *userdata) {
+                          scheduler_record_t recorded, void *userdata) {
         assert(s);
 
         s->record = record;
         s->started = started;
+        s->recorded = recorded;
         s->record_userdata = userdata;
 }
 
@@ -979,8 +1066,9 @@ int scheduler_new(sd_event *e, const LoadContext *ctx, unsigned n_workers, Sched
 
         s->jobs = hashmap_new(job_unref_void);
         s->denials = hashmap_new(free);
+        s->recording = hashmap_new(NULL);
         s->threads = calloc(n_workers + EXTRA_WORKERS_MAX, sizeof(pthread_t));
-        if (!s->jobs || !s->denials || !s->threads)
+        if (!s->jobs || !s->denials || !s->recording || !s->threads)
                 return -ENOMEM;
 
         s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1020,6 +1108,14 @@ Scheduler *scheduler_free(Scheduler *s) {
         while ((j = queue_pop(&s->done)))
                 if (j->state == JOB_RUNNING)
                         job_finish(j);
+                else if (j->state == JOB_DONE)
+                        job_recorded(j);
+        /* Loads whose record waited for their .modinfo are recorded with it. */
+        scheduler_dispatch_reads(s);
+        while ((j = queue_pop(&s->read_after))) {
+                loader_read_after(&j->prepared, j->result.alias_key);
+                job_recorded(j);
+        }
 
         /* Jobs that never ran hold their dependents, which hold them: let go of that first. */
         while (s->jobs && hashmap_iterate(s->jobs, &state, NULL, (void **) &j)) {
@@ -1031,6 +1127,7 @@ Scheduler *scheduler_free(Scheduler *s) {
         sd_event_source_disable_unref(s->stuck_timer);
         hashmap_free(s->jobs);
         hashmap_free(s->denials);
+        hashmap_free(s->recording);
         sd_event_source_disable_unref(s->done_source);
         safe_close(s->done_fd);
         sd_event_unref(s->event);

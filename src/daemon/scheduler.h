@@ -36,11 +36,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Scheduler *, scheduler_free);
 void scheduler_set_load_alone(Scheduler *s, char *const *names);
 
 /* Called on the event loop thread with each job's decision, to record it (without one, each is
- * journaled as it is); and, when not NULL, with each job as it is handed to a worker. */
+ * journaled as it is); when not NULL, with each job as it is handed to a worker; and with a load
+ * whose decision had r->modinfo_pending once its file's .modinfo was read after it (recorded: its
+ * journal record is due now, with what that read found). */
 typedef void (*scheduler_record_t)(const Requesters *who, const ModuleResult *r, void *userdata);
 typedef void (*scheduler_started_t)(const Requester *who, const ModuleResult *r, void *userdata);
 void scheduler_set_record(Scheduler *s, scheduler_record_t record, scheduler_started_t started,
-                          void *userdata);
+                          scheduler_record_t recorded, void *userdata);
 
 /* What the workers are doing now. */
 typedef struct SchedulerState {
@@ -48,6 +50,7 @@ typedef struct SchedulerState {
         unsigned busy;          /* inside loader_load(): opening, checking, finit_module() */
         size_t queued; /* jobs in flight not on a worker: waiting for a worker or for what they need */
         unsigned checked_ahead; /* of those, the ones whose file was checked while they wait */
+        size_t unrecorded;      /* loads done whose journal record waits for their file's .modinfo */
 } SchedulerState;
 void scheduler_state(Scheduler *s, SchedulerState *ret);
 
@@ -63,7 +66,9 @@ int scheduler_submit(Scheduler *s, const Plan *plan, const char *parameters, con
 
 /* Whether a job for this module is in flight. */
 bool scheduler_has_job(Scheduler *s, const char *name);
-/* Jobs in flight: the daemon is idle only at zero. */
+/* Whether a load of this module is done and its journal record waits for its file's .modinfo. */
+bool scheduler_has_unrecorded(Scheduler *s, const char *name);
+/* Jobs in flight, and loads whose record waits: the daemon is idle only at zero. */
 size_t scheduler_n_jobs(Scheduler *s);
 /* Calls fn for each job in flight, as they were at the call (fn may start or finish jobs), until fn
  * returns < 0. Returns that, -ENOMEM, or 0. */

@@ -15,6 +15,8 @@ typedef struct Counters {
         uint64_t not_found;
         uint64_t refused_callers;
         uint64_t outside_loads;
+        uint64_t names_from_path;       /* module files named by their path, .modinfo read after the load */
+        uint64_t names_from_modinfo;    /* module files whose .modinfo was read before the load */
 } Counters;
 
 /* The latest LATENCY_SAMPLES Load calls' latencies, arrival to reply. */

@@ -9,6 +9,7 @@
 #include "connections.h"
 #include "kernel.h"
 #include "log.h"
+#include "method-describe.h"
 #include "method-explain.h"
 #include "method-load.h"
 #include "method-parameters.h"
@@ -320,7 +321,6 @@ static int vl_method_describe(sd_varlink *link, sd_json_variant *parameters, sd_
                               void *userdata) {
         _cleanup_free_ char *name = NULL;
         Manager *m = userdata;
-        sd_json_variant *e;
         int r;
 
         manager_touch(m);
@@ -331,11 +331,7 @@ static int vl_method_describe(sd_varlink *link, sd_json_variant *parameters, sd_
                          &(Requester) { .name = name, .source = SOURCE_ADMIN, .seqnum = -1 });
         if (r <= 0)
                 return r;
-        e = history_get(m->history, name);
-        if (!e)
-                return sd_varlink_errorbo(link, MANAGER_ERROR_NO_RECORD,
-                                          SD_JSON_BUILD_PAIR_STRING("module", name));
-        return sd_varlink_replybo(link, SD_JSON_BUILD_PAIR_VARIANT("module", e));
+        return manager_describe(m, link, name);
 }
 
 static int vl_method_reload(sd_varlink *link, sd_json_variant *parameters, sd_varlink_method_flags_t flags,

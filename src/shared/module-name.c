@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "module-name.h"
 
 static bool char_is_valid(char c) {
@@ -41,4 +43,26 @@ bool module_name_equal(const char *a, const char *b) {
                 if (x == '\0')
                         return true;
         }
+}
+
+char *module_name_from_path(const char *path) {
+        static const char *const suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
+        const char *base = strrchr(path, '/');
+        size_t n;
+        char *name;
+
+        name = strdup(base ? base + 1 : path);
+        if (!name)
+                return NULL;
+        n = strlen(name);
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                size_t k = strlen(suffixes[i]);
+
+                if (n > k && strcmp(name + n - k, suffixes[i]) == 0) {
+                        name[n - k] = '\0';
+                        break;
+                }
+        }
+        module_name_normalize(name);
+        return name;
 }

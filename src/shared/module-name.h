@@ -15,3 +15,7 @@ bool module_name_is_valid(const char *name);
 /* The kernel treats '-' and '_' alike in module names; the canonical form uses '_'. */
 void module_name_normalize(char *name);
 bool module_name_equal(const char *a, const char *b);
+
+/* The kernel's build names a module after its object file: the file name of path without its
+ * .ko, .ko.xz, .ko.zst or .ko.gz, normalized. NULL when out of memory. */
+char *module_name_from_path(const char *path);

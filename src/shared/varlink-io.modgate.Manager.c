@@ -219,6 +219,13 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_FIELD_COMMENT("The module signature's signer, \"none\" for an unsigned module"),
                 SD_VARLINK_DEFINE_FIELD(signer, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(signatureKey, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("A load whose file's .modinfo (alias, signer, signatureKey) is "
+                                         "read after it, where the evidence binds the file's name to its "
+                                         "bytes, and was not read yet: those fields come a moment later"),
+                SD_VARLINK_DEFINE_FIELD(modinfoPending, SD_VARLINK_BOOL, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("What that read after the load found wrong: the file is another "
+                                         "module, names none, or cannot be read"),
+                SD_VARLINK_DEFINE_FIELD(afterLoad, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_DEFINE_FIELD(parameters, SD_VARLINK_STRING, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("Where the modprobe.d and kernel command line options among them "
                                          "are written: FILE:LINE, the kernel command line"),
@@ -296,7 +303,14 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_DEFINE_FIELD(refusedCallers, SD_VARLINK_INT, 0),
                 SD_VARLINK_FIELD_COMMENT("Modules loaded by another loader, seen since this instance "
                                          "started"),
-                SD_VARLINK_DEFINE_FIELD(outsideLoads, SD_VARLINK_INT, 0));
+                SD_VARLINK_DEFINE_FIELD(outsideLoads, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Module files whose name was checked against their path, which "
+                                         "manifest or dm-verity evidence binds to their bytes: their "
+                                         ".modinfo is read after the load, for the record"),
+                SD_VARLINK_DEFINE_FIELD(namesFromPath, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Module files whose .modinfo name was read and checked before the "
+                                         "load"),
+                SD_VARLINK_DEFINE_FIELD(namesFromModinfo, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 Latency,
@@ -367,6 +381,9 @@ static SD_VARLINK_DEFINE_METHOD(
                 SD_VARLINK_FIELD_COMMENT("Of the queued jobs, those whose file was checked while they wait "
                                          "for their dependencies (their load checks it again)"),
                 SD_VARLINK_DEFINE_OUTPUT(checkedAheadJobs, SD_VARLINK_INT, 0),
+                SD_VARLINK_FIELD_COMMENT("Loads done whose journal record waits for their file's .modinfo, "
+                                         "read by a worker that no load wants"),
+                SD_VARLINK_DEFINE_OUTPUT(unrecordedLoads, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("The modules on a worker now (opened, checked, or inside "
                                          "finit_module()), with how long each has been there: a module "
                                          "whose init hangs stays here"),

@@ -173,6 +173,17 @@ def call(address, method, parameters=None):
         c.close()
 
 
+# Every Daemon made, for Journal.records() to wait for their records.
+_daemons = []
+
+
+def settle_records():
+    """Waits for the records every running daemon owes: a load whose name the evidence binds is
+    answered before its file's .modinfo is read, and recorded after (Status says how many wait)."""
+    for d in list(_daemons):
+        d.settle_records()
+
+
 class Journal:
     """A real systemd-journald, private to this mount namespace."""
 
@@ -197,6 +208,7 @@ class Journal:
 
     def records(self, **match):
         """Journal entries matching FIELD=value pairs, as dicts, after a sync."""
+        settle_records()
         run("journalctl", "--sync", check=False, stderr=subprocess.DEVNULL)
         args = ["journalctl", "-D", "/run/log/journal", "-o", "json", "--no-pager"]
         args += ["%s=%s" % kv for kv in match.items()]
@@ -326,8 +338,10 @@ class Daemon:
         self.shim_log = os.path.join(workdir, name + ".shim.log")
         self.stderr_path = os.path.join(workdir, name + ".stderr")
         self.notify_path = "/run/modgate/%s.notify" % name
+        self._settled_finits = 0
         os.makedirs("/run/modgate", exist_ok=True)
         open(self.shim_log, "w").close()
+        _daemons.append(self)
 
         # Read as the service manager reads it, always: a daemon whose notify messages are not read
         # blocks in sd_notify() once the socket's queue is full (after a few reloads).
@@ -489,6 +503,33 @@ class Daemon:
 
     def load(self, name):
         return self.call("io.modgate.Manager.Load", {"name": name})
+
+    def settle_records(self, timeout=60):
+        """Once the daemon has made a finit_module() call since the last look, waits until no load's
+        record waits for its file's .modinfo (Status's unrecordedLoads), so that the journal and the
+        history have it. A daemon that is not running, or does not answer, is not waited for."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            n = sum(1 for r in self.shim_records() if r.get("call") == "finit_module")
+        except (OSError, ValueError):
+            return
+        if n == self._settled_finits:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                c = Varlink(self.address, timeout=10)
+                try:
+                    reply = c.call("io.modgate.Manager.Status")
+                finally:
+                    c.close()
+            except OSError:
+                return
+            if reply.get("parameters", {}).get("unrecordedLoads", 0) == 0:
+                break
+            time.sleep(0.01)
+        self._settled_finits = n
 
     def shim_records(self):
         with open(self.shim_log) as f:

@@ -294,7 +294,10 @@ def main():
         unsigned_path = os.path.join(first, deps[UNSIGNED][0])
         shutil.copy(unsigned_path, os.path.join(work, "signed-copy"))
         strip_signature(unsigned_path)
-        base = "[Trust]\nTrustedRoot=%s\nEvidence=ownership\n" % first
+        # Manifest evidence, where the name is checked from the path and nothing is read of the file
+        # before the load, unless a signer rule asks for its signature.
+        man = h.write_manifest(first, os.path.join(work, "signer.sha256"), kernel=kver)
+        base = "[Trust]\nTrustedRoot=%s\nEvidence=manifest\nManifest=%s\n" % (first, man)
 
         # No rule: the unsigned file loads (sig_enforce is the kernel's business), recorded as unsigned.
         d = start("nosig", base)
@@ -312,7 +315,7 @@ def main():
         # setting, the root and the line; a signed one loads.
         d = start("require", base + "RequireSignature=yes\n")
         p = h.error_of(d.load(UNSIGNED), "UntrustedOrigin")
-        assert p["reason"] == ("RequireSignature=yes of trusted root %s (%s:4): the module file carries no "
+        assert p["reason"] == ("RequireSignature=yes of trusted root %s (%s:5): the module file carries no "
                                "signature" % (first, CONF)), p
         assert h.modules_of(d.load(SIGNED_MOD))[0]["outcome"] == "loaded"
         assert [x["name"] for x in h.finit_records(d.shim_records())] == [SIGNED_MOD]
@@ -327,7 +330,7 @@ def main():
         other_key = "00:11:22:33:44:55:66:77"
         d = start("allow", base + "[Source]\nName=admin\nAllowSigner=%s\n" % other_key)
         p = h.error_of(d.load(SIGNED_MOD), "UntrustedOrigin")
-        assert p["reason"] == ("AllowSigner= of [Source] admin (%s:6): the module is signed by \"%s\" with key "
+        assert p["reason"] == ("AllowSigner= of [Source] admin (%s:7): the module is signed by \"%s\" with key "
                                "%s, which no AllowSigner= there names" % (CONF, signer, key)), p
         e = h.ok(d.call("io.modgate.Manager.Explain", {"name": SIGNED_MOD}))
         assert e["reason"] == p["reason"] and e["modules"][0]["origin"]["reason"] == p["reason"], e

@@ -31,6 +31,8 @@ BEHIND = "veth"                 # appears while a daemon runs, as insmod would m
 DENIED_LATER = "ifb"            # loaded, then denied by the next start's policy
 JOINED = "dummy"                # asked for by three units while its finit_module() is slow
 LOADED_ID = "9f556e7045894398898a0967ca80c0b2"
+READ_AFTER = "tun"              # loaded while SLOW waits for the one worker, then its .modinfo behind it
+SLOW = "macvlan"                # whose init holds that worker longer than a Describe waits
 
 
 def main():
@@ -243,7 +245,50 @@ def main():
         assert all(x["requestName"] == JOINED and x["peerPid"] > 0 for x in e["joined"]), e
         print("# %s" % " | ".join(joined), flush=True)
 
+    def case_describe_waits_for_modinfo():
+        # Under manifest evidence a load is final when finit_module() returns: its entry is kept then,
+        # and its file's .modinfo (alias, signer) is read after, by a worker that no load wants. With
+        # one worker, READ_AFTER's read waits behind SLOW's load (ready first), whose init lasts longer
+        # than a Describe waits (2 s): that Describe answers the entry as it is, pending, and one after
+        # SLOW's load the whole entry; its journal record is written once, whole.
+        h.assert_clean_exit(daemons[-1])
+        delays = "0,%s:500,%s:6000" % (READ_AFTER, SLOW)
+        d = h.Daemon(work, "read-after", root, extra_env={**env, "MODGATE_SHIM_DELAY_MS": delays},
+                     args=("--workers=1",))
+        daemons.append(d)
+        assert d.activate(), d.stderr_text()
+        first = h.call_as([], d.address, M + "Load", {"name": READ_AFTER}, wait=False)
+        time.sleep(0.2)         # READ_AFTER inside finit_module(), SLOW waiting for the worker
+        slow = h.call_as([], d.address, M + "Load", {"name": SLOW}, wait=False)
+        r = h.call_as_result(first)
+        assert [m["outcome"] for m in h.ok(r)["modules"]] == ["loaded"], r
+        s = h.ok(d.call(M + "Status"))
+        assert s["unrecordedLoads"] == 1 and s["counters"]["namesFromPath"] == 1, s
+        assert s["counters"]["namesFromModinfo"] == 0, s
+        start_time = time.monotonic()
+        e = describe(d, READ_AFTER)
+        waited = time.monotonic() - start_time
+        assert 1.8 <= waited < 3.5, waited
+        assert e["outcome"] == "loaded" and e["modinfoPending"] is True and "signer" not in e, e
+        assert h.ok(d.call(M + "Status"))["unrecordedLoads"] == 1
+        out = h.run(os.environ["MODGATECTL"], "--address=" + d.address, "describe", READ_AFTER,
+                    capture_output=True, text=True).stdout
+        assert "      Signer: not known yet (the file's .modinfo is read after the load)\n" in out, out
+        r = h.call_as_result(slow)
+        assert [m["outcome"] for m in h.ok(r)["modules"]] == ["loaded"], r
+        e2 = describe(d, READ_AFTER)
+        assert "modinfoPending" not in e2 and e2["signer"] and e2["signatureKey"], e2
+        assert e2["time"] == e["time"], (e, e2)
+        rec = journal.records(MESSAGE_ID=LOADED_ID, _PID=str(d.pid), MODGATE_MODULE=READ_AFTER)
+        assert len(rec) == 1 and rec[0]["MODGATE_SIGNER"] == e2["signer"], rec
+        assert rec[0]["MODGATE_NAME_CHECK"] == "path" and rec[0]["MODGATE_FILE_MODULE"] == READ_AFTER, rec
+        assert h.ok(d.call(M + "Status"))["unrecordedLoads"] == 0
+        print("# Describe waited %.2f s, then answered modinfoPending" % waited, flush=True)
+
     t.case("every request that joined a load is in its record and its history entry", case_joined)
+    t.case("a load is kept when finit_module() returns; Describe waits a bounded time for the .modinfo read "
+           "after it, then answers it pending; the journal record is written once, whole",
+           case_describe_waits_for_modinfo)
     t.case("a history and a root record forged in the runtime directory are not read", case_forged_runtime)
     t.case("without a file descriptor store nothing is kept across restarts, said once", case_no_store)
     t.case("every daemon exits cleanly", lambda: h.assert_clean_exit(*daemons[-1:]), always=True)

@@ -98,7 +98,14 @@ def main():
             # Sent once the kernel had it live: the shim's finit_module had returned.
             assert finit[name]["result"] == 0 and finit[name]["end"] <= e["_arrived"], (finit[name], e)
             assert e["record"]["outcome"] == "loaded" and e["record"]["module"] == name, e
-            assert e["record"] == h.ok(d.call(M + "Describe", {"name": name}))["module"], e
+            # Sent when finit_module() returned; under this root's manifest evidence the file's .modinfo
+            # (its alias and signer) is read after that, and Describe has the entry with it.
+            described = h.ok(d.call(M + "Describe", {"name": name}))["module"]
+            assert e["record"].get("modinfoPending") is True and "modinfoPending" not in described, (e, described)
+            assert described["signer"] and described["signatureKey"], described
+            modinfo = ("alias", "signer", "signatureKey", "modinfoPending")
+            assert ({k: v for k, v in e["record"].items() if k not in modinfo} ==
+                    {k: v for k, v in described.items() if k not in modinfo}), (e, described)
             assert ev[started]["path"] == e["record"]["path"] and ev[started]["role"] == e["record"]["role"]
             mods[name] = e["record"]
         # Dependencies are loaded before what needs them is started.

@@ -348,6 +348,13 @@ def main():
         assert [(m["name"], m["outcome"]) for m in mods] == [(OTHER, "loaded")], mods
         r = journal.records(MODGATE_MODULE=OTHER, _PID=str(d.pid))
         assert r[0]["MODGATE_EVIDENCE"] == "manifest", r
+        # Named by its path, which the manifest binds to these bytes; its .modinfo read after the load
+        # is in the record all the same.
+        assert r[0]["MODGATE_NAME_CHECK"] == "path" and r[0]["MODGATE_FILE_MODULE"] == OTHER, r
+        assert r[0]["MODGATE_SIGNATURE_TYPE"] == "PKCS#7" and r[0]["MODGATE_SIGNER"], r
+        assert r[0]["PRIORITY"] == "5" and "MODGATE_AFTER_LOAD" not in r[0], r
+        c = h.ok(d.call("io.modgate.Manager.Status"))["counters"]
+        assert (c["namesFromPath"], c["namesFromModinfo"]) == (1, 0), c
         # One byte changed: refused, with the path the manifest knows.
         path = os.path.join(rw_tree, rel)
         with open(path, "r+b") as f:
@@ -395,24 +402,91 @@ def main():
     elf = elf.replace(key, b"\0nome=%s\0" % MODULE.encode())
     with open(os.path.join(nameless, rel), "wb") as f:
         f.write(subprocess.run(["xz", "-C", "crc32", "-c"], input=elf, check=True, capture_output=True).stdout)
-    nameless_manifest = h.write_manifest(nameless, os.path.join(work, "nameless.sha256"), kernel=kver)
+    # A link at MODULE's path to OTHER's file, in a tree the manifest of the real one vouches for.
+    linked_tree = stage_tree(tree, os.path.join(named, "linked"))
+    os.unlink(os.path.join(linked_tree, rel))
+    os.symlink(os.path.relpath(os.path.join(linked_tree, deps[OTHER][0]), os.path.dirname(os.path.join(linked_tree, rel))),
+               os.path.join(linked_tree, rel))
+    # MODULE's file cut after its xz stream's header, and a manifest that lists it so.
+    cut_tree = stage_tree(tree, os.path.join(named, "cut"))
+    with open(os.path.join(cut_tree, rel), "r+b") as f:
+        f.truncate(64)
+    cut_manifest = h.write_manifest(cut_tree, os.path.join(work, "cut.sha256"), kernel=kver)
 
     def case_embedded_name():
-        # The file passes every origin check (the manifest lists these very bytes), and is another
-        # module than the index says: the kernel would load OTHER as MODULE's request.
-        d = daemon("named", named_tree, "manifest", named_manifest)
+        # Ownership evidence says nothing of which bytes a name holds: the file's .modinfo is read
+        # before the load, and the file is another module than the index says (the kernel would load
+        # OTHER as MODULE's request).
+        d = daemon("named", named_tree, "ownership")
         p = denied(d, MODULE, "the file is module %s, not %s" % (OTHER, MODULE))
         assert finits(d) == []
         r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
         assert r[0]["MODGATE_FILE_MODULE"] == OTHER and r[0]["MODGATE_OUTCOME"] == "denied", r
+        assert r[0]["MODGATE_NAME_CHECK"] == "modinfo", r
         # By path too.
         h.error_of(d.call("io.modgate.Manager.Load", {"path": os.path.join(named_tree, rel)}), "UntrustedOrigin")
+        assert finits(d) == []
+        print("# %s" % p["reason"], flush=True)
+        # The kernel package's manifest lists MODULE's own bytes at that path: the manifest refuses.
+        d = daemon("named-manifest", named_tree, "manifest", manifest)
+        p = denied(d, MODULE, "manifest: the file's SHA-256 is not the manifest's for " + rel)
+        assert finits(d) == []
         print("# %s" % p["reason"], flush=True)
 
+    def case_manifest_lists_other():
+        # A manifest that lists OTHER's bytes at MODULE's path vouches for them there: the name is the
+        # file's, the load goes ahead, and the .modinfo read after it finds the other module: an
+        # error-priority record naming both.
+        d = daemon("named-listed", named_tree, "manifest", named_manifest)
+        mods = h.modules_of(d.load(MODULE))
+        assert [(m["name"], m["outcome"]) for m in mods] == [(MODULE, "loaded")], mods
+        assert [r["name"] for r in finits(d)] == [MODULE], finits(d)
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert [x["MODGATE_OUTCOME"] for x in r] == ["loaded"], r
+        assert r[0]["PRIORITY"] == "3" and r[0]["MODGATE_NAME_CHECK"] == "path", r
+        assert r[0]["MODGATE_AFTER_LOAD"] == "the file is module %s, not %s" % (OTHER, MODULE), r
+        assert r[0]["MODGATE_FILE_MODULE"] == OTHER and r[0]["MODGATE_SIGNER"], r
+        e = h.ok(d.call("io.modgate.Manager.Describe", {"name": MODULE}))["module"]
+        assert e["afterLoad"] == r[0]["MODGATE_AFTER_LOAD"] and "modinfoPending" not in e, e
+        out = h.run(os.environ["MODGATECTL"], "--address=" + d.address, "describe", MODULE, capture_output=True,
+                    text=True).stdout
+        assert " After load: the file is module %s, not %s\n" % (OTHER, MODULE) in out, out
+        shutil.rmtree("/sys/module/" + MODULE, ignore_errors=True)
+        print("# %s" % r[0]["MESSAGE"], flush=True)
+
+    def case_link_to_other():
+        # Under manifest evidence the name is the file's own, symlinks in the tree followed as the
+        # manifest is matched: a link from MODULE's path to OTHER's file is OTHER, refused before the
+        # load without reading it.
+        d = daemon("linked", linked_tree, "manifest", manifest)
+        p = denied(d, MODULE, "the file is %s, not module %s: with manifest evidence the file's name is the "
+                   "module's" % (deps[OTHER][0], MODULE))
+        assert finits(d) == []
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_NAME_CHECK"] == "path" and "MODGATE_FILE_MODULE" not in r[0], r
+        print("# %s" % p["reason"], flush=True)
+
+    def case_not_read_before_load():
+        # MODULE's file with its xz stream cut after the header, which the manifest lists: nothing
+        # before the load decompresses it (it would fail to), the kernel gets it, and the .modinfo read
+        # after the load says why the record has no name or signer.
+        d = daemon("cut", cut_tree, "manifest", cut_manifest)
+        mods = h.modules_of(d.load(MODULE))
+        assert [(m["name"], m["outcome"]) for m in mods] == [(MODULE, "loaded")], mods
+        assert [r["name"] for r in finits(d)] == [MODULE], finits(d)
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["PRIORITY"] == "3" and r[0]["MODGATE_NAME_CHECK"] == "path", r
+        assert r[0]["MODGATE_AFTER_LOAD"].startswith("cannot read the module's information after the load: "), r
+        assert "MODGATE_FILE_MODULE" not in r[0], r
+        c = h.ok(d.call("io.modgate.Manager.Status"))
+        assert (c["counters"]["namesFromPath"], c["counters"]["namesFromModinfo"]) == (1, 0), c
+        assert c["unrecordedLoads"] == 0, c
+        shutil.rmtree("/sys/module/" + MODULE, ignore_errors=True)
+
     def case_no_name():
-        # Every origin check passes (the manifest lists these bytes), and the file does not say which
-        # module it is: the kernel would take the name from the module's struct, unchecked.
-        d = daemon("nameless", nameless, "manifest", nameless_manifest)
+        # Every origin check passes (ownership), and the file does not say which module it is: the
+        # kernel would take the name from the module's struct, unchecked.
+        d = daemon("nameless", nameless, "ownership")
         p = denied(d, MODULE, "the file's .modinfo has no name=: which module it is cannot be checked against "
                    + MODULE)
         assert finits(d) == []
@@ -494,6 +568,12 @@ def main():
     t.case("a manifest writable by others, not owned by root, or missing is no manifest", case_manifest_refused)
     t.case("a file that names another module than the index: refused, naming both", case_embedded_name)
     t.case("a file whose .modinfo has no name=: refused, by name and by path", case_no_name)
+    t.case("manifest evidence: a manifest that lists another module's bytes at a path vouches for them; the "
+           ".modinfo read after the load finds it, in an error-priority record", case_manifest_lists_other)
+    t.case("manifest evidence: a link to another module's file is that module, refused by its name",
+           case_link_to_other)
+    t.case("manifest evidence: the file is not decompressed before the load; what its .modinfo says is read "
+           "after it", case_not_read_before_load)
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
            lambda: h.assert_clean_exit(*daemons), always=True)
     t.run()

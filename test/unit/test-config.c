@@ -61,7 +61,8 @@ TEST(defaults) {
         _cleanup_(config_done) Config c = {};
 
         config_init_defaults(&c);
-        check(c.workers == 4);
+        check(c.workers == config_workers_default(sysconf(_SC_NPROCESSORS_ONLN)));
+        check(c.workers >= 8 && c.workers <= 16);
         check(!c.load_alone);
         check(c.idle_exit_usec == 30 * USEC_PER_SEC);
         check(!c.trusted_roots);
@@ -69,10 +70,24 @@ TEST(defaults) {
 
         /* An empty file and a file of comments change nothing. */
         parse_ok(&c, "");
-        check(c.workers == 4 && c.idle_exit_usec == 30 * USEC_PER_SEC && c.require_superblock_ro);
+        check(c.workers == CONFIG_WORKERS_DEFAULT && c.idle_exit_usec == 30 * USEC_PER_SEC &&
+              c.require_superblock_ro);
         config_done(&c);
         parse_ok(&c, "# nothing\n; here\n\n[Load]\n[Manager]\n[Trust]\n");
-        check(c.workers == 4 && !c.load_alone && !c.trusted_roots);
+        check(c.workers == CONFIG_WORKERS_DEFAULT && !c.load_alone && !c.trusted_roots);
+}
+
+TEST(workers_default) {
+        /* One per online CPU, at least 8 and at most 16; unknown counts as few. */
+        check(config_workers_default(-1) == 8);
+        check(config_workers_default(0) == 8);
+        check(config_workers_default(1) == 8);
+        check(config_workers_default(2) == 8);
+        check(config_workers_default(8) == 8);
+        check(config_workers_default(12) == 12);
+        check(config_workers_default(16) == 16);
+        check(config_workers_default(17) == 16);
+        check(config_workers_default(1536) == 16);
 }
 
 TEST(every_setting) {
@@ -1151,6 +1166,7 @@ TEST(example_file_documents_defaults) {
 
 int main(void) {
         RUN(defaults);
+        RUN(workers_default);
         RUN(every_setting);
         RUN(later_assignment_wins);
         RUN(empty_assignment_resets);

@@ -482,6 +482,23 @@ TEST(module_early) {
         check(e.verdict == EARLY_DONE && e.outcome == OUTCOME_BUILTIN);
 }
 
+TEST(modinfo_before_load) {
+        /* Manifest and dm-verity evidence bind each path to its bytes: the file's name is checked, and
+         * the .modinfo waits until after the load. */
+        check(!modinfo_needed_before_load(EVIDENCE_MANIFEST, false, false));
+        check(!modinfo_needed_before_load(EVIDENCE_VERITY, false, false));
+        /* An fs-verity digest vouches for bytes under any name; read-only and ownership evidence say
+         * nothing of which bytes a name holds. */
+        check(modinfo_needed_before_load(EVIDENCE_VERITY, true, false));
+        check(modinfo_needed_before_load(EVIDENCE_READ_ONLY, false, false));
+        check(modinfo_needed_before_load(EVIDENCE_OWNERSHIP, false, false));
+        check(modinfo_needed_before_load(_EVIDENCE_INVALID, false, false));
+        /* A signer rule reads the signature, inside the compressed file, before the load, whatever
+         * the evidence. */
+        check(modinfo_needed_before_load(EVIDENCE_MANIFEST, false, true));
+        check(modinfo_needed_before_load(EVIDENCE_VERITY, false, true));
+}
+
 int main(void) {
         RUN(allowed);
         RUN(needs_plan);
@@ -496,5 +513,6 @@ int main(void) {
         RUN(parameters_refused);
         RUN(parameters_several);
         RUN(module_early);
+        RUN(modinfo_before_load);
         return tests_done();
 }

@@ -52,8 +52,20 @@ def hotplug(vm, driver, module, device_id):
     assert initstate(vm, module) == "live"
 
 
+def settle(vm):
+    """Waits, while the system's modgated runs, until no load's record waits for its file's .modinfo
+    (Status's unrecordedLoads): a load whose name the evidence binds is answered first and recorded
+    after that read. At most 10 s."""
+    vm.sh("for i in $(seq 200); do systemctl -q is-active modgated.service || exit 0; "
+          "varlinkctl call --json=short %s io.modgate.Manager.Status '{}' 2>/dev/null | "
+          "grep -q '\"unrecordedLoads\":0[,}]' && exit 0; sleep 0.05; done" % SOCKET, check=False)
+
+
 def records(vm, module, outcome=None, unit="modgated.service"):
-    """modgate's provenance records for module in this boot's journal."""
+    """modgate's provenance records for module in this boot's journal, once the system's modgated
+    has written those it owes (settle())."""
+    if unit == "modgated.service":
+        settle(vm)
     matches = ["MODGATE_MODULE=" + module, "_BOOT_ID=" + vm.boot_id]
     if outcome:
         matches.append("MODGATE_OUTCOME=" + outcome)

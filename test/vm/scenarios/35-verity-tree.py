@@ -68,6 +68,10 @@ def test_tree_hash_loads(vm):
     assert r["MODGATE_PATH"] == "/usr/lib/modules/%s/%s" % (
         guest.kernel_release(vm), guest.dependencies(vm, MODULE)[0]), r
     assert "MODGATE_FSVERITY_DIGEST" not in r, r
+    # dm-verity fixes names with bytes: the file's name was checked, its .modinfo read after the load
+    # (before the daemon stopped) is in the record.
+    assert r["MODGATE_NAME_CHECK"] == "path" and r["MODGATE_FILE_MODULE"] == MODULE, r
+    assert r["MODGATE_SIGNER"] and "MODGATE_AFTER_LOAD" not in r, r
     assert guest.initstate(vm, MODULE) == "live"
 
 

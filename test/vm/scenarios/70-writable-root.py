@@ -16,6 +16,9 @@ CHANGED_MODULE = "tcp_scalable"
 NIC = "modgate-writable-nic"
 MANIFEST = "/var/lib/modgate/manifests/%s.sha256"
 SAVED = "/var/tmp/modgate-writable-saved.ko.xz"
+HELD_MODULE = "nlmon"           # its file made to hold OTHER_MODULE's bytes
+OTHER_MODULE = "ifb"
+HELD_SAVED = "/var/tmp/modgate-writable-held.ko.xz"
 
 
 def tree(vm):
@@ -89,6 +92,10 @@ def test_coldplug_on_manifest(vm):
         rel = r["MODGATE_PATH"][len(tree(vm)) + 1:]
         assert r["MODGATE_EVIDENCE"] == "manifest" and r["MODGATE_FSTYPE"] == "ext4", r
         assert r["MODGATE_PATH"].startswith(tree(vm) + "/") and r["MODGATE_SHA256"] == entries[rel], r
+        # Named by the path the manifest binds to these bytes; the .modinfo read after the load is
+        # in the record all the same, and says the same module.
+        assert r["MODGATE_NAME_CHECK"] == "path" and r["MODGATE_FILE_MODULE"] == r["MODGATE_MODULE"], r
+        assert "MODGATE_AFTER_LOAD" not in r and r["PRIORITY"] == "5", r
     denied = vm.journal("MODGATE_OUTCOME=denied", "_BOOT_ID=" + vm.boot_id)
     assert not denied, denied
     print("# loaded from the writable root on the manifest: %s" % " ".join(sorted(r["MODGATE_MODULE"] for r in recs)))
@@ -131,6 +138,23 @@ def test_changed_module_refused(vm):
     assert guest.initstate(vm, CHANGED_MODULE) == "absent"
 
 
+def test_other_module_bytes_refused(vm):
+    """nlmon's file holding ifb's bytes (a Debian 13 guest once said "nlmon loaded" while the kernel loaded ifb): the manifest refuses it, neither module loads"""
+    path, deps = guest.dependencies(vm, HELD_MODULE)
+    other, _ = guest.dependencies(vm, OTHER_MODULE)
+    live = guest.live_modules(vm)
+    assert deps == [] and live[HELD_MODULE] == 0 and live[OTHER_MODULE] == 0, (deps, live)
+    file = "%s/%s" % (tree(vm), path)
+    vm.sh("cp -a %s %s && cp %s/%s %s" % (file, HELD_SAVED, tree(vm), other, file))
+    reply, error = guest.load(vm, HELD_MODULE)
+    assert error == guest.UNTRUSTED and reply["module"] == HELD_MODULE, (error, reply)
+    assert "manifest: the file's SHA-256 is not the manifest's for %s" % path in reply["reason"], reply
+    recs = guest.records(vm, HELD_MODULE, "denied")
+    assert len(recs) == 1 and "MODGATE_FILE_MODULE" not in recs[0], recs
+    assert guest.initstate(vm, HELD_MODULE) == "absent" and guest.initstate(vm, OTHER_MODULE) == "absent"
+    print("# %s" % reply["reason"])
+
+
 def cleanup(vm):
     try:
         vm.qmp("device_del", id=NIC)
@@ -138,5 +162,7 @@ def cleanup(vm):
         pass
     path, _ = guest.dependencies(vm, CHANGED_MODULE)
     # The file as installed again, and a daemon that has not seen it changed (denials are remembered).
-    vm.sh("test -f %(saved)s && mv %(saved)s %(tree)s/%(path)s; systemctl stop modgated.service"
-          % {"saved": SAVED, "tree": tree(vm), "path": path}, check=False)
+    held, _ = guest.dependencies(vm, HELD_MODULE)
+    vm.sh("test -f %(saved)s && mv %(saved)s %(tree)s/%(path)s; test -f %(held_saved)s && mv %(held_saved)s "
+          "%(tree)s/%(held)s; systemctl stop modgated.service"
+          % {"saved": SAVED, "tree": tree(vm), "path": path, "held_saved": HELD_SAVED, "held": held}, check=False)
