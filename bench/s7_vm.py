@@ -63,6 +63,24 @@ def vm_modules(src):
     return image, machine
 
 
+def vm_prepare(b, subdir):
+    """This build installed in the guest image, and where QEMU can run it: (machine module, image
+    manifest, work directory, accelerator, why that one), or a string that says why no guest can run."""
+    image, machine = vm_modules(b.src)
+    why = machine.unavailable()
+    if why:
+        return why
+    # The guest gets modgate by `meson install` of this build, which wants every target built.
+    subprocess.run(["ninja", "-C", b.builddir], check=True, stdout=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    manifest = image.build(b.builddir)
+    print("    (guest image ready in %.0f s)" % (time.monotonic() - t0), flush=True)
+    workdir = os.path.join(b.results, subdir)
+    os.makedirs(workdir, exist_ok=True)
+    accel, accel_why = machine.probe_accel(manifest, workdir)
+    return machine, manifest, workdir, accel, accel_why
+
+
 def count_trace(text):
     """finit_module, init_module and delete_module calls by process name, and finit_module's failures
     by errno."""
@@ -210,18 +228,10 @@ def not_run(why):
 def run(b, vm=False):
     if not vm:
         return not_run("needs --vm")
-    image, machine = vm_modules(b.src)
-    why = machine.unavailable()
-    if why:
-        return not_run(why)
-    # The guest gets modgate by `meson install` of this build, which wants every target built.
-    subprocess.run(["ninja", "-C", b.builddir], check=True, stdout=subprocess.DEVNULL)
-    t0 = time.monotonic()
-    manifest = image.build(b.builddir)
-    print("    (guest image ready in %.0f s)" % (time.monotonic() - t0), flush=True)
-    base = os.path.join(b.results, "s7-vm")
-    os.makedirs(base, exist_ok=True)
-    accel, accel_why = machine.probe_accel(manifest, base)
+    prepared = vm_prepare(b, "s7-vm")
+    if isinstance(prepared, str):
+        return not_run(prepared)
+    machine, manifest, base, accel, accel_why = prepared
     boots = []
     for i in range(BOOTS_PER_MODE):
         for mode in MODES:

@@ -24,7 +24,7 @@ import time
 import numpy
 
 from common import Figure, fmt
-from s7_vm import vm_modules
+from s7_vm import vm_prepare
 
 MODES = ("off", "permissive", "enforce")
 CYCLES = 8                      # rounds per mode; cycle i starts with MODES[i % 3]
@@ -153,17 +153,10 @@ def not_run(why):
 def run(b, vm=False):
     if not vm:
         return not_run("needs --vm")
-    image, machine = vm_modules(b.src)
-    why = machine.unavailable()
-    if why:
-        return not_run(why)
-    subprocess.run(["ninja", "-C", b.builddir], check=True, stdout=subprocess.DEVNULL)
-    t0 = time.monotonic()
-    manifest = image.build(b.builddir)
-    print("    (guest image ready in %.0f s)" % (time.monotonic() - t0), flush=True)
-    workdir = os.path.join(b.results, "s8-guard")
-    os.makedirs(workdir, exist_ok=True)
-    accel, accel_why = machine.probe_accel(manifest, workdir)
+    prepared = vm_prepare(b, "s8-guard")
+    if isinstance(prepared, str):
+        return not_run(prepared)
+    machine, manifest, workdir, accel, accel_why = prepared
     m = machine.Machine(manifest, workdir, accel)
     try:
         m.boot(machine.BOOT_TIMEOUT[accel])
