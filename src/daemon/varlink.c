@@ -108,7 +108,6 @@ static int udev_device(Manager *m, const RequestContext *c, bool *ret_exists, ch
         return 0;
 }
 
-/* Who asks for a Load, as the request says; the peer's identity is added after. Borrows p's strings. */
 /* Load's and Explain's parameters, checked. Returns 1 with *p set, else the reply's result. */
 static int dispatch_load_parameters(sd_varlink *link, sd_json_variant *parameters, LoadParameters *p) {
         LoadRefusal refusal = {};
@@ -124,6 +123,7 @@ static int dispatch_load_parameters(sd_varlink *link, sd_json_variant *parameter
         return 1;
 }
 
+/* Who asks for a Load, as the request says; the peer's identity is added after. Borrows p's strings. */
 static Requester load_requester(const LoadParameters *p) {
         return (Requester) {
                 .name = (char *) p->name,
