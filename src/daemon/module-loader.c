@@ -19,6 +19,7 @@
 #include "module-name.h"
 #include "probe-client.h"
 #include "root-identity.h"
+#include "strv.h"
 #include "time-util.h"
 
 int loader_verify_root(TrustedRoot *r, void *userdata) {
@@ -175,6 +176,20 @@ static int manifest_relpath(const TrustedRoot *root, int fd, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+static uint64_t usec_sub(uint64_t a, uint64_t b) {
+        return a > b ? a - b : 0;
+}
+
+/* The SHA-256 of the file's bytes into r, its time counted in the hash stage. */
+static int hash_timed(int fd, ModuleResult *r) {
+        uint64_t start = now_usec();
+        int q;
+
+        q = sha256_fd(fd, r->sha256);
+        r->hash_usec += now_usec() - start;
+        return q;
+}
+
 static void check_manifest(const TrustedRoot *root, int fd, ModuleResult *r, TrustInput *in, char **detail) {
         _cleanup_free_ char *rel = NULL;
         const uint8_t *want;
@@ -192,7 +207,7 @@ static void check_manifest(const TrustedRoot *root, int fd, ModuleResult *r, Tru
                                               "the file is not below the root's directory";
                 return;
         }
-        q = sha256_fd(fd, r->sha256);
+        q = hash_timed(fd, r);
         if (q < 0) {
                 in->manifest = MANIFEST_UNAVAILABLE;
                 in->manifest_detail = "the file cannot be read";
@@ -259,6 +274,13 @@ static int record_origin(const Origin *o, ModuleResult *r) {
         return 0;
 }
 
+static bool loop_needs_probe(const Origin *o) {
+        for (; o; o = o->below)
+                if (origin_loop_needs_probe(o))
+                        return true;
+        return false;
+}
+
 /* The origin check: the evidence of where the bytes come from, decided by trust_decide(). */
 static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r) {
         _cleanup_(origin_freep) Origin *o = NULL;
@@ -271,6 +293,7 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
                 .fsverity_digests = root->fsverity_digests,
                 .require_ima = root->require_ima,
         };
+        uint64_t start;
         int q;
 
         /* A failure to look is not a verdict on the file: failed, not denied (denials are remembered). */
@@ -287,15 +310,26 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
                                          strerrordesc_np(-q));
         /* The table of the file system's own device, asked for each load: a device-mapper table
          * can be replaced under a mounted file system, and a device made again under the same number
-         * is another instance (the prober checks diskseq). */
+         * is another instance (the prober checks diskseq). Only where a root hash is allowed: without
+         * one no table can vouch (an LVM or LUKS root is device-mapper too), and the prober would be
+         * asked on every load for nothing but the record's MODGATE_DM_TARGET. */
         if (root->evidence & EVIDENCE_MASK(EVIDENCE_VERITY) && o->device_mapper &&
-            probe_dm_table(ctx->probe_address, o) < 0)
-                return -ENOMEM;
+            (strv_length(root->root_hashes) > 0 || strv_length(ctx->cmdline_root_hashes) > 0)) {
+                start = now_usec();
+                q = probe_dm_table(ctx->probe_address, o);
+                r->probe_usec += now_usec() - start;
+                if (q < 0)
+                        return -ENOMEM;
+        }
         /* A loop device's backing file, opened by a path, is evidence only if it is the file the
          * device reads; asked each load too, as a loop device can be given another file. */
-        if (root->evidence & EVIDENCE_MASK(EVIDENCE_READ_ONLY) &&
-            probe_loop_backing(ctx->probe_address, o) < 0)
-                return -ENOMEM;
+        if (root->evidence & EVIDENCE_MASK(EVIDENCE_READ_ONLY) && loop_needs_probe(o)) {
+                start = now_usec();
+                q = probe_loop_backing(ctx->probe_address, o);
+                r->probe_usec += now_usec() - start;
+                if (q < 0)
+                        return -ENOMEM;
+        }
         if (origin_verify_backing(o) < 0)
                 return -ENOMEM;
         if (record_origin(o, r) < 0)
@@ -420,18 +454,13 @@ static int check_name_from_path(const TrustedRoot *root, int fd, ModuleResult *r
 
 static int hash_file(int fd, ModuleResult *r);
 
-/* The checks on the open file, in order; the first that fails leaves its reason in r. The bytes are
- * hashed before the name is read from them: with ahead (a check of the same path made while the
- * module's dependencies loaded), its name and signature are taken instead of decompressing the file
- * again when the bytes hash the same as then. */
-static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
-                      LoaderPrepared *ahead) {
+/* check_file()'s checks after the origin's. The bytes are hashed before the name is read from them:
+ * with ahead (a check of the same path made while the module's dependencies loaded), its name and
+ * signature are taken instead of decompressing the file again when the bytes hash the same as then. */
+static int check_name_and_signer(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
+                                 LoaderPrepared *ahead) {
         bool same;
         int q;
-
-        q = check_origin(ctx, root, fd, r);
-        if (q < 0 || r->reason)
-                return q;
 
         q = check_compression(ctx, fd, r);
         if (q < 0 || r->reason)
@@ -456,6 +485,25 @@ static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, M
         return check_signer(ctx, root, r);
 }
 
+/* The checks on the open file, in order; the first that fails leaves its reason in r, and the time of
+ * each stage. */
+static int check_file(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
+                      LoaderPrepared *ahead) {
+        uint64_t start = now_usec(), hashed;
+        int q;
+
+        q = check_origin(ctx, root, fd, r);
+        r->origin_usec = usec_sub(now_usec() - start, r->probe_usec + r->hash_usec);
+        if (q < 0 || r->reason)
+                return q;
+
+        start = now_usec();
+        hashed = r->hash_usec;
+        q = check_name_and_signer(ctx, root, fd, r, ahead);
+        r->name_usec = usec_sub(now_usec() - start, r->hash_usec - hashed);
+        return q;
+}
+
 /* Every record of an opened file says which bytes it was, whatever the decision: hashed here from the
  * fd that goes to finit_module(), unless the manifest check hashed it already. Only a regular file (a
  * device node in a writable tree could be read for ever); one that would be loaded is not loaded
@@ -465,7 +513,7 @@ static int hash_file(int fd, ModuleResult *r) {
 
         if (r->have_sha256 || !r->have_origin || !S_ISREG(r->origin.mode))
                 return 0;
-        q = sha256_fd(fd, r->sha256);
+        q = hash_timed(fd, r);
         if (q == -ENOMEM)
                 return q;
         if (q < 0 && !r->reason)
@@ -505,14 +553,18 @@ static int open_checked(const LoadContext *ctx, ModuleResult *r, LoaderPrepared 
         _cleanup_close_ int fd = -EBADF;
         TrustedRoot *root = NULL;
         const char *rel = NULL;
+        uint64_t start = now_usec();
         int q;
 
         q = pinned_root(ctx, r, &root, &rel);
-        if (q < 0 || r->reason)
+        if (q < 0 || r->reason) {
+                r->open_usec = now_usec() - start;
                 return q;
+        }
 
         /* Leaving the root, and a socket (ENXIO), are verdicts on the file; anything else is not. */
         fd = trusted_root_open_file(root, rel);
+        r->open_usec = now_usec() - start;
         if (fd < 0)
                 return module_result_set(r, fd == -EXDEV || fd == -ELOOP || fd == -ENXIO ? OUTCOME_DENIED :
                                          OUTCOME_FAILED, fd, "%s", trust_open_error_to_string(fd));
@@ -627,6 +679,7 @@ static void module_result_forget_checks(ModuleResult *r) {
         r->compression = 0;
         r->flags = 0;
         r->duration_usec = r->check_usec = r->init_usec = 0;
+        r->open_usec = r->origin_usec = r->probe_usec = r->hash_usec = r->name_usec = 0;
 }
 
 int loader_prepare(const LoadContext *ctx, ModuleResult *r, LoaderPrepared *ret) {

@@ -461,6 +461,10 @@ static int origin_collect_at(int fd, unsigned depth, Origin **ret) {
         return 0;
 }
 
+bool origin_loop_needs_probe(const Origin *o) {
+        return o->backing == BACKING_LOOP && !o->backing_known && o->below && major(o->loop_dev) != 0;
+}
+
 int origin_verify_backing(Origin *o) {
         for (; o; o = o->below) {
                 Origin *b = o->below;

@@ -132,4 +132,7 @@ int origin_collect(int fd, Origin **ret);
 /* Keeps a loop device's backing file as evidence only when it is the file the loop device reads:
  * the file opened by path must have the device and inode the kernel holds. Otherwise below is
  * dropped, and below_detail says why. Returns 0 or -ENOMEM. */
+/* Whether o is a loop device whose file the prober must name (this process could not open the
+ * device): probe_loop_backing() asks for such layers. */
+bool origin_loop_needs_probe(const Origin *o);
 int origin_verify_backing(Origin *o);

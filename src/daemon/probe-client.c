@@ -425,7 +425,7 @@ int probe_loop_backing(const char *address, Origin *o) {
                 ProbeCall c = {};
                 int r;
 
-                if (o->backing != BACKING_LOOP || o->backing_known || !o->below || major(o->loop_dev) == 0)
+                if (!origin_loop_needs_probe(o))
                         continue;
                 r = sd_json_buildo(&parameters,
                                    SD_JSON_BUILD_PAIR_UNSIGNED("major", major(o->loop_dev)),

@@ -15,7 +15,7 @@
 #include "record-journal.h"
 #include "strv.h"
 
-#define FIELDS_MAX 96
+#define FIELDS_MAX 112
 #define BLACKLISTED_FIELDS_MAX 16
 
 typedef struct Record {
@@ -344,6 +344,13 @@ void journal_record_module(const Requesters *all, const ModuleResult *r) {
         record_add(&rec, "MODGATE_WAIT_USEC=%llu", (unsigned long long) r->wait_usec);
         record_add(&rec, "MODGATE_CHECK_USEC=%llu", (unsigned long long) r->check_usec);
         record_add(&rec, "MODGATE_INIT_USEC=%llu", (unsigned long long) r->init_usec);
+        if (r->check_usec > 0) {
+                record_add(&rec, "MODGATE_OPEN_USEC=%llu", (unsigned long long) r->open_usec);
+                record_add(&rec, "MODGATE_ORIGIN_USEC=%llu", (unsigned long long) r->origin_usec);
+                record_add(&rec, "MODGATE_PROBE_USEC=%llu", (unsigned long long) r->probe_usec);
+                record_add(&rec, "MODGATE_HASH_USEC=%llu", (unsigned long long) r->hash_usec);
+                record_add(&rec, "MODGATE_NAME_USEC=%llu", (unsigned long long) r->name_usec);
+        }
         record_send(&rec);
 }
 

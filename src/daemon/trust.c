@@ -217,6 +217,10 @@ const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size
                 snprintf(buf, size, "the %s file system is not on a block device", o->file.fstype);
         else if (!o->device_mapper)
                 snprintf(buf, size, "%s is not a device-mapper device", o->device);
+        else if (strv_length(in->root_hashes) == 0 && strv_length(in->cmdline_root_hashes) == 0)
+                /* Its table is not read then (check_origin()). */
+                snprintf(buf, size, "no RootHash= is set, and the kernel command line names none, for %s",
+                         o->device);
         else if (t->error < 0)
                 snprintf(buf, size, "%s's table cannot be read: %s", o->device,
                          t->error_detail ?: strerrordesc_np(-t->error) ?: "unknown error");
@@ -238,9 +242,7 @@ const char *trust_dm_verity_failure(const TrustInput *in, char *buf, size_t size
                          o->device);
         else if (!strv_contains(in->root_hashes, t->root_hash) &&
                  !strv_contains(in->cmdline_root_hashes, t->root_hash))
-                snprintf(buf, size, "%s's root hash %s is not allowed%s", o->device, t->root_hash,
-                         strv_length(in->root_hashes) + strv_length(in->cmdline_root_hashes) == 0 ?
-                         " (no RootHash= is set, and the kernel command line names none)" : "");
+                snprintf(buf, size, "%s's root hash %s is not allowed", o->device, t->root_hash);
         else
                 return NULL;
         return buf;

@@ -170,6 +170,11 @@ def main():
             assert stage["CHECK"] + stage["INIT"] <= stage["DURATION"], (name, stage)
             assert stage["WAIT"] + stage["CHECK"] + stage["INIT"] <= took, (name, stage, took)
             assert stage["INIT"] >= 200000, (name, stage)
+            # The check divided: disjoint parts of it, so no more than the whole; every load opens,
+            # looks at the origin and hashes the file.
+            part = {f: int(rec["MODGATE_%s_USEC" % f]) for f in ("OPEN", "ORIGIN", "PROBE", "HASH", "NAME")}
+            assert sum(part.values()) <= stage["CHECK"], (name, part, stage)
+            assert part["HASH"] > 0 and part["OPEN"] + part["ORIGIN"] > 0, (name, part)
         top = {f: int(recs[DEPS]["MODGATE_%s_USEC" % f]) for f in ("WAIT", "CHECK", "INIT")}
         assert top["WAIT"] >= 200000, top
         print("# %s: waited %d us, checks %d us, init %d us; the call %d us" %

@@ -33,6 +33,23 @@ def tree_hash(vm):
     return vm.manifest["roothash"]
 
 
+def test_no_hash_unasked(vm):
+    """no root hash allowed anywhere: refused without asking the prober (no table could vouch), and said so"""
+    tree_hash(vm)
+    assert guest.live_modules(vm)[MODULE] == 0, "%s is loaded already" % MODULE
+    reply, error = guest.load_with(vm, UNIT + "-none", ADDRESS, "[Trust]\nEvidence=verity\n", MODULE)
+    assert error == guest.UNTRUSTED, (error, reply)
+    device = guest.dm_kernel_name(vm, guest.MODULES_DEVICE)
+    assert "no RootHash= is set, and the kernel command line names none, for %s" % device in reply["reason"], reply
+    recs = guest.records(vm, MODULE, "denied", unit=UNIT + "-none.service")
+    assert len(recs) == 1, recs
+    r = recs[0]
+    # The device is named (sysfs says it is device-mapper); its table was not read.
+    assert r["MODGATE_DM_DEVICE"] == device and "MODGATE_DM_TARGET" not in r, r
+    assert "MODGATE_VERITY_ROOT_HASH" not in r and r["MODGATE_PROBE_USEC"] == "0", r
+    assert guest.initstate(vm, MODULE) == "absent"
+
+
 def test_other_hash_refused(vm):
     """another root hash allowlisted: the module on the verity tree is refused, naming its hash"""
     roothash = tree_hash(vm)
@@ -68,6 +85,10 @@ def test_tree_hash_loads(vm):
     assert r["MODGATE_PATH"] == "/usr/lib/modules/%s/%s" % (
         guest.kernel_release(vm), guest.dependencies(vm, MODULE)[0]), r
     assert "MODGATE_FSVERITY_DIGEST" not in r, r
+    # The check's stages: the prober was asked (a root hash is allowed), and the parts add up to at
+    # most the whole (disjoint parts of the check).
+    stages = [int(r["MODGATE_%s_USEC" % s]) for s in ("OPEN", "ORIGIN", "PROBE", "HASH", "NAME")]
+    assert stages[2] > 0 and sum(stages) <= int(r["MODGATE_CHECK_USEC"]), r
     # dm-verity fixes names with bytes: the file's name was checked, its .modinfo read after the load
     # (before the daemon stopped) is in the record.
     assert r["MODGATE_NAME_CHECK"] == "path" and r["MODGATE_FILE_MODULE"] == MODULE, r
