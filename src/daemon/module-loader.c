@@ -386,6 +386,13 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         return 0;
 }
 
+/* The signer rule of the request's source, or NULL. */
+static const SignerRule *source_signer(const LoadContext *ctx, const ModuleResult *r) {
+        if (!ctx->source_signers || r->source < 0 || r->source >= _SOURCE_MAX)
+                return NULL;
+        return &ctx->source_signers[r->source];
+}
+
 /* The signer rules of the root and of the request's source (docs/guard.md), on the signature the
  * name check read with the name: before the load, and the guard lets the kernel read only these
  * bytes. */
@@ -395,18 +402,20 @@ static int check_signer(const LoadContext *ctx, const TrustedRoot *root, ModuleR
                 .signer = r->modinfo.signer,
                 .key = r->modinfo.signature_key,
         };
+        const SignerRule *source = source_signer(ctx, r);
         _cleanup_free_ char *what = NULL, *reason = NULL;
-        int q;
+        int q = 1;
 
-        if (asprintf(&what, "trusted root %s", root->path) < 0)
-                return -ENOMEM;
-        q = signer_rule_check(&root->signer, what, &seen, &reason);
-        if (q > 0 && ctx->source_signers && r->source >= 0 && r->source < _SOURCE_MAX) {
-                free(what);
-                what = NULL;
+        if (signer_rule_active(&root->signer)) {
+                if (asprintf(&what, "trusted root %s", root->path) < 0)
+                        return -ENOMEM;
+                q = signer_rule_check(&root->signer, what, &seen, &reason);
+        }
+        if (q > 0 && signer_rule_active(source)) {
+                what = mfree(what);
                 if (asprintf(&what, "[Source] %s", request_source_to_string(r->source)) < 0)
                         return -ENOMEM;
-                q = signer_rule_check(&ctx->source_signers[r->source], what, &seen, &reason);
+                q = signer_rule_check(source, what, &seen, &reason);
                 /* The root's rule is about the file, for every request; a source's about this one. */
                 r->by_source = q == 0;
         }
@@ -419,9 +428,7 @@ static int check_signer(const LoadContext *ctx, const TrustedRoot *root, ModuleR
 
 /* Whether a signer rule applies to the load: it needs the file's signature before the load. */
 static bool signer_rule_applies(const LoadContext *ctx, const TrustedRoot *root, const ModuleResult *r) {
-        return signer_rule_active(&root->signer) ||
-                (ctx->source_signers && r->source >= 0 && r->source < _SOURCE_MAX &&
-                 signer_rule_active(&ctx->source_signers[r->source]));
+        return signer_rule_active(&root->signer) || signer_rule_active(source_signer(ctx, r));
 }
 
 /* The name check where the evidence binds each path to its bytes (modinfo_needed_before_load()): the
