@@ -35,6 +35,11 @@ from common import Figure
 
 BOOTS_PER_MODE = 3     # the issue's "at least three boots each way, alternating, medians"
 MODES = ("modgate", "stock udev")
+# Where the guest's module tree is: its own image's erofs on dm-verity (the guest names no root hash,
+# so read-only evidence vouches there, which does not bind a name to bytes: the .modinfo is read
+# before each load), and the same tree as plain files on the writable ext4 root, as a Debian install
+# has it (the kernel-install manifest vouches, and the name comes from the path).
+LAYOUTS = (("verity tree", ""), ("writable root", "modgate_vm.modules=writable"))
 # QEMU devices hotplugged in turn: neither driver is loaded before (the guest has no NIC at boot).
 NICS = (("e1000", "e1000"), ("virtio-net-pci", "virtio_net"))
 TRACE_EVENTS = ("syscalls:sys_enter_finit_module,syscalls:sys_exit_finit_module,"
@@ -161,10 +166,12 @@ def cpu_seconds(m):
 
 
 def stage_sums(m):
-    """modgated's loads this boot: how many, and the sum of each stage its records carry (seconds)."""
+    """modgated's loads this boot: how many, the sum of each stage its records carry (seconds), and how
+    many loads each evidence and name check had ("read-only/modinfo": 30)."""
     out = m.sh("journalctl -b -o json --no-pager _SYSTEMD_UNIT=modgated.service MODGATE_OUTCOME=loaded",
                timeout=120, check=False).out
     sums = {s.lower(): 0.0 for s in STAGES}
+    evidence = {}
     n = 0
     for line in out.splitlines():
         try:
@@ -174,7 +181,9 @@ def stage_sums(m):
         n += 1
         for s in STAGES + CHECK_PARTS:
             sums[s.lower()] = sums.get(s.lower(), 0.0) + int(r.get("MODGATE_%s_USEC" % s, 0) or 0) / 1e6
-    return n, sums
+        key = "%s/%s" % (r.get("MODGATE_EVIDENCE", "-"), r.get("MODGATE_NAME_CHECK", "-"))
+        evidence[key] = evidence.get(key, 0) + 1
+    return n, sums, evidence
 
 
 def hotplug(m, driver, nic_id):
@@ -202,8 +211,9 @@ def hotplug(m, driver, nic_id):
     return result["t"] - t0, result["r"].out.strip()
 
 
-def one_boot(machine, manifest, workdir, accel, mode):
-    append = APPEND + (" modgate_vm.stock_udev" if mode != "modgate" else "")
+def one_boot(machine, manifest, workdir, accel, mode, layout):
+    append = " ".join(w for w in (APPEND, dict(LAYOUTS)[layout], "modgate_vm.stock_udev" if mode != "modgate" else "")
+                      if w)
     m = machine.Machine(manifest, workdir, accel, append=append)
     try:
         took = m.boot(machine.BOOT_TIMEOUT[accel])
@@ -245,19 +255,19 @@ def one_boot(machine, manifest, workdir, accel, mode):
         calls, inits, deletes, failures = count_trace(trace)
         finit_time = finit_seconds(trace)
         helpers, helper_s = helper_lives(trace)
-        recorded, stages = stage_sums(m) if mode == "modgate" else (0, {})
+        recorded, stages, evidence = stage_sums(m) if mode == "modgate" else (0, {}, {})
         with open(os.path.join(workdir, "trace.txt"), "w") as f:
             f.write(trace)
         initrd = set(m.sh("cat /run/modgate-vm/initrd-modules").out.split())
         live = len(m.sh("cat /proc/modules").out.splitlines())
-        return {"mode": mode, "boot_seconds": took, "coldplug_s": (settled - trigger) / 1e6,
+        return {"mode": mode, "layout": layout, "boot_seconds": took, "coldplug_s": (settled - trigger) / 1e6,
                 "settled_since_kernel_s": settled / 1e6, "hotplug": hot, "finit_by_comm": calls,
                 "finit_calls": sum(calls.values()), "init_module_calls": sum(inits.values()),
                 "init_by_comm": inits, "delete_by_comm": deletes, "finit_failures_by_errno": failures, "initrd_modules": len(initrd),
                 "live_modules": live, "modalias_events": modaliases,
                 "modgated_starts": int(starts.out.strip() or 0), "finit_seconds_by_comm": finit_time,
                 "loader_finit_s": finit_time.get("modgated" if mode == "modgate" else "(udev-worker)", 0.0),
-                "recorded_loads": recorded, "stages_s": stages, "cpu_s": cpu, "helper_runs": helpers,
+                "recorded_loads": recorded, "stages_s": stages, "evidence": evidence, "cpu_s": cpu, "helper_runs": helpers,
                 "helper_s": helper_s, "workdir": workdir}
     finally:
         m.close()
@@ -276,38 +286,48 @@ def run(b, vm=False):
         return not_run(prepared)
     machine, manifest, base, accel, accel_why = prepared
     boots = []
-    for i in range(BOOTS_PER_MODE):
-        for mode in MODES:
-            workdir = os.path.join(base, "boot-%d-%s" % (len(boots) + 1, mode.replace(" ", "-")))
-            r = one_boot(machine, manifest, workdir, accel, mode)
-            boots.append(r)
-            print("    boot %d (%s): coldplug %.2f s (%d events with a modalias), settled %.2f s after the kernel "
-                  "started, hotplug %s, finit_module %s (failed: %s), init_module %d, delete_module %s, %d modules live, "
-                  "modgated started %d times; inside finit_module() %s; modgated's %d loads' stages %s; "
-                  "modgate-udev ran %d times, %.3f s summed; CPU until booted %s" % (
-                      len(boots), mode, r["coldplug_s"], r["modalias_events"], r["settled_since_kernel_s"],
-                      ", ".join("%s %.3f s (modgated %s)" % (k, v["seconds"], v["modgated_before"])
-                                for k, v in r["hotplug"].items()),
-                      r["finit_by_comm"], r["finit_failures_by_errno"] or "none", r["init_module_calls"],
-                      r["delete_by_comm"] or 0, r["live_modules"], r["modgated_starts"],
-                      ", ".join("%s %.3f s" % kv for kv in sorted(r["finit_seconds_by_comm"].items())),
-                      r["recorded_loads"], ", ".join("%s %.3f s" % kv for kv in r["stages_s"].items()) or "-",
-                      r["helper_runs"], r["helper_s"], ", ".join("%s %.2f s" % kv for kv in r["cpu_s"].items())),
-                  flush=True)
-    return figures(boots, accel), {"accel": accel, "accel_why": accel_why, "append": APPEND, "boots": boots,
-                                   "plot": lambda path: plot(path, boots)}
+    for layout, _ in LAYOUTS:
+        for i in range(BOOTS_PER_MODE):
+            for mode in MODES:
+                workdir = os.path.join(base, "boot-%d-%s-%s" % (len(boots) + 1, layout.split()[0],
+                                                               mode.replace(" ", "-")))
+                r = one_boot(machine, manifest, workdir, accel, mode, layout)
+                boots.append(r)
+                report(len(boots), r)
+    return [f for layout, _ in LAYOUTS for f in figures(boots, accel, layout)], {
+        "accel": accel, "accel_why": accel_why, "append": APPEND, "layouts": dict(LAYOUTS), "boots": boots,
+        "plot": lambda path: plot(path, boots)}
+
+
+def report(n, r):
+    print("    boot %d (%s, %s): coldplug %.2f s (%d events with a modalias), settled %.2f s after the kernel "
+          "started, hotplug %s, finit_module %s (failed: %s), init_module %d, delete_module %s, %d modules live, "
+          "modgated started %d times; inside finit_module() %s; modgated's %d loads (%s), stages %s; "
+          "modgate-udev ran %d times, %.3f s summed; CPU until booted %s" % (
+              n, r["layout"], r["mode"], r["coldplug_s"], r["modalias_events"], r["settled_since_kernel_s"],
+              ", ".join("%s %.3f s (modgated %s)" % (k, v["seconds"], v["modgated_before"])
+                        for k, v in r["hotplug"].items()),
+              r["finit_by_comm"], r["finit_failures_by_errno"] or "none", r["init_module_calls"],
+              r["delete_by_comm"] or 0, r["live_modules"], r["modgated_starts"],
+              ", ".join("%s %.3f s" % kv for kv in sorted(r["finit_seconds_by_comm"].items())),
+              r["recorded_loads"], ", ".join("%s %d" % kv for kv in sorted(r["evidence"].items())) or "-",
+              ", ".join("%s %.3f s" % kv for kv in r["stages_s"].items()) or "-",
+              r["helper_runs"], r["helper_s"], ", ".join("%s %.2f s" % kv for kv in r["cpu_s"].items())),
+          flush=True)
 
 
 def median_of(boots, mode, get):
     return statistics.median(get(r) for r in boots if r["mode"] == mode)
 
 
-def figures(boots, accel):
+def figures(boots, accel, layout):
+    boots = [r for r in boots if r["layout"] == layout]
+
     def pair(what, get, unit, target, better):
         mg, st = median_of(boots, "modgate", get), median_of(boots, "stock udev", get)
         met = better(mg, st) if target else None
-        return Figure(7, what, mg, unit, anchor="stock udev", anchor_value=st, target=target, met=met,
-                      ratio=mg / st if st else None,
+        return Figure(7, "%s: %s" % (layout, what), mg, unit, anchor="stock udev", anchor_value=st, target=target,
+                      met=met, ratio=mg / st if st else None,
                       note="median of %d boots each way, %s" % (BOOTS_PER_MODE, accel))
 
     out = [pair("coldplug, udev-trigger start to settle", lambda r: r["coldplug_s"], "s", "≤ 1.00",
@@ -327,11 +347,15 @@ def figures(boots, accel):
     n = median_of(boots, "modgate", lambda r: r["recorded_loads"])
     for s in STAGES + CHECK_PARTS:
         v = median_of(boots, "modgate", lambda r, s=s: r["stages_s"].get(s.lower(), 0.0))
-        out.append(Figure(7, "modgated's loads, MODGATE_%s_USEC summed" % s, v, "s", target=None, met=None,
+        out.append(Figure(7, "%s: modgated's loads, MODGATE_%s_USEC summed" % (layout, s), v, "s", target=None, met=None,
                           note="median of %d boots, %d loads each (median)" % (BOOTS_PER_MODE, n)))
-    out.append(Figure(7, "modgate-udev's runs, exec to exit summed", median_of(
+    out.append(Figure(7, "%s: modgate-udev's runs, exec to exit summed" % layout, median_of(
         boots, "modgate", lambda r: r["helper_s"]), "s", target=None, met=None, note="median of %d boots, %d runs "
         "(median)" % (BOOTS_PER_MODE, median_of(boots, "modgate", lambda r: r["helper_runs"]))))
+    evidence = sorted({e for r in boots for e in r["evidence"]})
+    out.append(Figure(7, "%s: modgated's loads by evidence and name check" % layout, ", ".join(
+        "%s %g" % (e, median_of(boots, "modgate", lambda r, e=e: r["evidence"].get(e, 0))) for e in evidence),
+        "", target=None, met=None, note="median of %d boots" % BOOTS_PER_MODE))
     # The guest's CPU time until the boot finished: what modgate adds to the two virtual CPUs.
     out.append(pair("guest CPU time until booted", lambda r: r["cpu_s"]["guest"], "s", None, None))
     for u in CPU_UNITS:
@@ -344,9 +368,9 @@ def plot(path, boots):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 3, figsize=(15, 5))
+    fig, ax = plt.subplots(1, 3, figsize=(24, 6))
     colors = {"modgate": "tab:blue", "stock udev": "tab:orange"}
-    labels = ["%d\n%s" % (i + 1, r["mode"]) for i, r in enumerate(boots)]
+    labels = ["%d\n%s\n%s" % (i + 1, r["layout"].split()[0], r["mode"]) for i, r in enumerate(boots)]
     c = [colors[r["mode"]] for r in boots]
     ax[0].bar(labels, [r["coldplug_s"] for r in boots], color=c)
     ax[0].set(title="coldplug: udev-trigger start to settle", ylabel="s")

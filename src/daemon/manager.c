@@ -242,10 +242,11 @@ static int on_prober_gone(sd_event_source *s, int fd, uint32_t revents, void *us
 
 /* modgate-probe is socket-activated and exits after 10 s without a connection; starting it again
  * costs a service start on the path of the next load (seconds in a slow VM: bench scenario 7 saw it
- * delay a hotplugged NIC's driver by 2.7 to 4.1 s). With a root that takes verity evidence, an idle
- * connection is held to it for as long as this instance runs: the connect also starts the prober at
- * once, beside this daemon's own start, rather than when the first root is verified. Nothing is
- * sent on it; the prober answers each table read on a connection of its own, as before. */
+ * delay a hotplugged NIC's driver by 2.7 to 4.1 s). Where loads may ask it (root_may_ask_prober()), an
+ * idle connection is held to it for as long as this instance runs: the connect also starts the prober
+ * at once, beside this daemon's own start, rather than when the first root is verified. Nothing is
+ * sent on it; the prober answers each table read on a connection of its own, as before. Where no load
+ * asks, it is not started for them (a service start costs CPU during coldplug: 0.4 s under TCG). */
 static void manager_hold_prober(Manager *m) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         const char *address = m->probe_address ?: PROBE_ADDRESS;
@@ -269,6 +270,26 @@ static void manager_hold_prober(Manager *m) {
                 return;
         }
         TAKE_FD(fd);
+}
+
+/* Whether loads beneath a root may ask the prober: for a device-mapper table where verity may vouch (a
+ * root hash is allowed, check_origin()), for a loop device's file where read-only may, and the root
+ * is on a loop device or not pinned yet (t NULL: before the pins). The pin itself asks for a
+ * device-mapper root's table once (root_identity_of()), which starts the prober by its socket. */
+static bool root_may_ask_prober(const Manager *m, const RootConfig *c, TrustedRoot *t) {
+        _cleanup_(origin_freep) Origin *o = NULL;
+
+        if (c->evidence & EVIDENCE_MASK(EVIDENCE_VERITY) &&
+            (strv_length(c->root_hashes) > 0 || strv_length(m->cmdline_root_hashes) > 0))
+                return true;
+        if (!t || !(c->evidence & EVIDENCE_MASK(EVIDENCE_READ_ONLY)))
+                return false;
+        if (t->fd < 0 || origin_collect(t->fd, &o) < 0)
+                return true;
+        for (const Origin *i = o; i; i = i->below)
+                if (origin_loop_needs_probe(i))
+                        return true;
+        return false;
 }
 
 /* The roots config_trusted_roots() made, freed with their count. */
@@ -319,7 +340,7 @@ static int manager_pin_roots(Manager *m) {
         if (configs.n < 0)
                 return log_error_errno(configs.n, "Failed to determine the trusted roots: %m");
         for (int i = 0; i < configs.n; i++)
-                if (configs.array[i].evidence & EVIDENCE_MASK(EVIDENCE_VERITY))
+                if (root_may_ask_prober(m, &configs.array[i], NULL))
                         manager_hold_prober(m);
 
         m->roots = calloc(configs.n, sizeof(TrustedRoot *));
@@ -329,6 +350,8 @@ static int manager_pin_roots(Manager *m) {
                 r = manager_add_root(m, &configs.array[i], i == 0);
                 if (r < 0)
                         return r;
+                if (root_may_ask_prober(m, &configs.array[i], m->roots[i]))
+                        manager_hold_prober(m);
         }
         return 0;
 }
@@ -579,11 +602,12 @@ int manager_startup(Manager *m) {
                 log_warning_errno(r,
                                   "Ignoring the trusted roots' records of the fd store, roots are recorded "
                                   "anew: %m");
-        r = manager_pin_roots(m);
+        /* Before the roots: whether they may need the prober depends on roothash= and usrhash=. */
+        r = manager_read_cmdline(m);
         if (r < 0)
                 return r;
 
-        r = manager_read_cmdline(m);
+        r = manager_pin_roots(m);
         if (r < 0)
                 return r;
 

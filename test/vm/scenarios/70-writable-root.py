@@ -98,6 +98,10 @@ def test_coldplug_on_manifest(vm):
         assert "MODGATE_AFTER_LOAD" not in r and r["PRIORITY"] == "5", r
     denied = vm.journal("MODGATE_OUTCOME=denied", "_BOOT_ID=" + vm.boot_id)
     assert not denied, denied
+    # No load here asks the prober (no device-mapper, no loop device), so nothing started it this boot.
+    assert all(r["MODGATE_PROBE_USEC"] == "0" for r in recs), [r["MODGATE_PROBE_USEC"] for r in recs]
+    started = vm.sh("systemctl show -P ExecMainStartTimestampMonotonic modgate-probe.service").out.strip()
+    assert started in ("", "0"), "modgate-probe.service started at %s us" % started
     print("# loaded from the writable root on the manifest: %s" % " ".join(sorted(r["MODGATE_MODULE"] for r in recs)))
 
 
