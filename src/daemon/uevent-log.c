@@ -98,23 +98,51 @@ static Uevent *entry(UeventLog *l, size_t i) {
         return &l->ring[(l->first + i) % UEVENT_LOG_MAX];
 }
 
+/* The index of the first entry whose SEQNUM is seqnum or later (l->n when none is). */
+static size_t lower_bound(UeventLog *l, uint64_t seqnum) {
+        size_t lo = 0, hi = l->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (entry(l, mid)->seqnum < seqnum)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 int uevent_log_add(UeventLog *l, Uevent *u) {
-        Uevent *slot;
+        size_t at;
 
         assert(l);
 
-        if (l->n > 0 && u->seqnum <= entry(l, l->n - 1)->seqnum)
+        at = lower_bound(l, u->seqnum);
+        if (at < l->n && entry(l, at)->seqnum == u->seqnum)
                 return -EINVAL;
         if (l->n == UEVENT_LOG_MAX) {
+                Uevent *oldest = entry(l, 0);
+
+                /* Older than all that is kept: it would be forgotten first. */
+                if (at == 0) {
+                        uevent_log_blind_until(l, u->seqnum);
+                        uevent_done(u);
+                        return 0;
+                }
                 /* Forgotten: what udevd still asks about it, sysfs answers. */
-                slot = entry(l, 0);
-                uevent_log_blind_until(l, slot->seqnum);
-                uevent_done(slot);
+                uevent_log_blind_until(l, oldest->seqnum);
+                uevent_done(oldest);
                 l->first = (l->first + 1) % UEVENT_LOG_MAX;
                 l->n--;
+                at--;
         }
-        slot = entry(l, l->n++);
-        *slot = *u;
+        /* Usually the last: SEQNUMs are taken before the kernel's broadcast, which another CPU's event
+         * may pass, so a few come out of order. */
+        for (size_t i = l->n; i > at; i--)
+                *entry(l, i) = *entry(l, i - 1);
+        *entry(l, at) = *u;
+        l->n++;
         *u = (Uevent) {};
         return 0;
 }
@@ -126,20 +154,9 @@ void uevent_log_blind_until(UeventLog *l, uint64_t seqnum) {
 }
 
 static const Uevent *find(UeventLog *l, uint64_t seqnum) {
-        size_t lo = 0, hi = l->n;
+        size_t at = lower_bound(l, seqnum);
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                const Uevent *u = entry(l, mid);
-
-                if (u->seqnum == seqnum)
-                        return u;
-                if (u->seqnum < seqnum)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
+        return at < l->n && entry(l, at)->seqnum == seqnum ? entry(l, at) : NULL;
 }
 
 UeventMatch uevent_log_match(UeventLog *l, int64_t seqnum, const char *devpath, const char *action,

@@ -55,8 +55,10 @@ int uevent_log_rcvbuf(UeventLog *l);
 /* Reads what the socket holds. Returns 0, or -errno of the socket. */
 int uevent_log_read(UeventLog *l);
 
-/* Pure, on the log's memory: adds an event. Events come in SEQNUM order; one that does not (the
- * kernel's order broken) is dropped with -EINVAL. */
+/* Pure, on the log's memory: adds an event, kept in SEQNUM order. The kernel takes an event's SEQNUM
+ * before it broadcasts it (Linux 6.x: outside the broadcast's lock), so an event of another CPU can
+ * come before one with a smaller SEQNUM: such an event is put in its place. One whose SEQNUM is
+ * kept already is not the kernel's, and is dropped with -EINVAL. */
 int uevent_log_add(UeventLog *l, Uevent *u);
 /* Pure: events up to seqnum may have been sent without being kept here (sent before the socket was
  * opened, lost to an overflowed buffer, or forgotten as the log went round). */

@@ -90,10 +90,17 @@ TEST(match) {
         check(uevent_log_match(l, 103, "/devices/a", "add", &u, why, sizeof(why)) == UEVENT_UNKNOWN);
         check(uevent_log_match(l, 101, "/devices/a", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
 
-        /* Out of order: not the kernel's. */
+        /* Out of order, as two CPUs' events come: put in its place, and found. */
         check(uevent_parse(MSG("add@/devices/c\0ACTION=add\0DEVPATH=/devices/c\0SEQNUM=104\0"), &v) == 0);
+        check(uevent_log_add(l, &v) == 0);
+        check(uevent_log_match(l, 104, "/devices/c", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
+        check(uevent_log_match(l, 105, "/devices/a", "remove", &u, why, sizeof(why)) == UEVENT_MATCH);
+        check(uevent_log_match(l, 101, "/devices/a", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
+        /* A SEQNUM that is there already: not the kernel's. */
+        check(uevent_parse(MSG("add@/devices/d\0ACTION=add\0DEVPATH=/devices/d\0SEQNUM=104\0"), &v) == 0);
         check(uevent_log_add(l, &v) == -EINVAL);
         uevent_done(&v);
+        check(uevent_log_match(l, 104, "/devices/c", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
 }
 
 TEST(ring) {
@@ -112,6 +119,21 @@ TEST(ring) {
         check(uevent_log_match(l, 11, "/d/11", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
         check(uevent_log_match(l, UEVENT_LOG_MAX + 10, "/d/4106", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
         check(uevent_log_match(l, UEVENT_LOG_MAX + 11, "/d/4107", "add", &u, why, sizeof(why)) == UEVENT_NONE);
+
+        /* Full, and two events out of order: each in its place, the oldest forgotten for each. */
+        for (unsigned i = UEVENT_LOG_MAX + 12; i >= UEVENT_LOG_MAX + 11; i--) {
+                int n = snprintf(buf, sizeof(buf), "add@/d/%u%cACTION=add%cDEVPATH=/d/%u%cSEQNUM=%u%c", i, 0, 0, i,
+                                 0, i, 0);
+                add(l, buf, (size_t) n);
+        }
+        check(uevent_log_match(l, UEVENT_LOG_MAX + 11, "/d/4107", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
+        check(uevent_log_match(l, UEVENT_LOG_MAX + 12, "/d/4108", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
+        check(uevent_log_match(l, 12, "/d/12", "add", &u, why, sizeof(why)) == UEVENT_UNKNOWN);
+        check(uevent_log_match(l, 13, "/d/13", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
+        /* One older than all that is kept: not kept, and sysfs decides for it. */
+        add(l, MSG("add@/d/5\0ACTION=add\0DEVPATH=/d/5\0SEQNUM=5\0"));
+        check(uevent_log_match(l, 5, "/d/5", "add", &u, why, sizeof(why)) == UEVENT_UNKNOWN);
+        check(uevent_log_match(l, 13, "/d/13", "add", &u, why, sizeof(why)) == UEVENT_MATCH);
 }
 
 TEST(save_restore) {
