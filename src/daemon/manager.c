@@ -117,6 +117,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
 
         sd_event_source_disable_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->stop_check);
         sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->summary_timer);
         /* Workers first: a load in progress completes, nothing new starts, nothing is sealed. */
@@ -922,19 +923,19 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* After each turn of the loop that did something (an answer written, a load done) while stopping. */
+static int on_stop_check(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+
+        return manager_drained(m) ? sd_event_exit(m->event, 0) : 0;
+}
+
 static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
-        if (manager_drained(m))
-                return sd_event_exit(m->event, 0);
-        if (now_usec() >= m->stop_deadline_usec) {
-                log_warning("Stopping with %u requests and %zu loads still unanswered after %llu s.",
-                            m->n_requests, scheduler_n_jobs(m->scheduler),
-                            (unsigned long long) (STOP_DRAIN_USEC / USEC_PER_SEC));
-                return sd_event_exit(m->event, 0);
-        }
-        (void) sd_event_source_set_time_relative(s, STOP_POLL_USEC);
-        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        log_warning("Stopping with %u requests and %zu loads still unanswered after %llu s.", m->n_requests,
+                    scheduler_n_jobs(m->scheduler), (unsigned long long) (STOP_DRAIN_USEC / USEC_PER_SEC));
+        return sd_event_exit(m->event, 0);
 }
 
 /* SIGTERM (systemctl stop, restart, a package's upgrade) and SIGINT: what is in flight is finished and
@@ -945,16 +946,17 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         Manager *m = userdata;
         int r;
 
-        if (m->stop_timer)
+        if (m->stop_check)
                 return 0;
         if (manager_drained(m))
                 return sd_event_exit(m->event, 0);
         log_info("Stopping once the %u requests and %zu loads in flight are answered.", m->n_requests,
                  scheduler_n_jobs(m->scheduler));
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Answering the requests in flight...");
-        m->stop_deadline_usec = now_usec() + STOP_DRAIN_USEC;
-        r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
-                                       on_stop_timer, m);
+        r = sd_event_add_post(m->event, &m->stop_check, on_stop_check, m);
+        if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, STOP_DRAIN_USEC, 0,
+                                               on_stop_timer, m);
         if (r < 0) {
                 log_warning_errno(r, "Failed to wait for the requests in flight, stopping now: %m");
                 return sd_event_exit(m->event, 0);

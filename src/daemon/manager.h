@@ -74,8 +74,8 @@ typedef struct Manager {
         sd_varlink **replied;           /* links answered since the loop last wrote them (method-load.c) */
         size_t n_replied, n_replied_allocated;
         sd_event_source *reply_writer;  /* writes them, all in one iteration */
-        sd_event_source *stop_timer;    /* after SIGTERM: exits once every request in flight is answered */
-        uint64_t stop_deadline_usec;    /* or at this time (CLOCK_MONOTONIC), whatever is left */
+        sd_event_source *stop_check;    /* after SIGTERM: exits once every request in flight is answered */
+        sd_event_source *stop_timer;    /* or after STOP_DRAIN_USEC, whatever is left */
 
         DescribeWait *describe_waits;   /* Describe calls waiting for a load's .modinfo
                                          * (method-describe.c) */
@@ -95,10 +95,10 @@ typedef struct Manager {
  * sooner on a daemon that is not running and does not start, which is what happens when the process
  * that is waiting for the module is PID 1 itself, the one that would start it. */
 #define RUNTIME_LOCK "running"
-/* After SIGTERM: how long what is in flight may take to be answered, and how often that is looked at.
- * A load inside finit_module() is waited for in any case (it cannot be stopped). */
+/* After SIGTERM: how long what is in flight may take to be answered (looked at after each turn of the
+ * event loop that did something). A load inside finit_module() is waited for in any case (it cannot
+ * be stopped). */
 #define STOP_DRAIN_USEC (10 * USEC_PER_SEC)
-#define STOP_POLL_USEC (20 * USEC_PER_MSEC)
 
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);
