@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -252,7 +253,7 @@ def main():
         # than a Describe waits (2 s): that Describe answers the entry as it is, pending, and one after
         # SLOW's load the whole entry; its journal record is written once, whole.
         h.assert_clean_exit(daemons[-1])
-        delays = "0,%s:500,%s:6000" % (READ_AFTER, SLOW)
+        delays = "0,%s:500,%s:10000" % (READ_AFTER, SLOW)
         d = h.Daemon(work, "read-after", root, extra_env={**env, "MODGATE_SHIM_DELAY_MS": delays},
                      args=("--workers=1",))
         daemons.append(d)
@@ -274,6 +275,22 @@ def main():
         out = h.run(os.environ["MODGATECTL"], "--address=" + d.address, "describe", READ_AFTER,
                     capture_output=True, text=True).stdout
         assert "      Signer: not known yet (the file's .modinfo is read after the load)\n" in out, out
+        # At most DESCRIBE_WAITING_MAX (64) calls wait at once; one more is answered at once, pending.
+        took = []
+
+        def one():
+            begin = time.monotonic()
+            entry = describe(d, READ_AFTER)
+            took.append((time.monotonic() - begin, entry.get("modinfoPending")))
+
+        threads = [threading.Thread(target=one) for _ in range(65)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        quick = [t for t, _ in took if t < 1.0]
+        assert len(took) == 65 and all(p is True for _, p in took), took
+        assert len(quick) == 1 and all(t >= 1.8 for t, _ in took if t >= 1.0), sorted(t for t, _ in took)
         r = h.call_as_result(slow)
         assert [m["outcome"] for m in h.ok(r)["modules"]] == ["loaded"], r
         e2 = describe(d, READ_AFTER)
