@@ -163,22 +163,10 @@ static int root_config_apply(RootConfig *to, const RootConfig *from) {
         }
         if (from->set & ROOT_FIELD_REQUIRE_IMA)
                 to->require_ima = from->require_ima;
-        if (from->set & ROOT_FIELD_REQUIRE_SIGNATURE) {
-                to->signer.require = from->signer.require;
-                free(to->signer.require_where);
-                to->signer.require_where = from->signer.require_where ? strdup(from->signer.require_where) : NULL;
-                if (!to->signer.require_where && from->signer.require_where)
-                        return -ENOMEM;
-        }
-        if (from->set & ROOT_FIELD_ALLOW_SIGNER) {
-                strv_free(to->signer.allow);
-                to->signer.allow = strv_copy_n(from->signer.allow, strv_length(from->signer.allow));
-                free(to->signer.allow_where);
-                to->signer.allow_where = from->signer.allow_where ? strdup(from->signer.allow_where) : NULL;
-                if ((!to->signer.allow && from->signer.allow) ||
-                    (!to->signer.allow_where && from->signer.allow_where))
-                        return -ENOMEM;
-        }
+        if (from->set & (ROOT_FIELD_REQUIRE_SIGNATURE | ROOT_FIELD_ALLOW_SIGNER) &&
+            signer_rule_copy_parts(&to->signer, &from->signer, from->set & ROOT_FIELD_REQUIRE_SIGNATURE,
+                                   from->set & ROOT_FIELD_ALLOW_SIGNER) < 0)
+                return -ENOMEM;
         to->set |= from->set;
         return 0;
 }

@@ -21,15 +21,16 @@ void signer_rule_done(SignerRule *r) {
         *r = (SignerRule) {};
 }
 
-int signer_rule_copy(SignerRule *to, const SignerRule *from) {
-        SignerRule t = { .require = from->require };
+int signer_rule_copy_parts(SignerRule *to, const SignerRule *from, bool require, bool allow) {
+        const SignerRule *r = require ? from : to, *a = allow ? from : to;
+        SignerRule t = { .require = r->require };
 
         assert(to);
         assert(from);
 
-        t.allow = strv_copy_n(from->allow, strv_length(from->allow));
-        if ((!t.allow && from->allow) || strdup_or_null(from->require_where, &t.require_where) < 0 ||
-            strdup_or_null(from->allow_where, &t.allow_where) < 0) {
+        t.allow = strv_copy_n(a->allow, strv_length(a->allow));
+        if ((!t.allow && a->allow) || strdup_or_null(r->require_where, &t.require_where) < 0 ||
+            strdup_or_null(a->allow_where, &t.allow_where) < 0) {
                 signer_rule_done(&t);
                 return -ENOMEM;
         }

@@ -26,8 +26,12 @@ typedef struct SignerRule {
 #define SIGNER_NAME_PREFIX "signer:"
 
 void signer_rule_done(SignerRule *r);
-/* Copies from into *to (replaced only on success). 0 or -ENOMEM. */
-int signer_rule_copy(SignerRule *to, const SignerRule *from);
+/* Copies from's RequireSignature= (require) and AllowSigner= (allow), each with where it was written,
+ * into *to; the part not copied stays *to's. *to is changed only on success. 0 or -ENOMEM. */
+int signer_rule_copy_parts(SignerRule *to, const SignerRule *from, bool require, bool allow);
+static inline int signer_rule_copy(SignerRule *to, const SignerRule *from) {
+        return signer_rule_copy_parts(to, from, true, true);
+}
 bool signer_rule_equal(const SignerRule *a, const SignerRule *b);
 /* Whether the rule asks anything (it needs the file's signature before the load). */
 bool signer_rule_active(const SignerRule *r);
