@@ -18,6 +18,7 @@ PROGRAMS = [
 ]
 
 TARGETS = ["src/daemon/modgated", "src/udev/modgate-udev", "src/modules-load/modgate-modules-load",
+           "src/manifest/modgate-manifest",
            "test/modgate-test-shim.so"]
 
 

@@ -97,6 +97,12 @@ class Bench:
         self.work = tempfile.mkdtemp(prefix="modgate-bench-")
         h.run("mount", "-t", "tmpfs", "tmpfs", self.work)
         self.trusted = h.mount_erofs_tree(self.tree, self.work)
+        # The manifest as kernel-install writes it (version 2: each file's digest with its .modinfo), in
+        # place of the harness's digests-only one: what a kernel installed with modgate has.
+        manifest = os.path.join(self.work, "kernel-install.sha256")
+        h.run(os.path.join(self.builddir, "src/manifest/modgate-manifest"), "--origin=kernel-install",
+              "--tree=" + self.tree, "--output=" + manifest, self.kver, stderr=subprocess.DEVNULL)
+        h.MANIFESTS[self.trusted] = manifest
         self.deps = h.parse_modules_dep(self.tree)
         h.mount_sys_module()
         self.journal = h.Journal()

@@ -355,9 +355,10 @@ static void print_manifest(const char *path) {
         if (r < 0)
                 printf("  manifest: unavailable: %s: %s\n", path, msg ?: strerror(-r));
         else
-                printf("  manifest: %s: %zu module files of kernel %s, written by %s\n", path,
+                printf("  manifest: %s: %zu module files of kernel %s, written by %s%s\n", path,
                        manifest_entries(m), manifest_kernel(m),
-                       manifest_origin_to_string(manifest_origin(m)));
+                       manifest_origin_to_string(manifest_origin(m)),
+                       manifest_version(m) >= 2 ? ", with what each file's .modinfo says" : "");
 }
 
 /* Verity on the root's directory, for -n: its device (asking the prober, as the daemon would) and

@@ -192,8 +192,9 @@ static int root_load_manifest(TrustedRoot *t, const RootConfig *c) {
                 return root_manifest_unavailable(t, c->manifest, msg ?: strerror(-r));
 
         o = manifest_origin(t->manifest);
-        log_info("Manifest %s: %zu module files of kernel %s, written by %s.", c->manifest,
-                 manifest_entries(t->manifest), manifest_kernel(t->manifest), manifest_origin_to_string(o));
+        log_info("Manifest %s: %zu module files of kernel %s, written by %s%s.", c->manifest,
+                 manifest_entries(t->manifest), manifest_kernel(t->manifest), manifest_origin_to_string(o),
+                 manifest_version(t->manifest) >= 2 ? ", with what each file's .modinfo says" : "");
         if (o == MANIFEST_ORIGIN_FIRST_USE)
                 log_notice(
                         "Manifest %s was written on first use: it vouches for the files as they were then, "

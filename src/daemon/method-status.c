@@ -147,7 +147,8 @@ static int counters_build(const Counters *c, sd_json_variant **ret) {
                               SD_JSON_BUILD_PAIR_UNSIGNED("refusedCallers", c->refused_callers),
                               SD_JSON_BUILD_PAIR_UNSIGNED("outsideLoads", c->outside_loads),
                               SD_JSON_BUILD_PAIR_UNSIGNED("namesFromPath", c->names_from_path),
-                              SD_JSON_BUILD_PAIR_UNSIGNED("namesFromModinfo", c->names_from_modinfo));
+                              SD_JSON_BUILD_PAIR_UNSIGNED("namesFromModinfo", c->names_from_modinfo),
+                              SD_JSON_BUILD_PAIR_UNSIGNED("namesFromManifest", c->names_from_manifest));
 }
 
 static int latency_build(const Latency *l, sd_json_variant **ret) {

@@ -14,7 +14,7 @@
 
 #include "decide.h"
 #include "kernel.h"
-#include "modinfo.h"
+#include "modinfo-kmod.h"
 #include "module-loader.h"
 #include "module-name.h"
 #include "probe-client.h"
@@ -356,6 +356,8 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
  * the name the index resolved, or the record would say one module and the kernel load another.
  * The signature for the record comes with it, from the same decompression; or from known, what
  * the same bytes said when they were read before (taken). */
+static int check_modinfo_name(ModuleResult *r);
+
 static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         int q;
 
@@ -363,7 +365,7 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
                 r->modinfo = *known;
                 *known = (ModInfo) {};
         } else {
-                q = modinfo_from_fd(fd, r->alias_key, &r->modinfo);
+                q = modinfo_from_fd(fd, r->alias_key, NULL, &r->modinfo);
                 if (q == -ENOMEM)
                         return q;
                 if (q < 0)
@@ -372,6 +374,11 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
                                                  strerrordesc_np(-q));
         }
         r->have_modinfo = true;
+        return check_modinfo_name(r);
+}
+
+/* The name in r->modinfo against the one the index resolved. */
+static int check_modinfo_name(ModuleResult *r) {
         /* Without name= the kernel takes the name from the module's own struct, which modgate
          * does not read: nothing would say which module the file is. Every kernel modgate runs on
          * (5.x and later) writes it. */
@@ -381,9 +388,33 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
                                          "it is cannot be checked against %s",
                                          r->name);
         if (!module_name_equal(r->modinfo.name, r->name))
-                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s",
-                                         r->modinfo.name, r->name);
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s%s",
+                                         r->modinfo.name, r->name,
+                                         r->modinfo_from_manifest ? " (as the manifest lists its bytes)" : "");
         return 0;
+}
+
+/* The .modinfo of these bytes as the root's manifest lists it with their digest (a version 2
+ * manifest, written by modgate-manifest from the same bytes): what reading the file would say,
+ * without decompressing it. Only where the root accepts manifest evidence (root->manifest), since
+ * whoever could write that manifest could have any bytes loaded there already. Returns 1 when the
+ * manifest had it (r->modinfo set), 0 when not, or -ENOMEM. */
+static int modinfo_from_manifest(const TrustedRoot *root, int fd, ModuleResult *r) {
+        _cleanup_free_ char *rel = NULL;
+        int q;
+
+        if (!root->manifest || !r->have_sha256 || manifest_version(root->manifest) < 2)
+                return 0;
+        q = manifest_relpath(root, fd, &rel);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0 || !rel)
+                return 0;
+        q = manifest_lookup_modinfo(root->manifest, rel, r->sha256, r->alias_key, &r->modinfo);
+        if (q <= 0)
+                return q;
+        r->have_modinfo = r->modinfo_from_manifest = true;
+        return 1;
 }
 
 /* The signer rule of the request's source, or NULL. */
@@ -462,8 +493,9 @@ static int check_name_from_path(const TrustedRoot *root, int fd, ModuleResult *r
 static int hash_file(int fd, ModuleResult *r);
 
 /* check_file()'s checks after the origin's. The bytes are hashed before the name is read from them:
- * with ahead (a check of the same path made while the module's dependencies loaded), its name and
- * signature are taken instead of decompressing the file again when the bytes hash the same as then. */
+ * the root's manifest may list what they say (modinfo_from_manifest()); else with ahead (a check of
+ * the same path made while the module's dependencies loaded), its name and signature are taken
+ * instead of decompressing the file again when the bytes hash the same as then. */
 static int check_name_and_signer(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
                                  LoaderPrepared *ahead) {
         bool same;
@@ -476,6 +508,16 @@ static int check_name_and_signer(const LoadContext *ctx, const TrustedRoot *root
         q = hash_file(fd, r);
         if (q < 0 || r->reason)
                 return q;
+
+        q = modinfo_from_manifest(root, fd, r);
+        if (q < 0)
+                return q;
+        if (q > 0) {
+                q = check_modinfo_name(r);
+                if (q < 0 || r->reason)
+                        return q;
+                return check_signer(ctx, root, r);
+        }
 
         if (!modinfo_needed_before_load(r->evidence, r->fsverity, signer_rule_applies(ctx, root, r))) {
                 q = check_name_from_path(root, fd, r);
@@ -622,7 +664,7 @@ void loader_read_after(LoaderPrepared *p, const char *alias_key) {
 
         if (!p->read_after)
                 return;
-        p->after_error = modinfo_from_fd(p->after_fd, alias_key, &p->after);
+        p->after_error = modinfo_from_fd(p->after_fd, alias_key, NULL, &p->after);
         p->after_fd = safe_close(p->after_fd);
         p->read_after = false;
         p->have_after = true;
@@ -677,7 +719,7 @@ static void module_result_forget_checks(ModuleResult *r) {
         r->error = 0;
         r->cached = r->by_source = r->have_origin = r->trusted = r->fsverity = r->have_sha256 = r->have_modinfo =
                 false;
-        r->name_from_path = r->modinfo_pending = false;
+        r->name_from_path = r->modinfo_pending = r->modinfo_from_manifest = false;
         r->origin = (FileOrigin) {};
         r->evidence = 0;
         r->diskseq = 0;

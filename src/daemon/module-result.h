@@ -71,6 +71,8 @@ typedef struct ModuleResult {
                                  * to its bytes (modinfo_needed_before_load()): the .modinfo is read after
                                  * the load, and the journal record waits for it */
         bool modinfo_pending;   /* loaded, and that read is not done yet */
+        bool modinfo_from_manifest; /* modinfo is what the root's manifest lists for these bytes (their
+                                     * digest), read from them when the manifest was written */
         char *after_load;       /* what that read found wrong (another name, none, unreadable): an error
                                  * for the record, the load having happened */
         Compression compression;

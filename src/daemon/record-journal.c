@@ -227,7 +227,9 @@ static void record_origin(Record *rec, const ModuleResult *r) {
                 record_modinfo(rec, &r->modinfo);
         if (r->have_modinfo && r->modinfo.alias)
                 record_add(rec, "MODGATE_ALIAS=%s", r->modinfo.alias);
-        if (r->name_from_path)
+        if (r->modinfo_from_manifest)
+                record_add(rec, "MODGATE_NAME_CHECK=manifest");
+        else if (r->name_from_path)
                 record_add(rec, "MODGATE_NAME_CHECK=path");
         else if (r->have_modinfo)
                 record_add(rec, "MODGATE_NAME_CHECK=modinfo");

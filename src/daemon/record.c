@@ -177,7 +177,9 @@ static void count_module(Counters *c, unsigned n, const ModuleResult *r) {
                 c->denied++;
         else if (r->outcome == OUTCOME_FAILED)
                 c->failed++;
-        if (r->name_from_path)
+        if (r->modinfo_from_manifest)
+                c->names_from_manifest++;
+        else if (r->name_from_path)
                 c->names_from_path++;
         else if (r->have_modinfo)
                 c->names_from_modinfo++;

@@ -17,6 +17,7 @@ typedef struct Counters {
         uint64_t outside_loads;
         uint64_t names_from_path;       /* module files named by their path, .modinfo read after the load */
         uint64_t names_from_modinfo;    /* module files whose .modinfo was read before the load */
+        uint64_t names_from_manifest;   /* module files whose .modinfo the manifest listed for their bytes */
 } Counters;
 
 /* The latest LATENCY_SAMPLES Load calls' latencies, arrival to reply. */

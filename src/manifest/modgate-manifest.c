@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* modgate-manifest: writes the manifest of one kernel's module tree (docs/manifest.md), the SHA-256
- * of every module file as sha256sum lists it, or removes it. Run by the kernel-install plugin and the
+ * of every module file as sha256sum lists it with what the file's .modinfo says (its name, signature
+ * and aliases, so that modgated need not decompress those bytes again), or removes it. Run by the kernel-install plugin and the
  * Debian kernel hooks when a kernel is installed or removed, by modgate-manifest.service for the
  * running kernel when it has none, and by the administrator. */
 
@@ -21,7 +22,9 @@
 #include "log.h"
 #include "macro.h"
 #include "manifest.h"
+#include "modinfo-kmod.h"
 #include "sha256.h"
+#include "strv.h"
 
 #define EXIT_USAGE 2
 /* Module trees are a handful of levels deep (kernel/drivers/net/ethernet/intel/ice/). */
@@ -33,16 +36,19 @@ static const char *arg_output = NULL;
 static ManifestOrigin arg_origin = MANIFEST_ORIGIN_ADMIN;
 static bool arg_if_missing = false;
 static bool arg_remove = false;
+static bool arg_digests_only = false;
 static const char *arg_kernel = NULL;
 
 typedef struct Entry {
         char *path;
+        char *info;                     /* the info line's fields, or NULL */
         uint8_t digest[SHA256_DIGEST_SIZE];
 } Entry;
 
 typedef struct Walk {
         Entry *entries;
         size_t n_entries, allocated;
+        size_t n_unread;                /* files listed without their .modinfo */
         dev_t dev;                      /* the tree's filesystem: mounts inside it are not entered */
         char path[MANIFEST_PATH_MAX + 1];
         size_t path_len;
@@ -63,8 +69,10 @@ static const char *printable(const char *s) {
 }
 
 static void walk_done(Walk *w) {
-        for (size_t i = 0; i < w->n_entries; i++)
+        for (size_t i = 0; i < w->n_entries; i++) {
                 free(w->entries[i].path);
+                free(w->entries[i].info);
+        }
         free(w->entries);
         *w = (Walk) {};
 }
@@ -80,6 +88,8 @@ static void help(void) {
                "     --tree=DIR         The module tree (default: /usr/lib/modules/KVER)\n"
                "     --output=FILE      The manifest (default: " MANIFEST_DIR "/KVER" MANIFEST_SUFFIX ")\n"
                "     --if-missing       Do nothing when the manifest exists already\n"
+               "     --digests-only     List digests alone (version 1), without reading each file's\n"
+               "                        .modinfo: faster, and modgated then reads it at each load\n"
                "     --remove           Remove the manifest (nothing to do when there is none)\n\n"
                "Exit status: 0 on success or when there was nothing to do, 1 on failure, 2 for bad usage.\n",
                program_invocation_short_name, program_invocation_short_name);
@@ -93,6 +103,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_OUTPUT,
                 ARG_IF_MISSING,
                 ARG_REMOVE,
+                ARG_DIGESTS_ONLY,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -102,6 +113,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "if-missing", no_argument, NULL, ARG_IF_MISSING },
                 { "remove", no_argument, NULL, ARG_REMOVE },
+                { "digests-only", no_argument, NULL, ARG_DIGESTS_ONLY },
                 {}
         };
         int c, o;
@@ -133,6 +145,9 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_REMOVE:
                         arg_remove = true;
                         break;
+                case ARG_DIGESTS_ONLY:
+                        arg_digests_only = true;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -145,8 +160,8 @@ static int parse_argv(int argc, char *argv[]) {
         if (!manifest_kernel_is_valid(arg_kernel))
                 return log_error_errno(EINVAL, "'%s' is not a kernel release (1..%d letters, digits, '.', "
                                        "'_', '+', '~' or '-').", arg_kernel, MANIFEST_KERNEL_MAX);
-        if (arg_remove && (arg_if_missing || arg_tree))
-                return log_error_errno(EINVAL, "--remove takes no --if-missing or --tree=.");
+        if (arg_remove && (arg_if_missing || arg_tree || arg_digests_only))
+                return log_error_errno(EINVAL, "--remove takes no --if-missing, --tree= or --digests-only.");
         if (arg_output && arg_output[0] == '\0')
                 return log_error_errno(EINVAL, "--output= needs a file name.");
         return 1;
@@ -156,7 +171,7 @@ static int entry_compare(const void *a, const void *b) {
         return strcmp(((const Entry *) a)->path, ((const Entry *) b)->path);
 }
 
-static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE]) {
+static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE], char *info) {
         if (w->n_entries >= MANIFEST_ENTRIES_MAX)
                 return log_error_errno(EFBIG, "%s has more than %d module files, more than a manifest "
                                        "lists.", w->tree, MANIFEST_ENTRIES_MAX);
@@ -173,7 +188,42 @@ static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE]) {
         if (!w->entries[w->n_entries].path)
                 return log_oom();
         memcpy(w->entries[w->n_entries].digest, digest, SHA256_DIGEST_SIZE);
+        w->entries[w->n_entries].info = info;
         w->n_entries++;
+        return 0;
+}
+
+/* The info line of the file at w->path, open as fd, whose bytes hash to digest: what libkmod reads
+ * from the same fd, as modgated would. The bytes are hashed again after, so that the line goes with
+ * the digest it is listed under. *ret NULL for a file that cannot be read as a module: listed with
+ * its digest alone, and modgated reads (and refuses) it at the load. */
+static int read_info(Walk *w, int fd, const uint8_t digest[SHA256_DIGEST_SIZE], char **ret) {
+        _cleanup_(modinfo_done) ModInfo mi = {};
+        _cleanup_strv_free_ char **aliases = NULL;
+        uint8_t again[SHA256_DIGEST_SIZE];
+        int r;
+
+        *ret = NULL;
+        r = modinfo_from_fd(fd, NULL, &aliases, &mi);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r >= 0 && !mi.name)
+                r = -ENOMSG;
+        if (r < 0) {
+                log_warning("Listing %s/%s without its .modinfo: %s.", w->tree, printable(w->path),
+                            r == -ENOMSG ? "it has no name=" : strerror(-r));
+                w->n_unread++;
+                return 0;
+        }
+        r = sha256_fd(fd, again);
+        if (r < 0)
+                return log_error_errno(r, "Failed to hash %s/%s: %m", w->tree, printable(w->path));
+        if (memcmp(again, digest, SHA256_DIGEST_SIZE) != 0)
+                return log_error_errno(EBUSY, "%s/%s changed while the tree was read.",
+                                       w->tree, printable(w->path));
+        r = manifest_info_format(&mi, aliases, ret);
+        if (r < 0)
+                return log_oom();
         return 0;
 }
 
@@ -181,6 +231,7 @@ static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE]) {
  * fd that it still is a regular file, and hashed from that fd, as the daemon will read it. */
 static int walk_file(Walk *w, int dfd, const char *name) {
         uint8_t digest[SHA256_DIGEST_SIZE];
+        char *info = NULL;
         _cleanup_close_ int fd = -EBADF;
         const char *problem;
         struct stat st;
@@ -205,7 +256,16 @@ static int walk_file(Walk *w, int dfd, const char *name) {
         r = sha256_fd(fd, digest);
         if (r < 0)
                 return log_error_errno(r, "Failed to hash %s/%s: %m", w->tree, printable(w->path));
-        return walk_add(w, digest);
+        if (arg_digests_only)
+                return walk_add(w, digest, NULL);
+
+        r = read_info(w, fd, digest, &info);
+        if (r < 0)
+                return r;
+        r = walk_add(w, digest, info);
+        if (r < 0)
+                free(info);
+        return r;
 }
 
 static int walk_dir(Walk *w, int dfd, unsigned depth);
@@ -426,14 +486,20 @@ static int output_create_tmp(Output *o) {
         return log_error_errno(EEXIST, "Failed to create a temporary file in %s: %m", o->dir);
 }
 
+static unsigned written_version(void) {
+        return arg_digests_only ? 1 : 2;
+}
+
 static int write_entries(FILE *f, const Walk *w) {
-        fprintf(f, MANIFEST_HEADER_PREFIX "kernel=%s origin=%s\n", arg_kernel,
+        fprintf(f, MANIFEST_HEADER_PREFIX "%u kernel=%s origin=%s\n", written_version(), arg_kernel,
                 manifest_origin_to_string(arg_origin));
         for (size_t i = 0; i < w->n_entries; i++) {
                 char hex[SHA256_HEX_SIZE];
 
                 sha256_to_hex(w->entries[i].digest, hex);
                 fprintf(f, "%s  %s\n", hex, w->entries[i].path);
+                if (w->entries[i].info)
+                        fprintf(f, MANIFEST_INFO_PREFIX "%s\n", w->entries[i].info);
         }
         return fflush(f) == 0 && !ferror(f) ? 0 : negative_errno();
 }
@@ -462,7 +528,7 @@ static int verify_written(int fd, const Walk *w) {
                 return log_error_errno(r, "The new manifest does not parse (%s), not installing it.",
                                        message ?: strerror(-r));
         if (manifest_entries(m) != w->n_entries || strcmp(manifest_kernel(m), arg_kernel) != 0 ||
-            manifest_origin(m) != arg_origin)
+            manifest_origin(m) != arg_origin || manifest_version(m) != written_version())
                 return log_error_errno(EBADMSG, "The new manifest does not read back as written, not "
                                        "installing it.");
         return 0;
@@ -508,8 +574,10 @@ static int write_manifest(const Walk *w) {
 
         if (w->n_entries == 0)
                 log_warning("No module files in %s: the manifest lists none.", w->tree);
-        log_info("Wrote %s: %zu module files of %s (origin %s).", o.storage, w->n_entries, w->tree,
-                 manifest_origin_to_string(arg_origin));
+        log_info("Wrote %s: %zu module files of %s (origin %s, %s).", o.storage, w->n_entries, w->tree,
+                 manifest_origin_to_string(arg_origin),
+                 arg_digests_only ? "digests only" : w->n_unread > 0 ? "some without their .modinfo" :
+                 "with their .modinfo");
         return 0;
 }
 

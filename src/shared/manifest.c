@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +15,19 @@
 #include "fileio.h"
 #include "macro.h"
 #include "manifest.h"
+#include "module-name.h"
 
 _Static_assert(MANIFEST_FILE_MAX % (1024 * 1024) == 0, "the size message counts in MiB");
 
 typedef struct ManifestEntry {
         const char *path;               /* points into Manifest.text */
+        const char *info;               /* version 2: the fields of its "#: " line, checked; or NULL */
         uint8_t digest[SHA256_DIGEST_SIZE];
 } ManifestEntry;
 
 struct Manifest {
         char *text;                     /* the file, each line NUL-terminated in place */
+        unsigned version;
         char *kernel;
         ManifestOrigin origin;
         ManifestEntry *entries;         /* sorted by path, in strcmp() order */
@@ -34,6 +38,7 @@ typedef struct ParseState {
         Manifest *manifest;
         unsigned line;                  /* 0 for errors about the whole file */
         unsigned prev_line;             /* where the last entry was */
+        bool after_entry;               /* the line before was an entry */
         size_t allocated;
         char **reterr_message;
 } ParseState;
@@ -130,10 +135,9 @@ static int check_line_bytes(ParseState *s, const char *line, size_t n) {
         return problem ? parse_error(s, -EBADMSG, "the line %s", problem) : 0;
 }
 
-/* "# modgate manifest 1 kernel=KVER origin=ORIGIN", exactly. */
+/* "# modgate manifest VERSION kernel=KVER origin=ORIGIN", exactly. */
 static int parse_header(ParseState *s, char *line) {
-        const char *want = "the first line must be the header '" MANIFEST_HEADER_PREFIX
-                           "kernel=KVER origin=ORIGIN'";
+        const char *want = "the first line must be the header '" MANIFEST_HEADER_WANT "'";
         char *version, *kernel, *origin;
         int o;
 
@@ -141,9 +145,13 @@ static int parse_header(ParseState *s, char *line) {
                 return parse_error(s, -EBADMSG, "%s", want);
         line += strlen("# modgate manifest ");
         version = strsep(&line, " ");
-        if (strcmp(version, "1") != 0)
-                return parse_error(s, -EBADMSG, "unsupported manifest version '%s' (this is version 1)",
-                                   version);
+        if (strcmp(version, "1") == 0)
+                s->manifest->version = 1;
+        else if (strcmp(version, "2") == 0)
+                s->manifest->version = 2;
+        else
+                return parse_error(s, -EBADMSG, "unsupported manifest version '%s' (versions 1 and 2 are "
+                                   "read)", version);
 
         kernel = line ? strsep(&line, " ") : NULL;
         origin = line ? strsep(&line, " ") : NULL;
@@ -213,6 +221,7 @@ static int add_entry(ParseState *s, const char *path, const uint8_t digest[SHA25
         }
 
         m->entries[m->n_entries].path = path;
+        m->entries[m->n_entries].info = NULL;
         memcpy(m->entries[m->n_entries].digest, digest, SHA256_DIGEST_SIZE);
         m->n_entries++;
         s->prev_line = s->line;
@@ -245,6 +254,176 @@ static int parse_entry(ParseState *s, char *line) {
         return add_entry(s, path, digest);
 }
 
+/* The next "KEY=VALUE" of an info line at *p: the key, the value as written (escaped) and its length;
+ * *p moves past it and its separating space. False at the end of the line, or where the line is
+ * not fields separated by single spaces (then *ret_problem says so). */
+static bool next_field(const char **p, const char **ret_key, size_t *ret_key_len, const char **ret_value,
+                       size_t *ret_value_len, const char **ret_problem) {
+        const char *f = *p, *eq;
+        size_t n;
+
+        *ret_problem = NULL;
+        if (*f == '\0')
+                return false;
+        n = strcspn(f, " ");
+        eq = memchr(f, '=', n);
+        if (n == 0 || !eq || eq == f) {
+                *ret_problem = "expected KEY=VALUE fields separated by single spaces";
+                return false;
+        }
+        *ret_key = f;
+        *ret_key_len = (size_t) (eq - f);
+        *ret_value = eq + 1;
+        *ret_value_len = n - *ret_key_len - 1;
+        f += n;
+        if (*f == ' ') {
+                f++;
+                if (*f == '\0' || *f == ' ') {
+                        *ret_problem = "expected KEY=VALUE fields separated by single spaces";
+                        return false;
+                }
+        }
+        *p = f;
+        return true;
+}
+
+static bool key_is(const char *key, size_t n, const char *want) {
+        return strlen(want) == n && memcmp(key, want, n) == 0;
+}
+
+bool manifest_info_byte_escaped(unsigned char c) {
+        return c <= ' ' || c == 0x7f || c == '\\';
+}
+
+/* The value as it was before manifest_info_format() escaped it (into ret, n + 1 bytes at least, when
+ * not NULL), or what is wrong with it. */
+static const char *unescape(const char *v, size_t n, char *ret) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) v[i];
+                int hi, lo;
+
+                if (c != '\\') {
+                        if (manifest_info_byte_escaped(c))
+                                return "a value has a byte that must be written as \\xHH";
+                        if (ret)
+                                ret[k] = (char) c;
+                        k++;
+                        continue;
+                }
+                if (i + 3 >= n || v[i + 1] != 'x' || !strchr("0123456789abcdef", v[i + 2]) ||
+                    !strchr("0123456789abcdef", v[i + 3]))
+                        return "a value has a '\\' that is not \\xHH (lowercase hex)";
+                hi = v[i + 2] <= '9' ? v[i + 2] - '0' : v[i + 2] - 'a' + 10;
+                lo = v[i + 3] <= '9' ? v[i + 3] - '0' : v[i + 3] - 'a' + 10;
+                c = (unsigned char) (hi * 16 + lo);
+                if (c == '\0' || !manifest_info_byte_escaped(c))
+                        return "a value escapes a byte that is written as it is (or NUL)";
+                if (ret)
+                        ret[k] = (char) c;
+                k++;
+                i += 3;
+        }
+        if (ret)
+                ret[k] = '\0';
+        return NULL;
+}
+
+/* The fields of an info line, in their order: the name, then a signature's, then the aliases. */
+typedef enum InfoField {
+        INFO_NAME,
+        INFO_SIGNATURE,
+        INFO_SIGNER,
+        INFO_KEY,
+        INFO_HASH,
+        INFO_ALIAS,
+        _INFO_FIELD_MAX,
+} InfoField;
+
+static const char *const info_keys[_INFO_FIELD_MAX] = {
+        [INFO_NAME] = "name",
+        [INFO_SIGNATURE] = "signature",
+        [INFO_SIGNER] = "signer",
+        [INFO_KEY] = "key",
+        [INFO_HASH] = "hash",
+        [INFO_ALIAS] = "alias",
+};
+
+/* Walks an info line; for each field calls f (when not NULL) with its unescaped value. Returns NULL,
+ * or what is wrong with the line. */
+typedef int (*info_field_fn)(InfoField field, char *value, void *userdata);
+
+static const char *info_walk(const char *p, info_field_fn f, void *userdata, int *ret_error) {
+        InfoField last = _INFO_FIELD_MAX;
+        bool any = false;
+
+        *ret_error = 0;
+        for (;;) {
+                const char *key, *value, *problem;
+                size_t key_len, value_len;
+                InfoField field;
+
+                if (!next_field(&p, &key, &key_len, &value, &value_len, &problem)) {
+                        if (problem)
+                                return problem;
+                        break;
+                }
+                for (field = 0; field < _INFO_FIELD_MAX; field++)
+                        if (key_is(key, key_len, info_keys[field]))
+                                break;
+                if (field == _INFO_FIELD_MAX)
+                        return "unknown field (name, signature, signer, key, hash, alias)";
+                if (!any && field != INFO_NAME)
+                        return "the first field must be name=";
+                if (any && (field < last || (field == last && field != INFO_ALIAS)))
+                        return "fields out of order or repeated (name, signature, signer, key, hash, "
+                               "then any alias)";
+                if (field >= INFO_SIGNER && field <= INFO_HASH && last < INFO_SIGNATURE)
+                        return "signer=, key= and hash= come only after signature=";
+                if (value_len == 0 && field != INFO_SIGNATURE)
+                        return "a value is empty (only signature= may be)";
+                problem = unescape(value, value_len, NULL);
+                if (problem)
+                        return problem;
+                if (f) {
+                        _cleanup_free_ char *v = malloc(value_len + 1);
+                        int r;
+
+                        if (!v) {
+                                *ret_error = -ENOMEM;
+                                return "out of memory";
+                        }
+                        (void) unescape(value, value_len, v);
+                        r = f(field, v, userdata);
+                        if (r < 0) {
+                                *ret_error = r;
+                                return "out of memory";
+                        }
+                }
+                last = field;
+                any = true;
+        }
+        return any ? NULL : "the line has no fields";
+}
+
+/* "#: name=NAME ...": what modgate-manifest read from the entry's bytes, right after that entry. */
+static int parse_info(ParseState *s, const char *fields) {
+        Manifest *m = s->manifest;
+        const char *problem;
+        int r;
+
+        if (!s->after_entry)
+                return parse_error(s, -EBADMSG, "an info line ('" MANIFEST_INFO_PREFIX "') must come right "
+                                   "after its entry, once");
+        s->after_entry = false;
+        problem = info_walk(fields, NULL, NULL, &r);
+        if (problem)
+                return parse_error(s, -EBADMSG, "the info line: %s", problem);
+        m->entries[m->n_entries - 1].info = fields;
+        return 0;
+}
+
 /* One line, without its '\n' (and with line[n] == '\0'). */
 static int parse_line(ParseState *s, char *line, size_t n) {
         int r;
@@ -258,9 +437,14 @@ static int parse_line(ParseState *s, char *line, size_t n) {
                 return parse_error(s, -EBADMSG, "empty line");
         if (strncmp(line, "# modgate manifest ", strlen("# modgate manifest ")) == 0)
                 return parse_error(s, -EBADMSG, "a second manifest header (two manifests joined?)");
+        if (s->manifest->version >= 2 && strncmp(line, MANIFEST_INFO_PREFIX, strlen(MANIFEST_INFO_PREFIX)) == 0)
+                return parse_info(s, line + strlen(MANIFEST_INFO_PREFIX));
+        s->after_entry = false;
         if (line[0] == '#')
                 return 0;
-        return parse_entry(s, line);
+        r = parse_entry(s, line);
+        s->after_entry = r >= 0;
+        return r;
 }
 
 /* buf holds size bytes and a '\0' after them; the entries keep pointing into it. */
@@ -271,7 +455,7 @@ static int parse_buffer(ParseState *s, char *buf, size_t size) {
         if (size == 0) {
                 s->line = 1;
                 return parse_error(s, -EBADMSG, "the file is empty; the first line must be the header '"
-                                   MANIFEST_HEADER_PREFIX "kernel=KVER origin=ORIGIN'");
+                                   MANIFEST_HEADER_WANT "'");
         }
 
         while (p < end) {
@@ -444,13 +628,126 @@ static int entry_compare(const void *key, const void *e) {
         return strcmp(key, ((const ManifestEntry *) e)->path);
 }
 
-const uint8_t *manifest_lookup(const Manifest *m, const char *relpath) {
-        const ManifestEntry *e;
-
+static const ManifestEntry *lookup(const Manifest *m, const char *relpath) {
         if (!m || !relpath || m->n_entries == 0)
                 return NULL;
-        e = bsearch(relpath, m->entries, m->n_entries, sizeof(ManifestEntry), entry_compare);
+        return bsearch(relpath, m->entries, m->n_entries, sizeof(ManifestEntry), entry_compare);
+}
+
+const uint8_t *manifest_lookup(const Manifest *m, const char *relpath) {
+        const ManifestEntry *e = lookup(m, relpath);
+
         return e ? e->digest : NULL;
+}
+
+typedef struct InfoFill {
+        ModInfo *info;
+        const char *alias_key;
+} InfoFill;
+
+static int info_fill(InfoField field, char *value, void *userdata) {
+        InfoFill *f = userdata;
+        char **slot = NULL;
+
+        switch (field) {
+        case INFO_NAME:
+                slot = &f->info->name;
+                break;
+        case INFO_SIGNATURE:
+                f->info->is_signed = true;
+                if (*value)
+                        slot = &f->info->signature_type;
+                break;
+        case INFO_SIGNER:
+                slot = &f->info->signer;
+                break;
+        case INFO_KEY:
+                slot = &f->info->signature_key;
+                break;
+        case INFO_HASH:
+                slot = &f->info->signature_hash;
+                break;
+        case INFO_ALIAS:
+                if (f->alias_key && !f->info->alias && fnmatch(value, f->alias_key, 0) == 0)
+                        slot = &f->info->alias;
+                break;
+        default:
+                break;
+        }
+        if (!slot)
+                return 0;
+        *slot = strdup(value);
+        return *slot ? 0 : -ENOMEM;
+}
+
+int manifest_lookup_modinfo(const Manifest *m, const char *relpath, const uint8_t digest[SHA256_DIGEST_SIZE],
+                            const char *alias_key, ModInfo *ret) {
+        const ManifestEntry *e = lookup(m, relpath);
+        _cleanup_(modinfo_done) ModInfo info = {};
+        InfoFill fill = { .info = &info, .alias_key = alias_key };
+        int r;
+
+        assert(digest);
+        assert(ret);
+
+        if (!e || !e->info || memcmp(e->digest, digest, SHA256_DIGEST_SIZE) != 0)
+                return 0;
+        /* Checked when it was parsed: only memory can fail now. */
+        if (info_walk(e->info, info_fill, &fill, &r) && r < 0)
+                return r;
+        module_name_normalize(info.name);
+        *ret = info;
+        info = (ModInfo) {};
+        return 1;
+}
+
+static void escape_append(FILE *f, const char *key, const char *value) {
+        fprintf(f, " %s=", key);
+        for (const char *c = value; *c; c++)
+                if (manifest_info_byte_escaped((unsigned char) *c))
+                        fprintf(f, "\\x%02x", (unsigned) (unsigned char) *c);
+                else
+                        fputc(*c, f);
+}
+
+int manifest_info_format(const ModInfo *info, char *const *aliases, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_(fclosep) FILE *f = NULL;
+        size_t size = 0;
+
+        assert(info);
+        assert(ret);
+
+        if (!info->name || !*info->name)
+                return -EINVAL;
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        escape_append(f, "name", info->name);
+        if (info->is_signed) {
+                escape_append(f, "signature", info->signature_type ?: "");
+                if (info->signer && *info->signer)
+                        escape_append(f, "signer", info->signer);
+                if (info->signature_key && *info->signature_key)
+                        escape_append(f, "key", info->signature_key);
+                if (info->signature_hash && *info->signature_hash)
+                        escape_append(f, "hash", info->signature_hash);
+        }
+        for (char *const *a = aliases; a && *a; a++)
+                if (**a)
+                        escape_append(f, "alias", *a);
+        if (fflush(f) != 0 || ferror(f))
+                return -ENOMEM;
+        fclose(TAKE_PTR(f));
+        /* Without the first field's leading space. */
+        *ret = strdup(buf + 1);
+        return *ret ? 0 : -ENOMEM;
+}
+
+unsigned manifest_version(const Manifest *m) {
+        assert(m);
+
+        return m->version;
 }
 
 const char *manifest_kernel(const Manifest *m) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "macro.h"
+#include "modinfo.h"
 #include "sha256.h"
 
 /* A manifest lists the SHA-256 of every module file of one kernel's module tree, written when the
@@ -15,7 +16,11 @@
 
 #define MANIFEST_DIR "/var/lib/modgate/manifests"
 #define MANIFEST_SUFFIX ".sha256"
-#define MANIFEST_HEADER_PREFIX "# modgate manifest 1 "
+/* Version 1 lists digests; version 2 may follow each entry with the line of what its bytes say of
+ * themselves (MANIFEST_INFO_PREFIX). */
+#define MANIFEST_HEADER_PREFIX "# modgate manifest "
+#define MANIFEST_HEADER_WANT MANIFEST_HEADER_PREFIX "VERSION kernel=KVER origin=ORIGIN"
+#define MANIFEST_INFO_PREFIX "#: "
 
 #define MANIFEST_FILE_MAX (64 * 1024 * 1024)
 #define MANIFEST_ENTRIES_MAX 1000000
@@ -52,6 +57,14 @@ int manifest_load_path(const char *path, Manifest **ret, char **reterr_message);
  * NULL. O(log n). The pointer lives as long as the manifest. */
 const uint8_t *manifest_lookup(const Manifest *m, const char *relpath);
 
+/* What modgate-manifest read from the .modinfo of the bytes listed for relpath, when the manifest
+ * (version 2) has it and lists exactly digest for relpath: returns 1 and fills *ret (the name
+ * normalized; alias the first of the file's alias patterns that alias_key matches, when alias_key is
+ * not NULL). 0 when it has not (no entry, another digest, no info line), -ENOMEM. */
+int manifest_lookup_modinfo(const Manifest *m, const char *relpath, const uint8_t digest[SHA256_DIGEST_SIZE],
+                            const char *alias_key, ModInfo *ret);
+
+unsigned manifest_version(const Manifest *m);
 const char *manifest_kernel(const Manifest *m);
 ManifestOrigin manifest_origin(const Manifest *m);
 size_t manifest_entries(const Manifest *m);
@@ -74,6 +87,14 @@ bool manifest_kernel_is_valid(const char *kver);
  * control characters or backslashes (which sha256sum would escape), at most MANIFEST_PATH_MAX bytes,
  * and naming a module file (manifest_name_is_module()). Returns NULL, or what is wrong with it. */
 const char *manifest_path_problem(const char *path);
+
+/* The fields of an info line for info and the file's alias patterns (without MANIFEST_INFO_PREFIX):
+ * "name=NAME", then "signature=TYPE signer=S key=K hash=H" when signed (each of the last three only
+ * when known), then "alias=PATTERN" for each alias, every value with the bytes
+ * manifest_info_byte_escaped() says written as \xHH. -EINVAL when info has no name, -ENOMEM. */
+int manifest_info_format(const ModInfo *info, char *const *aliases, char **ret);
+/* Space, control characters, DEL and backslash: written as \xHH in an info line's values. */
+bool manifest_info_byte_escaped(unsigned char c);
 
 /* Whether a file name ends in .ko, .ko.xz, .ko.zst or .ko.gz, with something before that. */
 bool manifest_name_is_module(const char *name);

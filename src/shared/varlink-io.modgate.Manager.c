@@ -310,7 +310,11 @@ static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 SD_VARLINK_DEFINE_FIELD(namesFromPath, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
                 SD_VARLINK_FIELD_COMMENT("Module files whose .modinfo name was read and checked before the "
                                          "load"),
-                SD_VARLINK_DEFINE_FIELD(namesFromModinfo, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
+                SD_VARLINK_DEFINE_FIELD(namesFromModinfo, SD_VARLINK_INT, SD_VARLINK_NULLABLE),
+                SD_VARLINK_FIELD_COMMENT("Module files whose .modinfo name and signature the root's manifest "
+                                         "lists for their bytes (a version 2 manifest): checked before the load, "
+                                         "without decompressing the file"),
+                SD_VARLINK_DEFINE_FIELD(namesFromManifest, SD_VARLINK_INT, SD_VARLINK_NULLABLE));
 
 static SD_VARLINK_DEFINE_STRUCT_TYPE(
                 Latency,

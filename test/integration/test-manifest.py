@@ -45,9 +45,52 @@ def expected_entries(tree):
     return sorted(out)
 
 
-def expected_text(entries, kernel, origin):
-    lines = [b"# modgate manifest 1 kernel=%s origin=%s\n" % (kernel.encode(), origin.encode())]
-    lines += [b"%s  %s\n" % (digest.encode(), path) for path, digest in entries]
+def escape(value):
+    """An info line's value: space, control characters, DEL and backslash as \\xHH."""
+    return b"".join(b"\\x%02x" % c if c <= 0x20 or c in (0x7f, 0x5c) else bytes([c]) for c in value)
+
+
+def expected_info(tree, entries):
+    """{relpath bytes: info line fields} of the module files among entries, from what kmod's own
+    modinfo(8) prints for them (one run over every file), independently of modgate's reader: the name
+    (normalized, as the kernel takes it), the signature's fields when signed, then every alias."""
+    paths = [os.path.join(tree, p.decode()) for p, _ in entries]
+    if not paths:
+        return {}
+    out = subprocess.run(["modinfo", *paths], capture_output=True, check=False).stdout
+    info, cur = {}, None
+    for line in out.split(b"\n"):
+        key, _, value = line.partition(b":")
+        value = value.strip(b" \t")
+        if key == b"filename":
+            cur = {"path": os.path.relpath(value.decode(), tree).encode(), "alias": []}
+            info[cur["path"]] = cur
+        elif cur is not None and key in (b"name", b"sig_id", b"signer", b"sig_key", b"sig_hashalgo"):
+            cur.setdefault(key.decode(), value)
+        elif cur is not None and key == b"alias" and value:
+            cur["alias"].append(value)
+    lines = {}
+    for path, f in info.items():
+        if not f.get("name"):
+            continue
+        fields = [b"name=" + escape(f["name"].replace(b"-", b"_"))]
+        if "sig_id" in f:
+            fields.append(b"signature=" + escape(f["sig_id"]))
+            fields += [k + b"=" + escape(f[n]) for k, n in ((b"signer", "signer"), (b"key", "sig_key"),
+                                                            (b"hash", "sig_hashalgo")) if f.get(n)]
+        fields += [b"alias=" + escape(a) for a in f["alias"]]
+        lines[path] = b" ".join(fields)
+    return lines
+
+
+def expected_text(entries, kernel, origin, info=None):
+    """The manifest of entries: version 2, with the info lines info has, or version 1 without info."""
+    lines = [b"# modgate manifest %d kernel=%s origin=%s\n" % (1 if info is None else 2, kernel.encode(),
+                                                               origin.encode())]
+    for path, digest in entries:
+        lines.append(b"%s  %s\n" % (digest.encode(), path))
+        if info and path in info:
+            lines.append(b"#: %s\n" % info[path])
     return b"".join(lines)
 
 
@@ -89,6 +132,9 @@ def main():
     tree = h.kernel_tree()
     kver = os.path.basename(tree)
     real = expected_entries(tree)
+    start = time.monotonic()
+    real_info = expected_info(tree, real)
+    print("# modinfo(8) read %d module files in %.1f s" % (len(real_info), time.monotonic() - start), flush=True)
     t = h.Tap()
     installed = {}
 
@@ -101,9 +147,23 @@ def main():
         assert len(real) > 1000, len(real)
         print("# modgate-manifest hashed %d module files of %s in %.2f s" % (len(real), tree, elapsed),
               flush=True)
-        check_written(out, expected_text(real, kver, "admin"))
-        wrote = "Wrote %s: %d module files of %s (origin admin)." % (out, len(real), tree)
+        # Every file's .modinfo, as modinfo(8) reads it, after its digest.
+        assert len(real_info) == len(real), (len(real_info), len(real))
+        check_written(out, expected_text(real, kver, "admin", real_info))
+        wrote = "Wrote %s: %d module files of %s (origin admin, with their .modinfo)." % (out, len(real), tree)
         assert wrote in res.stderr, res.stderr
+        assert b"signature=PKCS#7 signer=" in read(out), "no signed module in the tree?"
+
+        # --digests-only: version 1, the digests alone, as before version 2.
+        out1 = os.path.join(work, "real", kver + ".v1.sha256")
+        start = time.monotonic()
+        res = tool("--origin=admin", "--digests-only", "--output=" + out1, kver)
+        print("# modgate-manifest --digests-only: %.2f s" % (time.monotonic() - start), flush=True)
+        assert res.returncode == 0, res
+        assert "(origin admin, digests only)." in res.stderr, res.stderr
+        got = read(out1)
+        os.unlink(out1)
+        assert got == expected_text(real, kver, "admin"), "--digests-only differs from version 1"
 
         # sha256sum takes it as it is: it skips the '#' lines itself.
         chk, n_ok = sha256sum_check(out, tree)
@@ -113,7 +173,7 @@ def main():
         # busybox's sha256sum takes '#' for a file name: without the comments it accepts the file too.
         res = subprocess.run(["busybox", "sha256sum", "-c", out], cwd=tree, capture_output=True, text=True)
         assert res.returncode == 1, res
-        assert "modgate manifest 1 kernel=%s origin=admin: FAILED" % kver in res.stdout, res
+        assert "modgate manifest 2 kernel=%s origin=admin: FAILED" % kver in res.stdout, res
         res = subprocess.run("grep -v '^#' '%s' | busybox sha256sum -c" % out, shell=True, cwd=tree,
                              capture_output=True, text=True)
         assert res.returncode == 0 and res.stdout.count(": OK\n") == len(real), res.stdout[-300:]
@@ -146,13 +206,13 @@ def main():
             assert res.returncode == 0, res
             for d in ("/var/lib/modgate", MANIFEST_DIR):
                 assert stat.S_IMODE(os.stat(d).st_mode) == 0o755, (d, oct(os.stat(d).st_mode))
-            text = expected_text(real, kver, "kernel-install")
+            text = expected_text(real, kver, "kernel-install", real_info)
             check_written(path, text)
 
             # Written again: a new file renamed over the old one, never the old one rewritten.
             before = os.stat(path).st_ino
             fd = os.open(path, os.O_RDONLY)
-            res = tool("--origin=first-use", kver)
+            res = tool("--origin=first-use", "--digests-only", kver)
             assert res.returncode == 0, res
             assert os.stat(path).st_ino != before
             assert os.read(fd, 1 << 20) == text[:1 << 20], "the old file changed under its reader"
@@ -181,7 +241,7 @@ def main():
         assert res.returncode == 0 and res.stderr == "", res
         assert read(out) == b"sentinel\n"
         os.unlink(out)
-        res = tool("--if-missing", "--origin=first-use", "--output=" + out, kver)
+        res = tool("--if-missing", "--origin=first-use", "--digests-only", "--output=" + out, kver)
         assert res.returncode == 0, res
         check_written(out, expected_text(real, kver, "first-use"))
 
@@ -219,7 +279,11 @@ def main():
         want = sorted((p.encode(), hashlib.sha256(read(os.path.join(t_root, p))).hexdigest()) for p in
                       ("kernel/a/real.ko.xz", "kernel/b.ko", "kernel/c.ko.zst", "kernel/d.ko.gz",
                        "kernel/dir.ko/inner.ko"))
-        check_written(out, expected_text(want, "6.1.0-odd", "admin"))
+        # Only real.ko.xz is a module: the others are listed with their digest alone, and a warning.
+        check_written(out, expected_text(want, "6.1.0-odd", "admin", expected_info(t_root, want)))
+        assert len(expected_info(t_root, want)) == 1 and b"#: name=" in read(out), read(out)
+        assert "Listing %s/kernel/b.ko without its .modinfo:" % os.path.join(work, "odd-link") in res.stderr, \
+            res.stderr
         # The independent walk agrees, once the names no manifest can hold are left out.
         assert want == [e for e in expected_entries(t_root) if not re.search(rb"[\s\\\x00-\x1f\x7f]", e[0])]
         odd_link = os.path.join(work, "odd-link")
@@ -239,7 +303,7 @@ def main():
         os.makedirs(empty)
         res = tool("--tree=" + empty, "--output=" + out, "6.1.0-empty")
         assert res.returncode == 0 and "No module files in %s" % empty in res.stderr, res
-        assert read(out) == b"# modgate manifest 1 kernel=6.1.0-empty origin=admin\n"
+        assert read(out) == b"# modgate manifest 2 kernel=6.1.0-empty origin=admin\n"
 
     def case_unreadable():
         # A directory the tool cannot read fails the run, and the manifest there was stays: run as
@@ -266,7 +330,8 @@ def main():
         # Root reads it; the file it writes is root's.
         res = tool("--tree=" + t_root, "--output=" + out, "6.1.0-x")
         assert res.returncode == 0, res
-        check_written(out, expected_text(expected_entries(t_root), "6.1.0-x", "admin"))
+        entries = expected_entries(t_root)
+        check_written(out, expected_text(entries, "6.1.0-x", "admin", expected_info(t_root, entries)))
 
     def case_errors():
         out = os.path.join(work, "errors", "x.sha256")
@@ -279,7 +344,8 @@ def main():
                 (("--origin=distro", kver), 2, "Unknown origin 'distro': use kernel-install, first-use or admin."),
                 (("../etc",), 2, "'../etc' is not a kernel release"),
                 (("6.1 x",), 2, "'6.1 x' is not a kernel release"),
-                (("--remove", "--if-missing", kver), 2, "--remove takes no --if-missing or --tree=."),
+                (("--remove", "--if-missing", kver), 2, "--remove takes no --if-missing, --tree= or --digests-only."),
+                (("--remove", "--digests-only", kver), 2, "--remove takes no --if-missing, --tree= or --digests-only."),
                 (("--output=", kver), 2, "--output= needs a file name."),
                 (("--bogus", kver), 2, "unrecognized option"),
                 (("--tree=/nonexistent", "--output=" + out, kver), 1,
@@ -329,7 +395,8 @@ def main():
                 text = read(dest + path).decode()
                 assert "MANIFEST=%s/modgate-manifest\n" % LIBEXEC in text and "@" not in text, path
         unit = read(dest + "/usr/lib/systemd/system/modgate-manifest.service").decode()
-        assert "ExecStart=%s/modgate-manifest --origin=first-use --if-missing %%v\n" % LIBEXEC in unit, unit
+        assert "ExecStart=%s/modgate-manifest --origin=first-use --digests-only --if-missing %%v\n" % LIBEXEC \
+            in unit, unit
         assert "ConditionPathExists=!%s/%%v.sha256\n" % MANIFEST_DIR in unit
         assert not os.path.exists(merged + MANIFEST_DIR), "the build root has manifests already"
 
@@ -341,7 +408,7 @@ def main():
         out = res.stdout + res.stderr
         assert "/usr/lib/kernel/install.d/50-modgate.install add %s" % kver in out, out[-3000:]
         assert "+%s/modgate-manifest --origin=kernel-install %s" % (LIBEXEC, kver) in out, out[-3000:]
-        check_written(path, expected_text(real, kver, "kernel-install"))
+        check_written(path, expected_text(real, kver, "kernel-install", real_info))
         chk, n_ok = sha256sum_check(path, merged + "/usr/lib/modules/" + kver)
         assert chk.returncode == 0 and n_ok == len(real), chk
 
@@ -349,7 +416,7 @@ def main():
         os.unlink(path)
         res = chroot(merged, "kernel-install", "add", kver, "/boot/vmlinuz-" + kver)
         assert res.returncode == 0 and "modgate" not in res.stdout + res.stderr, res
-        check_written(path, expected_text(real, kver, "kernel-install"))
+        check_written(path, expected_text(real, kver, "kernel-install", real_info))
 
         res = chroot(merged, "kernel-install", "--verbose", "remove", kver)
         assert res.returncode == 0, res
@@ -378,7 +445,7 @@ def main():
         hooks("postinst", "abort-upgrade", "6.12.0")
         assert not os.path.exists(path), "written for abort-upgrade"
         hooks("postinst", "configure", "")
-        check_written(path, expected_text(real, kver, "kernel-install"))
+        check_written(path, expected_text(real, kver, "kernel-install", real_info))
         hooks("postrm", "upgrade", "6.12.999")
         assert os.path.exists(path), "removed on upgrade"
         hooks("postrm", "remove")
@@ -388,7 +455,7 @@ def main():
         # Run by hand (as "make install" does): no DEB_MAINT_PARAMS.
         res = chroot(merged, "/etc/kernel/postinst.d/zz-modgate", kver, image)
         assert res.returncode == 0, res
-        check_written(path, expected_text(real, kver, "kernel-install"))
+        check_written(path, expected_text(real, kver, "kernel-install", real_info))
         res = chroot(merged, "/etc/kernel/postrm.d/zz-modgate", kver, image)
         assert res.returncode == 0 and not os.path.exists(path), res
         for hook in ("postinst", "postrm"):

@@ -26,6 +26,9 @@ MS_RDONLY = 1
 MODULE = "eql"          # no dependencies, used by no other case here
 OTHER = "ifb"           # its bytes under MODULE's name, for the name check
 MISSING = "pktgen"      # left out of the manifest
+LISTED = "dummy"        # named by a version 2 manifest's info line; no dependencies
+ALIASED = "nlmon"       # asked for by its alias, named by that info line too; no dependencies
+ALIAS = "rtnl-link-nlmon"
 
 VERITY = "verity: "
 
@@ -412,6 +415,29 @@ def main():
     with open(os.path.join(cut_tree, rel), "r+b") as f:
         f.truncate(64)
     cut_manifest = h.write_manifest(cut_tree, os.path.join(work, "cut.sha256"), kernel=kver)
+    # Version 2 of it, as modgate-manifest writes it: each file's digest with what its .modinfo says,
+    # MODULE's cut file (which cannot be read as a module) with its digest alone.
+    v2_manifest = os.path.join(work, "cut-v2.sha256")
+    res = h.run(os.environ["MODGATE_MANIFEST"], "--tree=" + cut_tree, "--output=" + v2_manifest, kver,
+                capture_output=True, text=True)
+    assert "Listing %s/%s without its .modinfo" % (cut_tree, rel) in res.stderr, res.stderr
+
+    def with_info(path, name, info):
+        """A version 2 manifest: the version 1 manifest at path, with info as MODULE's info line."""
+        with open(path) as f:
+            lines = f.readlines()
+        lines[0] = lines[0].replace("manifest 1 ", "manifest 2 ")
+        i = next(i for i, x in enumerate(lines) if x.endswith("  %s\n" % rel))
+        lines.insert(i + 1, "#: %s\n" % info)
+        out = os.path.join(work, name)
+        with open(out, "w") as f:
+            f.writelines(lines)
+        os.chmod(out, 0o644)
+        return out
+
+    forged = with_info(cut_manifest, "forged.sha256", "name=%s signature=PKCS#7 signer=Named\\x20by\\x20the\\x20test "
+                       "key=AB:CD hash=sha256 alias=%s-alias" % (MODULE, MODULE))
+    renamed = with_info(cut_manifest, "renamed.sha256", "name=%s" % OTHER)
 
     def case_embedded_name():
         # Ownership evidence says nothing of which bytes a name holds: the file's .modinfo is read
@@ -482,6 +508,88 @@ def main():
         assert (c["counters"]["namesFromPath"], c["counters"]["namesFromModinfo"]) == (1, 0), c
         assert c["unrecordedLoads"] == 0, c
         shutil.rmtree("/sys/module/" + MODULE, ignore_errors=True)
+
+    def modinfo_fields(path):
+        """What modinfo(8) of kmod says of a file: {key: first value}."""
+        out = h.run("modinfo", path, capture_output=True, text=True).stdout
+        fields = {}
+        for line in out.splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key, value.strip())
+        return fields
+
+    def case_manifest_info():
+        # A version 2 manifest lists, with each file's digest, what its .modinfo says: a file whose
+        # bytes hash to that digest is named and signed by it before the load, and nothing reads the
+        # file but the hash. Its name, signer and alias are in the record as modinfo(8) reads them.
+        d = daemon("v2", cut_tree, "manifest", v2_manifest)
+        assert h.modules_of(d.load(LISTED))[0]["outcome"] == "loaded"
+        assert h.modules_of(d.load(ALIAS))[0]["outcome"] == "loaded"
+        assert [r["name"] for r in finits(d)] == [LISTED, ALIASED], finits(d)
+        for name, alias in ((LISTED, None), (ALIASED, ALIAS)):
+            r = journal.records(MODGATE_MODULE=name, _PID=str(d.pid))
+            assert [x["MODGATE_OUTCOME"] for x in r] == ["loaded"], r
+            want = modinfo_fields(os.path.join(cut_tree, deps[name][0]))
+            assert r[0]["MODGATE_EVIDENCE"] == "manifest" and r[0]["MODGATE_NAME_CHECK"] == "manifest", r
+            assert r[0]["MODGATE_FILE_MODULE"] == name and r[0]["PRIORITY"] == "5", r
+            assert (r[0]["MODGATE_SIGNATURE_TYPE"], r[0]["MODGATE_SIGNER"], r[0]["MODGATE_SIGNATURE_KEY"],
+                    r[0]["MODGATE_SIGNATURE_HASH"]) == (want["sig_id"], want["signer"], want["sig_key"],
+                                                       want["sig_hashalgo"]), (r, want)
+            assert "MODGATE_AFTER_LOAD" not in r[0], r
+            assert r[0].get("MODGATE_ALIAS") == alias, r
+        c = h.ok(d.call("io.modgate.Manager.Status"))
+        assert (c["counters"]["namesFromManifest"], c["counters"]["namesFromPath"],
+                c["counters"]["namesFromModinfo"]) == (2, 0, 0), c
+        assert c["unrecordedLoads"] == 0, c
+        # MODULE's cut file has no info line: named by its path, its .modinfo read after the load, as
+        # with a version 1 manifest.
+        assert h.modules_of(d.load(MODULE))[0]["outcome"] == "loaded"
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_NAME_CHECK"] == "path" and r[0]["PRIORITY"] == "3", r
+        c = h.ok(d.call("io.modgate.Manager.Status"))["counters"]
+        assert (c["namesFromManifest"], c["namesFromPath"]) == (2, 1), c
+        # Under ownership evidence the manifest is not accepted, and vouches for nothing: read from the file.
+        for name in (LISTED, ALIASED, MODULE):
+            shutil.rmtree("/sys/module/" + name, ignore_errors=True)
+        d = daemon("v2-ownership", cut_tree, "ownership", v2_manifest)
+        assert h.modules_of(d.load(LISTED))[0]["outcome"] == "loaded"
+        r = journal.records(MODGATE_MODULE=LISTED, _PID=str(d.pid))
+        assert r[0]["MODGATE_NAME_CHECK"] == "modinfo", r
+        shutil.rmtree("/sys/module/" + LISTED, ignore_errors=True)
+
+    def case_manifest_info_trusted():
+        # What the info line says is what the record says, and what the name and signer checks decide
+        # on: the file is never decompressed (MODULE's is cut, and could not be). The manifest is
+        # trusted for it as for the digest: whoever writes it can have any bytes loaded at any path.
+        d = daemon("forged", cut_tree, "manifest", forged)
+        assert h.modules_of(d.load(MODULE))[0]["outcome"] == "loaded"
+        assert [r["name"] for r in finits(d)] == [MODULE], finits(d)
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_NAME_CHECK"] == "manifest" and r[0]["PRIORITY"] == "5", r
+        assert (r[0]["MODGATE_FILE_MODULE"], r[0]["MODGATE_SIGNER"], r[0]["MODGATE_SIGNATURE_KEY"]) == (
+            MODULE, "Named by the test", "AB:CD"), r
+        assert "MODGATE_AFTER_LOAD" not in r[0], r
+        shutil.rmtree("/sys/module/" + MODULE, ignore_errors=True)
+        # The line names another module: refused before the load, naming both, without reading the file.
+        d = daemon("renamed", cut_tree, "manifest", renamed)
+        p = denied(d, MODULE, "the file is module %s, not %s (as the manifest lists its bytes)" % (OTHER, MODULE))
+        assert finits(d) == []
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_NAME_CHECK"] == "manifest" and r[0]["MODGATE_FILE_MODULE"] == OTHER, r
+        print("# %s" % p["reason"], flush=True)
+        # The line goes with its digest: a file changed since is another file, refused by the manifest.
+        changed = os.path.join(cut_tree, deps[LISTED][0])
+        saved = open(changed, "rb").read()
+        try:
+            with open(changed, "r+b") as f:
+                f.seek(100)
+                f.write(bytes([saved[100] ^ 1]))
+            d = daemon("v2-changed", cut_tree, "manifest", v2_manifest)
+            denied(d, LISTED, "manifest: the file's SHA-256 is not the manifest's for " + deps[LISTED][0])
+            assert finits(d) == []
+        finally:
+            with open(changed, "wb") as f:
+                f.write(saved)
 
     def case_no_name():
         # Every origin check passes (ownership), and the file does not say which module it is: the
@@ -574,6 +682,11 @@ def main():
            case_link_to_other)
     t.case("manifest evidence: the file is not decompressed before the load; what its .modinfo says is read "
            "after it", case_not_read_before_load)
+    t.case("a version 2 manifest names and signs each file before the load without decompressing it, as "
+           "modinfo(8) reads it; an entry without its line falls back; ownership evidence does not use it",
+           case_manifest_info)
+    t.case("a version 2 manifest's line is what the record and the name check use, with its digest only: "
+           "another name is refused before the load", case_manifest_info_trusted)
     t.case("every daemon exits cleanly on SIGTERM (in the sanitizer build: no leak, no error)",
            lambda: h.assert_clean_exit(*daemons), always=True)
     t.run()

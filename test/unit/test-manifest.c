@@ -15,11 +15,12 @@
 #define D3 "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
 
 /* The messages that come back often. */
-#define WANT_HEADER "the first line must be the header '# modgate manifest 1 kernel=KVER origin=ORIGIN'"
+#define WANT_HEADER "the first line must be the header '# modgate manifest VERSION kernel=KVER origin=ORIGIN'"
 #define WANT_DIGEST "expected a SHA-256 digest (64 hex digits) at the start of the line, found "
 #define WANT_KERNEL " is not a kernel release (1..64 letters, digits, '.', '_', '+', '~' or '-')"
 #define WANT_MODULE "the path does not name a module file (.ko, .ko.xz, .ko.zst or .ko.gz)"
 #define WANT_SPACES "expected two spaces between the digest and the path"
+#define WANT_VERSIONS "(versions 1 and 2 are read)"
 #define WANT_ORDER " is out of order: entries are sorted by path in byte order, and it sorts before "
 #define LONG_KERNEL "1234567890123456789012345678901234567890123456789012345678901234"
 
@@ -199,11 +200,21 @@ TEST(header_errors) {
         check_error("# modgate manifest 1 origin=admin kernel=x\n", -EBADMSG, want);
         check_error("# modgate manifest 1  kernel=x origin=admin\n", -EBADMSG, want);
         check_error("# modgate manifest 1\tkernel=x origin=admin\n", -EBADMSG,
-                    "1: unsupported manifest version '1\tkernel=x' (this is version 1)");
-        check_error("# modgate manifest 2 kernel=x origin=admin\n", -EBADMSG,
-                    "1: unsupported manifest version '2' (this is version 1)");
+                    "1: unsupported manifest version '1\tkernel=x' " WANT_VERSIONS);
+        check_error("# modgate manifest 3 kernel=x origin=admin\n", -EBADMSG,
+                    "1: unsupported manifest version '3' " WANT_VERSIONS);
         check_error("# modgate manifest 10 kernel=x origin=admin\n", -EBADMSG,
-                    "1: unsupported manifest version '10' (this is version 1)");
+                    "1: unsupported manifest version '10' " WANT_VERSIONS);
+        check_error("# modgate manifest 0 kernel=x origin=admin\n", -EBADMSG,
+                    "1: unsupported manifest version '0' " WANT_VERSIONS);
+        check_error("# modgate manifest 02 kernel=x origin=admin\n", -EBADMSG,
+                    "1: unsupported manifest version '02' " WANT_VERSIONS);
+        check_error("# modgate manifest  kernel=x origin=admin\n", -EBADMSG,
+                    "1: unsupported manifest version '' " WANT_VERSIONS);
+        /* Version 2's header is the same but for its number, and its errors the same. */
+        check_error("# modgate manifest 2 kernel=x\n", -EBADMSG, want);
+        check_error("# modgate manifest 2 kernel=x origin=distro\n", -EBADMSG,
+                    "1: unknown origin=distro (kernel-install, first-use or admin)");
         check_error("# modgate manifest 1 kernel=x origin=distro\n", -EBADMSG,
                     "1: unknown origin=distro (kernel-install, first-use or admin)");
         check_error("# modgate manifest 1 kernel=x origin=\n", -EBADMSG,
@@ -370,6 +381,329 @@ TEST(order_and_duplicates) {
         check_error(HEADER D2 "  kernel/a/b.ko\n" D1 "  kernel/a-b.ko\n", -EBADMSG,
                     "3: kernel/a-b.ko" WANT_ORDER
                     "kernel/a/b.ko on line 2");
+}
+
+/* Version 2: each entry may be followed by one info line, what its bytes' .modinfo says. */
+#define HEADER2 "# modgate manifest 2 kernel=" KVER " origin=kernel-install\n"
+#define WANT_INFO_PLACE "an info line ('#: ') must come right after its entry, once"
+#define WANT_INFO_FIELDS "the info line: expected KEY=VALUE fields separated by single spaces"
+#define WANT_INFO_ORDER "the info line: fields out of order or repeated (name, signature, signer, key, hash, " \
+                        "then any alias)"
+#define WANT_INFO_BACKSLASH "the info line: a value has a '\\' that is not \\xHH (lowercase hex)"
+#define WANT_INFO_NEEDLESS "the info line: a value escapes a byte that is written as it is (or NUL)"
+
+static void digest_of(const char *hex, uint8_t ret[static SHA256_DIGEST_SIZE]) {
+        check(sha256_from_hex(hex, ret) == 0);
+}
+
+/* Looks relpath up with the digest hex and alias_key, expecting its info. */
+static void lookup_info(const Manifest *m, const char *relpath, const char *hex, const char *alias_key,
+                        ModInfo *ret) {
+        uint8_t d[SHA256_DIGEST_SIZE];
+        int r;
+
+        digest_of(hex, d);
+        *ret = (ModInfo) {};
+        r = manifest_lookup_modinfo(m, relpath, d, alias_key, ret);
+        if (r != 1)
+                fprintf(stderr, "no info for %s (%d)\n", relpath, r);
+        check(r == 1);
+}
+
+/* Expects no info for relpath with the digest hex, and *ret left alone. */
+static void check_no_info(const Manifest *m, const char *relpath, const char *hex) {
+        uint8_t d[SHA256_DIGEST_SIZE];
+        ModInfo info = { .name = (char *) "untouched" };
+
+        digest_of(hex, d);
+        check(manifest_lookup_modinfo(m, relpath, d, "x", &info) == 0);
+        check_streq(info.name, "untouched");
+        check(!info.is_signed && !info.signer && !info.alias);
+}
+
+TEST(version2_valid) {
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_(modinfo_done) ModInfo info = {};
+
+        m = parse_ok(HEADER2
+                     "# written by hand, for this test\n"
+                     D1 "  kernel/drivers/net/dummy.ko.xz\n"
+                     "#: name=dummy signature=PKCS#7 signer=Debian\\x20Secure\\x20Boot\\x20CA key=4b:6e:f5 "
+                        "hash=sha256 alias=rtnl-link-dummy\n"
+                     D2 "  kernel/drivers/net/vxlan/vxlan.ko.xz\n"
+                     "#: name=vxlan signature= alias=rtnl-link-vxlan alias=net-pf-16-proto-*\n"
+                     D3 "  updates/dkms/no-info.ko\n"
+                     "# a comment may follow an entry's info line\n"
+                     D1 "  updates/dkms/zfs.ko\n"
+                     "#: name=zfs alias=devname:zfs alias=char-major-10-249\n"
+                     D2 "  updates/plain.ko\n"
+                     "#: name=plain\n");
+        check(manifest_version(m) == 2);
+        check_streq(manifest_kernel(m), KVER);
+        check(manifest_entries(m) == 5);
+        check_digest(m, "kernel/drivers/net/dummy.ko.xz", D1);
+        check_digest(m, "updates/dkms/no-info.ko", D3);
+        check_digest(m, "updates/plain.ko", D2);
+
+        /* Signed, every field known. */
+        lookup_info(m, "kernel/drivers/net/dummy.ko.xz", D1, "rtnl-link-dummy", &info);
+        check_streq(info.name, "dummy");
+        check(info.is_signed);
+        check_streq(info.signature_type, "PKCS#7");
+        check_streq(info.signer, "Debian Secure Boot CA");
+        check_streq(info.signature_key, "4b:6e:f5");
+        check_streq(info.signature_hash, "sha256");
+        check_streq(info.alias, "rtnl-link-dummy");
+        modinfo_done(&info);
+
+        /* Signed, but what signed it unknown; a second alias is the one that matches. */
+        lookup_info(m, "kernel/drivers/net/vxlan/vxlan.ko.xz", D2, "net-pf-16-proto-12", &info);
+        check_streq(info.name, "vxlan");
+        check(info.is_signed);
+        check(!info.signature_type && !info.signer && !info.signature_key && !info.signature_hash);
+        check_streq(info.alias, "net-pf-16-proto-*");
+        modinfo_done(&info);
+
+        /* Unsigned, with aliases. */
+        lookup_info(m, "updates/dkms/zfs.ko", D1, "char-major-10-249", &info);
+        check_streq(info.name, "zfs");
+        check(!info.is_signed);
+        check(!info.signature_type && !info.signer && !info.signature_key && !info.signature_hash);
+        check_streq(info.alias, "char-major-10-249");
+        modinfo_done(&info);
+
+        /* Unsigned, no alias. */
+        lookup_info(m, "updates/plain.ko", D2, "plain", &info);
+        check_streq(info.name, "plain");
+        check(!info.is_signed && !info.signature_type && !info.alias);
+        modinfo_done(&info);
+
+        /* Only for the bytes listed: another digest, an entry without info, no entry. */
+        check_no_info(m, "kernel/drivers/net/dummy.ko.xz", D2);
+        check_no_info(m, "updates/dkms/zfs.ko", D3);
+        check_no_info(m, "updates/dkms/no-info.ko", D3);
+        check_no_info(m, "updates/dkms/no-info.ko", D1);
+        check_no_info(m, "kernel/drivers/net/dummy.ko", D1);
+        check_no_info(m, "updates/zzz.ko", D1);
+        check_no_info(NULL, "updates/plain.ko", D2);
+        check_no_info(m, NULL, D2);
+
+        /* A header and info lines only after entries: no entries, no info. */
+        manifest_free(TAKE_PTR(m));
+        m = parse_ok("# modgate manifest 2 kernel=6.1.0 origin=admin\n# #: name=x\n");
+        check(manifest_version(m) == 2);
+        check(manifest_entries(m) == 0);
+        check_no_info(m, "a.ko", D1);
+
+        /* "#:" without its space, or with a tab, is a comment as in version 1. */
+        manifest_free(TAKE_PTR(m));
+        m = parse_ok(HEADER2 D1 "  a.ko\n#:name=x\n#:\tname=y\n#:\n");
+        check(manifest_entries(m) == 1);
+        check_no_info(m, "a.ko", D1);
+}
+
+TEST(version1_info_is_comment) {
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+
+        /* Version 1 readers skipped "#:" lines as comments; so does this one, whatever they hold. */
+        m = parse_ok(HEADER
+                     "#: name=before-any-entry\n"
+                     D1 "  a.ko\n"
+                     "#: name=a signature=PKCS#7\n"
+                     "#: name=a a second one\n"
+                     "#: \\x4A bad=escape  double\n"
+                     D2 "  b.ko\n");
+        check(manifest_version(m) == 1);
+        check(manifest_entries(m) == 2);
+        check_digest(m, "a.ko", D1);
+        check_digest(m, "b.ko", D2);
+        check_no_info(m, "a.ko", D1);
+        check_no_info(m, "b.ko", D2);
+}
+
+TEST(version2_alias_and_name) {
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_(modinfo_done) ModInfo info = {};
+
+        m = parse_ok(HEADER2
+                     D1 "  kernel/snd-hda-intel.ko\n"
+                     "#: name=snd-hda-intel alias=pci:v00008086d*sv*sd*bc04sc03i00* alias=pci:v00008086d0000A0C8* "
+                        "alias=snd-hda\n");
+
+        /* The first pattern that matches, not the best one; the name as the kernel has it, with '_'. */
+        lookup_info(m, "kernel/snd-hda-intel.ko", D1, "pci:v00008086d0000A0C8sv00001028sd00000A0Cbc04sc03i00",
+                    &info);
+        check_streq(info.name, "snd_hda_intel");
+        check_streq(info.alias, "pci:v00008086d*sv*sd*bc04sc03i00*");
+        modinfo_done(&info);
+
+        lookup_info(m, "kernel/snd-hda-intel.ko", D1, "pci:v00008086d0000A0C8sv0sd0bc03sc00i00", &info);
+        check_streq(info.alias, "pci:v00008086d0000A0C8*");
+        modinfo_done(&info);
+
+        lookup_info(m, "kernel/snd-hda-intel.ko", D1, "snd-hda", &info);
+        check_streq(info.alias, "snd-hda");
+        modinfo_done(&info);
+
+        /* No pattern matches, or no key to match: no alias, the rest as it is. */
+        lookup_info(m, "kernel/snd-hda-intel.ko", D1, "snd-hda-", &info);
+        check(!info.alias);
+        check_streq(info.name, "snd_hda_intel");
+        modinfo_done(&info);
+
+        lookup_info(m, "kernel/snd-hda-intel.ko", D1, NULL, &info);
+        check(!info.alias);
+        check_streq(info.name, "snd_hda_intel");
+        modinfo_done(&info);
+}
+
+TEST(version2_format) {
+        static const char line[] =
+                "name=we\\x20ird\\x5c signature=PKCS#7 signer=Build\\x20Key\\x5c\\x09x\\x7f\xc3\xa9 "
+                "key=ab:cd hash=sha512 alias=usb:v1234p*d*dc*dsc*dp*ic*isc*ip*in* "
+                "alias=a\\x20b\\x09c\\x7f\xc3\xa9\\x5c\\x5c*";
+        char *aliases[] = {
+                (char *) "usb:v1234p*d*dc*dsc*dp*ic*isc*ip*in*",
+                (char *) "",            /* skipped: an empty pattern is not written */
+                (char *) "a b\tc\x7f\xc3\xa9\\\\*",
+                NULL,
+        };
+        ModInfo in = {
+                .name = (char *) "we ird\\",
+                .is_signed = true,
+                .signature_type = (char *) "PKCS#7",
+                .signer = (char *) "Build Key\\\tx\x7f\xc3\xa9",
+                .signature_key = (char *) "ab:cd",
+                .signature_hash = (char *) "sha512",
+        };
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_(modinfo_done) ModInfo out = {};
+        _cleanup_free_ char *formatted = NULL, *text = NULL;
+
+        check(manifest_info_format(&in, aliases, &formatted) == 0);
+        check_streq(formatted, line);
+
+        /* Read back, each field as it was. */
+        check(asprintf(&text, HEADER2 D1 "  a.ko\n" MANIFEST_INFO_PREFIX "%s\n", formatted) > 0);
+        m = parse_ok(text);
+        lookup_info(m, "a.ko", D1, "a b\tc\x7f\xc3\xa9\\xyz", &out);
+        check_streq(out.name, in.name);
+        check(out.is_signed);
+        check_streq(out.signature_type, in.signature_type);
+        check_streq(out.signer, in.signer);
+        check_streq(out.signature_key, in.signature_key);
+        check_streq(out.signature_hash, in.signature_hash);
+        check_streq(out.alias, aliases[2]);
+        modinfo_done(&out);
+        lookup_info(m, "a.ko", D1, "usb:v1234p5678d0100dc00dsc00dp00ic03isc01ip01in00", &out);
+        check_streq(out.alias, aliases[0]);
+        modinfo_done(&out);
+
+        /* Signed with nothing known: an empty signature=; then without aliases. */
+        in = (ModInfo) { .name = (char *) "x", .is_signed = true };
+        free(formatted);
+        check(manifest_info_format(&in, NULL, &formatted) == 0);
+        check_streq(formatted, "name=x signature=");
+
+        /* Unsigned: what a signature would say is not written; empty strings are as unknown. */
+        in = (ModInfo) { .name = (char *) "x", .signer = (char *) "S", .signature_type = (char *) "PKCS#7" };
+        free(formatted);
+        check(manifest_info_format(&in, aliases + 1, &formatted) == 0);
+        check_streq(formatted, "name=x alias=a\\x20b\\x09c\\x7f\xc3\xa9\\x5c\\x5c*");
+        in = (ModInfo) { .name = (char *) "x", .is_signed = true, .signature_type = (char *) "",
+                         .signer = (char *) "", .signature_key = (char *) "", .signature_hash = (char *) "h" };
+        free(formatted);
+        check(manifest_info_format(&in, NULL, &formatted) == 0);
+        check_streq(formatted, "name=x signature= hash=h");
+
+        /* Every byte that is escaped, and none other. */
+        for (unsigned c = 1; c < 256; c++)
+                check(manifest_info_byte_escaped((unsigned char) c) == (c <= ' ' || c == 0x7f || c == '\\'));
+        check(manifest_info_byte_escaped(0));
+
+        /* No name, nothing to write. */
+        free(formatted);
+        formatted = NULL;
+        in = (ModInfo) { .is_signed = true, .signer = (char *) "S" };
+        check(manifest_info_format(&in, NULL, &formatted) == -EINVAL);
+        check(!formatted);
+        in.name = (char *) "";
+        check(manifest_info_format(&in, NULL, &formatted) == -EINVAL);
+        check(!formatted);
+}
+
+/* HEADER2, an entry and one info line: each error is on line 3. */
+static void check_info_error(const char *fields, const char *message) {
+        _cleanup_free_ char *text = NULL, *want = NULL;
+
+        check(asprintf(&text, HEADER2 D1 "  a.ko\n#: %s\n", fields) > 0);
+        check(asprintf(&want, "3: %s", message) > 0);
+        check_error(text, -EBADMSG, want);
+}
+
+TEST(version2_info_errors) {
+        static const struct {
+                const char *fields;
+                const char *message;
+        } table[] = {
+                { "", "the info line: the line has no fields" },
+                { "name=a  signature=", WANT_INFO_FIELDS },                     /* double space */
+                { "name=a ", WANT_INFO_FIELDS },                                /* trailing space */
+                { " name=a", WANT_INFO_FIELDS },                                /* leading space */
+                { "name=a signature", WANT_INFO_FIELDS },                       /* no '=' */
+                { "name", WANT_INFO_FIELDS },
+                { "name=a =x", WANT_INFO_FIELDS },                              /* no key */
+                { "name=a size=3", "the info line: unknown field (name, signature, signer, key, hash, alias)" },
+                { "Name=a", "the info line: unknown field (name, signature, signer, key, hash, alias)" },
+                { "signature=PKCS#7", "the info line: the first field must be name=" },
+                { "alias=a name=a", "the info line: the first field must be name=" },
+                { "name=a alias=x signature=", WANT_INFO_ORDER },
+                { "name=a signature= hash=h key=k", WANT_INFO_ORDER },
+                { "name=a signature= signer=s signer=t", WANT_INFO_ORDER },
+                { "name=a signature= signature=", WANT_INFO_ORDER },
+                { "name=a name=b", WANT_INFO_ORDER },
+                { "name=a signer=s", "the info line: signer=, key= and hash= come only after signature=" },
+                { "name=a key=k", "the info line: signer=, key= and hash= come only after signature=" },
+                { "name=a hash=h alias=x", "the info line: signer=, key= and hash= come only after signature=" },
+                { "name=", "the info line: a value is empty (only signature= may be)" },
+                { "name=a signature= signer=", "the info line: a value is empty (only signature= may be)" },
+                { "name=a alias=x alias=", "the info line: a value is empty (only signature= may be)" },
+                { "name=a\\", WANT_INFO_BACKSLASH },                            /* lone backslash */
+                { "name=a\\b", WANT_INFO_BACKSLASH },
+                { "name=a\\x4", WANT_INFO_BACKSLASH },
+                { "name=a\\x", WANT_INFO_BACKSLASH },
+                { "name=a\\X20", WANT_INFO_BACKSLASH },
+                { "name=a\\x4A", WANT_INFO_BACKSLASH },
+                { "name=a\\x2G", WANT_INFO_BACKSLASH },
+                { "name=a\\n", WANT_INFO_BACKSLASH },
+                { "name=a alias=\\x5C", WANT_INFO_BACKSLASH },
+                { "name=a\\x41", WANT_INFO_NEEDLESS },                          /* 'A' needs no escape */
+                { "name=a\\xc3\\xa9", WANT_INFO_NEEDLESS },                     /* nor bytes beyond ASCII */
+                { "name=a\\x00", WANT_INFO_NEEDLESS },
+                { "name=a\tb", "the info line: a value has a byte that must be written as \\xHH" },
+                { "name=a signature= signer=s\t", "the info line: a value has a byte that must be written as \\xHH" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                check_info_error(table[i].fields, table[i].message);
+
+        /* Where an info line may be: right after its entry, once. */
+        check_error(HEADER2 "#: name=a\n", -EBADMSG, "2: " WANT_INFO_PLACE);
+        check_error(HEADER2 "# a comment\n#: name=a\n" D1 "  a.ko\n", -EBADMSG, "3: " WANT_INFO_PLACE);
+        check_error(HEADER2 D1 "  a.ko\n# a comment\n#: name=a\n", -EBADMSG, "4: " WANT_INFO_PLACE);
+        check_error(HEADER2 D1 "  a.ko\n#: name=a\n#: name=a\n", -EBADMSG, "4: " WANT_INFO_PLACE);
+        check_error(HEADER2 D1 "  a.ko\n#: name=a\n" D2 "  b.ko\n#: name=b\n#: name=b\n", -EBADMSG,
+                    "6: " WANT_INFO_PLACE);
+        /* Line errors come first, as for any line. */
+        check_error(HEADER2 D1 "  a.ko\n#: name=a\x1b\n", -EBADMSG,
+                    "3: the line contains the control character 0x1b");
+        check_error(HEADER2 D1 "  a.ko\n#: name=a\x7f\n", -EBADMSG,
+                    "3: the line contains the control character 0x7f");
+        check_error(HEADER2 D1 "  a.ko\n#: name=a", -EBADMSG,
+                    "3: the last line does not end with a newline (is the file truncated?)");
+
+        /* The same line is fine right after its entry. */
+        manifest_free(parse_ok(HEADER2 D1 "  a.ko\n#: name=a\n"));
 }
 
 /* A valid manifest of exactly size bytes: entries of minimal length, then one comment to fill up. */
@@ -610,6 +944,11 @@ int main(void) {
         RUN(path_length);
         RUN(line_errors);
         RUN(order_and_duplicates);
+        RUN(version2_valid);
+        RUN(version1_info_is_comment);
+        RUN(version2_alias_and_name);
+        RUN(version2_format);
+        RUN(version2_info_errors);
         RUN(size_cap);
         RUN(entries_cap);
         RUN(validators);

@@ -65,7 +65,7 @@ def test_manifest_is_kernel_installs(vm):
     release = guest.kernel_release(vm)
     manifest = MANIFEST % release
     header = vm.sh("head -n1 " + manifest).out.strip()
-    assert header == "# modgate manifest 1 kernel=%s origin=kernel-install" % release, header
+    assert header == "# modgate manifest 2 kernel=%s origin=kernel-install" % release, header
     # The installed kernel-install plugin run here on the tree as it is ("kernel-install add" runs
     # it so), in a mount namespace of its own where it writes to a tmpfs instead of over the
     # image's manifest; and sha256sum on its own.
@@ -92,10 +92,10 @@ def test_coldplug_on_manifest(vm):
         rel = r["MODGATE_PATH"][len(tree(vm)) + 1:]
         assert r["MODGATE_EVIDENCE"] == "manifest" and r["MODGATE_FSTYPE"] == "ext4", r
         assert r["MODGATE_PATH"].startswith(tree(vm) + "/") and r["MODGATE_SHA256"] == entries[rel], r
-        # Named by the path the manifest binds to these bytes; the .modinfo read after the load is
-        # in the record all the same, and says the same module.
-        assert r["MODGATE_NAME_CHECK"] == "path" and r["MODGATE_FILE_MODULE"] == r["MODGATE_MODULE"], r
-        assert "MODGATE_AFTER_LOAD" not in r and r["PRIORITY"] == "5", r
+        # Named and signed by what the manifest lists for these bytes, read from them at kernel
+        # install: nothing in the guest decompressed the file but the kernel.
+        assert r["MODGATE_NAME_CHECK"] == "manifest" and r["MODGATE_FILE_MODULE"] == r["MODGATE_MODULE"], r
+        assert r["MODGATE_SIGNER"] and "MODGATE_AFTER_LOAD" not in r and r["PRIORITY"] == "5", r
     denied = vm.journal("MODGATE_OUTCOME=denied", "_BOOT_ID=" + vm.boot_id)
     assert not denied, denied
     # No load here asks the prober (no device-mapper, no loop device), so nothing started it this boot.

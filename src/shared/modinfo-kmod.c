@@ -9,22 +9,13 @@
 #include <string.h>
 
 #include "macro.h"
-#include "modinfo.h"
+#include "modinfo-kmod.h"
 #include "module-name.h"
+#include "strv.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_ctx *, kmod_unref);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_module *, kmod_module_unref);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kmod_list *, kmod_module_info_free_list);
-
-void modinfo_done(ModInfo *m) {
-        free(m->name);
-        free(m->signature_type);
-        free(m->signer);
-        free(m->signature_key);
-        free(m->signature_hash);
-        free(m->alias);
-        *m = (ModInfo) {};
-}
 
 /* libkmod lists the .modinfo strings, then the signature's fields: a .modinfo string may have any
  * key, so the last of each signature key is the signature's. The kernel takes the first "name". */
@@ -57,12 +48,13 @@ static int modinfo_add(ModInfo *m, const char *key, const char *value, const cha
         return *field ? 0 : -ENOMEM;
 }
 
-int modinfo_from_fd(int fd, const char *alias_key, ModInfo *ret) {
+int modinfo_from_fd(int fd, const char *alias_key, char ***ret_aliases, ModInfo *ret) {
         static const char *const no_config[] = { NULL };
         _cleanup_(kmod_unrefp) struct kmod_ctx *ctx = NULL;
         _cleanup_(kmod_module_unrefp) struct kmod_module *mod = NULL;
         _cleanup_(kmod_module_info_free_listp) struct kmod_list *info = NULL;
         _cleanup_(modinfo_done) ModInfo m = {};
+        _cleanup_strv_free_ char **aliases = NULL;
         struct kmod_list *i;
         char path[64];
         int r;
@@ -83,12 +75,19 @@ int modinfo_from_fd(int fd, const char *alias_key, ModInfo *ret) {
                 return r;
 
         kmod_list_foreach(i, info) {
-                r = modinfo_add(&m, kmod_module_info_get_key(i), kmod_module_info_get_value(i), alias_key);
+                const char *key = kmod_module_info_get_key(i), *value = kmod_module_info_get_value(i);
+
+                r = modinfo_add(&m, key, value, alias_key);
                 if (r < 0)
                         return r;
+                if (ret_aliases && strcmp(key, "alias") == 0 && value && *value &&
+                    strv_extend(&aliases, value) < 0)
+                        return -ENOMEM;
         }
         if (m.name)
                 module_name_normalize(m.name);
+        if (ret_aliases)
+                *ret_aliases = TAKE_PTR(aliases);
         *ret = m;
         m = (ModInfo) {};
         return 0;
