@@ -352,12 +352,28 @@ static int check_origin(const LoadContext *ctx, const TrustedRoot *root, int fd,
         return 0;
 }
 
+/* The name in r->modinfo against the one the index resolved. */
+static int check_modinfo_name(ModuleResult *r) {
+        /* Without name= the kernel takes the name from the module's own struct, which modgate
+         * does not read: nothing would say which module the file is. Every kernel modgate runs on
+         * (5.x and later) writes it. */
+        if (!r->modinfo.name)
+                return module_result_set(r, OUTCOME_DENIED, EPERM,
+                                         "the file's .modinfo has no name=: which module "
+                                         "it is cannot be checked against %s",
+                                         r->name);
+        if (!module_name_equal(r->modinfo.name, r->name))
+                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s%s",
+                                         r->modinfo.name, r->name,
+                                         r->modinfo_from_manifest ? " (as the manifest lists its bytes)" :
+                                                                    "");
+        return 0;
+}
+
 /* The kernel loads a module under the name in its file, whatever the file is called: it must be
  * the name the index resolved, or the record would say one module and the kernel load another.
  * The signature for the record comes with it, from the same decompression; or from known, what
  * the same bytes said when they were read before (taken). */
-static int check_modinfo_name(ModuleResult *r);
-
 static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         int q;
 
@@ -375,46 +391,6 @@ static int check_name(int fd, ModuleResult *r, ModInfo *known) {
         }
         r->have_modinfo = true;
         return check_modinfo_name(r);
-}
-
-/* The name in r->modinfo against the one the index resolved. */
-static int check_modinfo_name(ModuleResult *r) {
-        /* Without name= the kernel takes the name from the module's own struct, which modgate
-         * does not read: nothing would say which module the file is. Every kernel modgate runs on
-         * (5.x and later) writes it. */
-        if (!r->modinfo.name)
-                return module_result_set(r, OUTCOME_DENIED, EPERM,
-                                         "the file's .modinfo has no name=: which module "
-                                         "it is cannot be checked against %s",
-                                         r->name);
-        if (!module_name_equal(r->modinfo.name, r->name))
-                return module_result_set(r, OUTCOME_DENIED, EPERM, "the file is module %s, not %s%s",
-                                         r->modinfo.name, r->name,
-                                         r->modinfo_from_manifest ? " (as the manifest lists its bytes)" : "");
-        return 0;
-}
-
-/* The .modinfo of these bytes as the root's manifest lists it with their digest (a version 2
- * manifest, written by modgate-manifest from the same bytes): what reading the file would say,
- * without decompressing it. Only where the root accepts manifest evidence (root->manifest), since
- * whoever could write that manifest could have any bytes loaded there already. Returns 1 when the
- * manifest had it (r->modinfo set), 0 when not, or -ENOMEM. */
-static int modinfo_from_manifest(const TrustedRoot *root, int fd, ModuleResult *r) {
-        _cleanup_free_ char *rel = NULL;
-        int q;
-
-        if (!root->manifest || !r->have_sha256 || manifest_version(root->manifest) < 2)
-                return 0;
-        q = manifest_relpath(root, fd, &rel);
-        if (q == -ENOMEM)
-                return q;
-        if (q < 0 || !rel)
-                return 0;
-        q = manifest_lookup_modinfo(root->manifest, rel, r->sha256, r->alias_key, &r->modinfo);
-        if (q <= 0)
-                return q;
-        r->have_modinfo = r->modinfo_from_manifest = true;
-        return 1;
 }
 
 /* The signer rule of the request's source, or NULL. */
@@ -490,12 +466,39 @@ static int check_name_from_path(const TrustedRoot *root, int fd, ModuleResult *r
         return 1;
 }
 
+/* Where manifest evidence held, the .modinfo of these bytes as the manifest lists it with their
+ * digest (version 2: written by modgate-manifest from the same bytes), instead of the file's name and
+ * a read after the load: the manifest that binds these bytes to this path says what they are, so
+ * nothing decompresses them. Only under manifest evidence and without a signer rule
+ * (modinfo_needed_before_load()): under other evidence the manifest vouched for nothing, and a
+ * signer rule decides on the signature the bytes carry, never on what a file in /var says of it.
+ * Returns 1 when that decided (r has the reason when it refused), 0 when the manifest has no line
+ * for these bytes, or -ENOMEM. */
+static int check_name_from_manifest(const TrustedRoot *root, int fd, ModuleResult *r) {
+        _cleanup_free_ char *rel = NULL;
+        int q;
+
+        if (r->evidence != EVIDENCE_MANIFEST || !root->manifest || !r->have_sha256 ||
+            manifest_version(root->manifest) < 2)
+                return 0;
+        q = manifest_relpath(root, fd, &rel);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0 || !rel)
+                return 0;
+        q = manifest_lookup_modinfo(root->manifest, rel, r->sha256, r->alias_key, &r->modinfo);
+        if (q <= 0)
+                return q;
+        r->have_modinfo = r->modinfo_from_manifest = true;
+        q = check_modinfo_name(r);
+        return q < 0 ? q : 1;
+}
+
 static int hash_file(int fd, ModuleResult *r);
 
 /* check_file()'s checks after the origin's. The bytes are hashed before the name is read from them:
- * the root's manifest may list what they say (modinfo_from_manifest()); else with ahead (a check of
- * the same path made while the module's dependencies loaded), its name and signature are taken
- * instead of decompressing the file again when the bytes hash the same as then. */
+ * with ahead (a check of the same path made while the module's dependencies loaded), its name and
+ * signature are taken instead of decompressing the file again when the bytes hash the same as then. */
 static int check_name_and_signer(const LoadContext *ctx, const TrustedRoot *root, int fd, ModuleResult *r,
                                  LoaderPrepared *ahead) {
         bool same;
@@ -509,18 +512,10 @@ static int check_name_and_signer(const LoadContext *ctx, const TrustedRoot *root
         if (q < 0 || r->reason)
                 return q;
 
-        q = modinfo_from_manifest(root, fd, r);
-        if (q < 0)
-                return q;
-        if (q > 0) {
-                q = check_modinfo_name(r);
-                if (q < 0 || r->reason)
-                        return q;
-                return check_signer(ctx, root, r);
-        }
-
         if (!modinfo_needed_before_load(r->evidence, r->fsverity, signer_rule_applies(ctx, root, r))) {
-                q = check_name_from_path(root, fd, r);
+                q = check_name_from_manifest(root, fd, r);
+                if (q == 0)
+                        q = check_name_from_path(root, fd, r);
                 if (q != 0)
                         return MIN(q, 0);
         }

@@ -2,9 +2,9 @@
 
 /* modgate-manifest: writes the manifest of one kernel's module tree (docs/manifest.md), the SHA-256
  * of every module file as sha256sum lists it with what the file's .modinfo says (its name, signature
- * and aliases, so that modgated need not decompress those bytes again), or removes it. Run by the kernel-install plugin and the
- * Debian kernel hooks when a kernel is installed or removed, by modgate-manifest.service for the
- * running kernel when it has none, and by the administrator. */
+ * and aliases, so that modgated need not decompress those bytes again), or removes it. Run by the
+ * kernel-install plugin and the Debian kernel hooks when a kernel is installed or removed, by
+ * modgate-manifest.service for the running kernel when it has none, and by the administrator. */
 
 #include <dirent.h>
 #include <errno.h>
@@ -171,7 +171,8 @@ static int entry_compare(const void *a, const void *b) {
         return strcmp(((const Entry *) a)->path, ((const Entry *) b)->path);
 }
 
-static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE], char *info) {
+/* info (the info line's fields, or NULL) is taken on success. */
+static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE], char **info) {
         if (w->n_entries >= MANIFEST_ENTRIES_MAX)
                 return log_error_errno(EFBIG, "%s has more than %d module files, more than a manifest "
                                        "lists.", w->tree, MANIFEST_ENTRIES_MAX);
@@ -188,7 +189,7 @@ static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE], char *inf
         if (!w->entries[w->n_entries].path)
                 return log_oom();
         memcpy(w->entries[w->n_entries].digest, digest, SHA256_DIGEST_SIZE);
-        w->entries[w->n_entries].info = info;
+        w->entries[w->n_entries].info = info ? TAKE_PTR(*info) : NULL;
         w->n_entries++;
         return 0;
 }
@@ -196,14 +197,13 @@ static int walk_add(Walk *w, const uint8_t digest[SHA256_DIGEST_SIZE], char *inf
 /* The info line of the file at w->path, open as fd, whose bytes hash to digest: what libkmod reads
  * from the same fd, as modgated would. The bytes are hashed again after, so that the line goes with
  * the digest it is listed under. *ret NULL for a file that cannot be read as a module: listed with
- * its digest alone, and modgated reads (and refuses) it at the load. */
+ * its digest alone, and modgated checks it as with a version 1 manifest. */
 static int read_info(Walk *w, int fd, const uint8_t digest[SHA256_DIGEST_SIZE], char **ret) {
         _cleanup_(modinfo_done) ModInfo mi = {};
         _cleanup_strv_free_ char **aliases = NULL;
         uint8_t again[SHA256_DIGEST_SIZE];
         int r;
 
-        *ret = NULL;
         r = modinfo_from_fd(fd, NULL, &aliases, &mi);
         if (r == -ENOMEM)
                 return log_oom();
@@ -213,6 +213,7 @@ static int read_info(Walk *w, int fd, const uint8_t digest[SHA256_DIGEST_SIZE], 
                 log_warning("Listing %s/%s without its .modinfo: %s.", w->tree, printable(w->path),
                             r == -ENOMSG ? "it has no name=" : strerror(-r));
                 w->n_unread++;
+                *ret = NULL;
                 return 0;
         }
         r = sha256_fd(fd, again);
@@ -231,7 +232,7 @@ static int read_info(Walk *w, int fd, const uint8_t digest[SHA256_DIGEST_SIZE], 
  * fd that it still is a regular file, and hashed from that fd, as the daemon will read it. */
 static int walk_file(Walk *w, int dfd, const char *name) {
         uint8_t digest[SHA256_DIGEST_SIZE];
-        char *info = NULL;
+        _cleanup_free_ char *info = NULL;
         _cleanup_close_ int fd = -EBADF;
         const char *problem;
         struct stat st;
@@ -262,10 +263,7 @@ static int walk_file(Walk *w, int dfd, const char *name) {
         r = read_info(w, fd, digest, &info);
         if (r < 0)
                 return r;
-        r = walk_add(w, digest, info);
-        if (r < 0)
-                free(info);
-        return r;
+        return walk_add(w, digest, &info);
 }
 
 static int walk_dir(Walk *w, int dfd, unsigned depth);

@@ -437,7 +437,8 @@ static int parse_line(ParseState *s, char *line, size_t n) {
                 return parse_error(s, -EBADMSG, "empty line");
         if (strncmp(line, "# modgate manifest ", strlen("# modgate manifest ")) == 0)
                 return parse_error(s, -EBADMSG, "a second manifest header (two manifests joined?)");
-        if (s->manifest->version >= 2 && strncmp(line, MANIFEST_INFO_PREFIX, strlen(MANIFEST_INFO_PREFIX)) == 0)
+        if (s->manifest->version >= 2 &&
+            strncmp(line, MANIFEST_INFO_PREFIX, strlen(MANIFEST_INFO_PREFIX)) == 0)
                 return parse_info(s, line + strlen(MANIFEST_INFO_PREFIX));
         s->after_entry = false;
         if (line[0] == '#')

@@ -325,6 +325,35 @@ def main():
         d.stop()
         h.reset_sys_module()
 
+        # A version 2 manifest whose line says the unsigned file is signed: without a rule the line
+        # names it (and the record says what the line says); a rule decides on the bytes' own
+        # signature, never on the line, so RequireSignature=yes still refuses it.
+        with open(man) as f:
+            lines = f.readlines()
+        lines[0] = lines[0].replace("manifest 1 ", "manifest 2 ")
+        i = next(i for i, x in enumerate(lines) if x.endswith("  %s\n" % deps[UNSIGNED][0]))
+        lines.insert(i + 1, "#: name=%s signature=PKCS#7 signer=Forged key=AB:CD hash=sha256\n" % UNSIGNED)
+        forged = os.path.join(work, "signer-forged.sha256")
+        with open(forged, "w") as f:
+            f.writelines(lines)
+        os.chmod(forged, 0o644)
+        base2 = base.replace("Manifest=%s\n" % man, "Manifest=%s\n" % forged)
+        d = start("forged-norule", base2)
+        assert h.modules_of(d.load(UNSIGNED))[0]["outcome"] == "loaded"
+        r = journal.records(MODGATE_MODULE=UNSIGNED, MODGATE_OUTCOME="loaded", _PID=str(d.pid))
+        assert r[0]["MODGATE_NAME_CHECK"] == "manifest" and r[0]["MODGATE_SIGNER"] == "Forged", r
+        d.stop()
+        h.reset_sys_module()
+        d = start("forged-require", base2 + "RequireSignature=yes\n")
+        p = h.error_of(d.load(UNSIGNED), "UntrustedOrigin")
+        assert p["reason"] == ("RequireSignature=yes of trusted root %s (%s:5): the module file carries no "
+                               "signature" % (first, CONF)), p
+        assert h.finit_records(d.shim_records()) == []
+        r = journal.records(MODGATE_MODULE=UNSIGNED, MODGATE_OUTCOME="denied", _PID=str(d.pid))
+        assert r[0]["MODGATE_NAME_CHECK"] == "modinfo" and r[0]["MODGATE_SIGNATURE"] == "none", r
+        d.stop()
+        h.reset_sys_module()
+
         # AllowSigner= of a [Source]: admin's requests load only what another key signed, so Debian's
         # module is refused, for admin only; Explain names the same rule.
         other_key = "00:11:22:33:44:55:66:77"

@@ -577,7 +577,9 @@ def main():
         r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
         assert r[0]["MODGATE_NAME_CHECK"] == "manifest" and r[0]["MODGATE_FILE_MODULE"] == OTHER, r
         print("# %s" % p["reason"], flush=True)
-        # The line goes with its digest: a file changed since is another file, refused by the manifest.
+        # The line goes with its digest: a file changed since is another file, refused by the manifest;
+        # where other evidence takes it (ownership here), the line says nothing of it and the file is
+        # read itself (its xz stream, changed, does not decompress).
         changed = os.path.join(cut_tree, deps[LISTED][0])
         saved = open(changed, "rb").read()
         try:
@@ -587,9 +589,22 @@ def main():
             d = daemon("v2-changed", cut_tree, "manifest", v2_manifest)
             denied(d, LISTED, "manifest: the file's SHA-256 is not the manifest's for " + deps[LISTED][0])
             assert finits(d) == []
+            d = daemon("v2-changed-ownership", cut_tree, "manifest ownership", v2_manifest)
+            h.error_of(d.load(LISTED), "LoadFailed")
+            assert finits(d) == []
+            r = journal.records(MODGATE_MODULE=LISTED, _PID=str(d.pid))
+            assert r[0]["MODGATE_EVIDENCE"] == "ownership" and r[0].get("MODGATE_NAME_CHECK") != "manifest", r
+            assert "cannot read the module's information" in r[0]["MODGATE_REASON"], r
         finally:
             with open(changed, "wb") as f:
                 f.write(saved)
+        # Another module's bytes at a path, with a version 2 manifest that lists the path's own bytes:
+        # the manifest does not hold, ownership does, and the file's .modinfo refuses it before the load.
+        d = daemon("v2-named-ownership", named_tree, "manifest ownership", v2_manifest)
+        denied(d, MODULE, "the file is module %s, not %s" % (OTHER, MODULE))
+        assert finits(d) == []
+        r = journal.records(MODGATE_MODULE=MODULE, _PID=str(d.pid))
+        assert r[0]["MODGATE_EVIDENCE"] == "ownership" and r[0]["MODGATE_NAME_CHECK"] == "modinfo", r
 
     def case_no_name():
         # Every origin check passes (ownership), and the file does not say which module it is: the
