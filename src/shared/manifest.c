@@ -141,9 +141,9 @@ static int parse_header(ParseState *s, char *line) {
         char *version, *kernel, *origin;
         int o;
 
-        if (strncmp(line, "# modgate manifest ", strlen("# modgate manifest ")) != 0)
+        if (strncmp(line, MANIFEST_HEADER_PREFIX, strlen(MANIFEST_HEADER_PREFIX)) != 0)
                 return parse_error(s, -EBADMSG, "%s", want);
-        line += strlen("# modgate manifest ");
+        line += strlen(MANIFEST_HEADER_PREFIX);
         version = strsep(&line, " ");
         if (strcmp(version, "1") == 0)
                 s->manifest->version = 1;
@@ -435,7 +435,7 @@ static int parse_line(ParseState *s, char *line, size_t n) {
                 return parse_header(s, line);
         if (n == 0)
                 return parse_error(s, -EBADMSG, "empty line");
-        if (strncmp(line, "# modgate manifest ", strlen("# modgate manifest ")) == 0)
+        if (strncmp(line, MANIFEST_HEADER_PREFIX, strlen(MANIFEST_HEADER_PREFIX)) == 0)
                 return parse_error(s, -EBADMSG, "a second manifest header (two manifests joined?)");
         if (s->manifest->version >= 2 &&
             strncmp(line, MANIFEST_INFO_PREFIX, strlen(MANIFEST_INFO_PREFIX)) == 0)
