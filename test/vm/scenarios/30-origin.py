@@ -121,6 +121,10 @@ def test_verity_tree_is_read_only(vm):
     assert len(recs) == 1, recs
     r = recs[0]
     assert r["MODGATE_EVIDENCE"] == "read-only" and r["MODGATE_BACKING"].startswith("dm-"), r
+    # The system's manifest (version 2) lists these bytes with their .modinfo, but it did not vouch
+    # for them: read-only evidence did, and the name is the file's own .modinfo, read before the
+    # load (a line in /var may not name what a read-only tree holds, docs/trust.md).
+    assert r["MODGATE_NAME_CHECK"] == "modinfo" and r["MODGATE_FILE_MODULE"] == VERITY_MODULE, r
     # Read-only evidence needs no hash, and every record has one all the same (for the audit).
     sha = vm.sh("sha256sum %s" % r["MODGATE_PATH"]).out.split()[0]
     assert r["MODGATE_SHA256"] == sha, (r, sha)
