@@ -1126,6 +1126,14 @@ def build_dir():
     return os.environ["MODGATE_BUILD_ROOT"]
 
 
+def sanitizer_build():
+    """Whether the build under test has sanitizers (tools/check's second build), from the build
+    directory's own options: meson test sets ASAN_OPTIONS for every build."""
+    with open(os.path.join(build_dir(), "meson-info", "intro-buildoptions.json")) as f:
+        options = {o["name"]: o["value"] for o in json.load(f)}
+    return options.get("b_sanitize", "none") not in ("none", "", [])
+
+
 def wait_for(what, fn, timeout=10):
     """Polls fn until it returns something true, and returns that; fails the case after timeout
     seconds, naming what it waited for."""
