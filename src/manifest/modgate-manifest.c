@@ -363,19 +363,26 @@ static int walk_dir(Walk *w, int dfd, unsigned depth) {
         }
 }
 
-static int walk_tree(const char *tree, Walk *w) {
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
+/* The tree itself may be reached through symlinks (/lib/modules); nothing below it is. */
+static int tree_open(const char *tree) {
+        int fd = open(tree, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
 
-        /* The tree itself may be reached through symlinks (/lib/modules); nothing below it is. */
-        fd = open(tree, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to open the module tree %s: %m", tree);
-        if (fstat(fd, &st) < 0)
-                return log_error_errno(errno, "Failed to stat %s: %m", tree);
+        return fd;
+}
 
+/* Takes fd, the tree tree_open() opened. */
+static int walk_tree(int fd, const char *tree, Walk *w) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0) {
+                int r = log_error_errno(errno, "Failed to stat %s: %m", tree);
+                safe_close(fd);
+                return r;
+        }
         *w = (Walk) { .dev = st.st_dev, .tree = tree };
-        return walk_dir(w, TAKE_FD(fd), 0);
+        return walk_dir(w, fd, 0);
 }
 
 /* Creates each missing directory of path, mode 0755 whatever the umask. */
@@ -407,16 +414,18 @@ typedef struct Output {
         char *storage;
         int dfd;
         char *tmp;                      /* the temporary file while it exists */
+        int fd;                         /* the temporary file, until it is written */
 } Output;
 
 static void output_done(Output *o) {
         if (o->tmp && o->dfd >= 0)
                 (void) unlinkat(o->dfd, o->tmp, 0);
         free(o->tmp);
+        safe_close(o->fd);
         safe_close(o->dfd);
         free(o->dir);
         free(o->storage);
-        *o = (Output) { .dfd = -EBADF };
+        *o = (Output) { .dfd = -EBADF, .fd = -EBADF };
 }
 
 static int output_path(char **ret) {
@@ -432,7 +441,7 @@ static int output_open(Output *o, bool create) {
         char *slash;
         int r;
 
-        *o = (Output) { .dfd = -EBADF };
+        *o = (Output) { .dfd = -EBADF, .fd = -EBADF };
         r = output_path(&o->storage);
         if (r < 0)
                 return r;
@@ -532,47 +541,54 @@ static int verify_written(int fd, const Walk *w) {
         return 0;
 }
 
-static int write_manifest(const Walk *w) {
-        _cleanup_(output_done) Output o = { .dfd = -EBADF };
+/* The output's directory, made when missing, and the temporary file in it, before the tree is read:
+ * a manifest that cannot be written fails at once, not after every module file was read. */
+static int output_prepare(Output *o) {
+        int r;
+
+        r = output_open(o, true);
+        if (r < 0)
+                return r;
+        o->fd = output_create_tmp(o);
+        if (o->fd < 0)
+                return o->fd;
+        /* 0644 whatever the umask: modgated refuses a manifest that group or others can write. */
+        if (fchmod(o->fd, 0644) < 0)
+                return log_error_errno(errno, "Failed to set the mode of %s/%s: %m", o->dir, o->tmp);
+        return 0;
+}
+
+/* Writes the walk into o's temporary file and renames it over the manifest. */
+static int write_manifest(Output *o, const Walk *w) {
         _cleanup_(fclosep) FILE *f = NULL;
         int fd, r;
 
-        r = output_open(&o, true);
-        if (r < 0)
-                return r;
-        fd = output_create_tmp(&o);
-        if (fd < 0)
-                return fd;
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = log_error_errno(errno, "Failed to write %s/%s: %m", o.dir, o.tmp);
-                safe_close(fd);
-                return r;
-        }
+        f = fdopen(o->fd, "w");
+        if (!f)
+                return log_error_errno(errno, "Failed to write %s/%s: %m", o->dir, o->tmp);
+        fd = TAKE_FD(o->fd);
 
-        /* 0644 whatever the umask: modgated refuses a manifest that group or others can write. */
-        if (fchmod(fd, 0644) < 0)
-                return log_error_errno(errno, "Failed to set the mode of %s/%s: %m", o.dir, o.tmp);
         r = write_entries(f, w);
         if (r < 0)
-                return log_error_errno(r, "Failed to write %s/%s: %m", o.dir, o.tmp);
+                return log_error_errno(r, "Failed to write %s/%s: %m", o->dir, o->tmp);
         if (fsync(fd) < 0)
-                return log_error_errno(errno, "Failed to write %s/%s: %m", o.dir, o.tmp);
+                return log_error_errno(errno, "Failed to write %s/%s: %m", o->dir, o->tmp);
         r = verify_written(fd, w);
         if (r < 0)
                 return r;
         if (fclose(TAKE_PTR(f)) != 0)
-                return log_error_errno(errno, "Failed to write %s/%s: %m", o.dir, o.tmp);
+                return log_error_errno(errno, "Failed to write %s/%s: %m", o->dir, o->tmp);
 
-        if (renameat(o.dfd, o.tmp, o.dfd, o.base) < 0)
-                return log_error_errno(errno, "Failed to rename %s/%s to %s: %m", o.dir, o.tmp, o.storage);
-        o.tmp = mfree(o.tmp);
-        if (fsync(o.dfd) < 0)
-                return log_error_errno(errno, "Failed to sync %s: %m", o.dir);
+        if (renameat(o->dfd, o->tmp, o->dfd, o->base) < 0)
+                return log_error_errno(errno, "Failed to rename %s/%s to %s: %m", o->dir, o->tmp,
+                                       o->storage);
+        o->tmp = mfree(o->tmp);
+        if (fsync(o->dfd) < 0)
+                return log_error_errno(errno, "Failed to sync %s: %m", o->dir);
 
         if (w->n_entries == 0)
                 log_warning("No module files in %s: the manifest lists none.", w->tree);
-        log_info("Wrote %s: %zu module files of %s (origin %s, %s).", o.storage, w->n_entries, w->tree,
+        log_info("Wrote %s: %zu module files of %s (origin %s, %s).", o->storage, w->n_entries, w->tree,
                  manifest_origin_to_string(arg_origin),
                  arg_digests_only ? "digests only" : w->n_unread > 0 ? "some without their .modinfo" :
                  "with their .modinfo");
@@ -580,7 +596,7 @@ static int write_manifest(const Walk *w) {
 }
 
 static int remove_manifest(void) {
-        _cleanup_(output_done) Output o = { .dfd = -EBADF };
+        _cleanup_(output_done) Output o = { .dfd = -EBADF, .fd = -EBADF };
         int r;
 
         r = output_open(&o, false);
@@ -620,9 +636,10 @@ static int manifest_exists(bool *ret) {
 }
 
 static int run(void) {
+        _cleanup_(output_done) Output o = { .dfd = -EBADF, .fd = -EBADF };
         _cleanup_(walk_done) Walk w = {};
         _cleanup_free_ char *tree = NULL;
-        int r;
+        int fd, r;
 
         if (arg_remove)
                 return remove_manifest();
@@ -646,12 +663,20 @@ static int run(void) {
         if (!tree)
                 return log_oom();
 
-        r = walk_tree(tree, &w);
+        fd = tree_open(tree);
+        if (fd < 0)
+                return fd;
+        r = output_prepare(&o);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        r = walk_tree(fd, tree, &w);
         if (r < 0)
                 return r;
         if (w.n_entries > 0)
                 qsort(w.entries, w.n_entries, sizeof(Entry), entry_compare);
-        return write_manifest(&w);
+        return write_manifest(&o, &w);
 }
 
 int main(int argc, char *argv[]) {
