@@ -639,7 +639,8 @@ static int run(void) {
         _cleanup_(output_done) Output o = { .dfd = -EBADF, .fd = -EBADF };
         _cleanup_(walk_done) Walk w = {};
         _cleanup_free_ char *tree = NULL;
-        int fd, r;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
 
         if (arg_remove)
                 return remove_manifest();
@@ -667,11 +668,9 @@ static int run(void) {
         if (fd < 0)
                 return fd;
         r = output_prepare(&o);
-        if (r < 0) {
-                safe_close(fd);
+        if (r < 0)
                 return r;
-        }
-        r = walk_tree(fd, tree, &w);
+        r = walk_tree(TAKE_FD(fd), tree, &w);
         if (r < 0)
                 return r;
         if (w.n_entries > 0)

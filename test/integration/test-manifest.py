@@ -367,6 +367,11 @@ def main():
         assert res.returncode == 1, res
         assert "Failed to open %s/kernel/secret: Permission denied" % t_root in res.stderr, res
         assert read(out) == b"the old manifest\n" and os.listdir(outdir) == ["x.sha256"]
+        # An output that cannot be written fails before the walk: the tree's error is never met.
+        res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              h.helper("modgate-manifest"), "--tree=" + t_root,
+                              "--output=/proc/version/sub/x.sha256", "6.1.0-x"], capture_output=True, text=True)
+        assert res.returncode == 1 and res.stderr == "Failed to create /proc/version/sub: Not a directory\n", res
         # Root reads it; the file it writes is root's.
         res = tool("--tree=" + t_root, "--output=" + out, "6.1.0-x")
         assert res.returncode == 0, res
