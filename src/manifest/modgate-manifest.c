@@ -363,26 +363,18 @@ static int walk_dir(Walk *w, int dfd, unsigned depth) {
         }
 }
 
-/* The tree itself may be reached through symlinks (/lib/modules); nothing below it is. */
-static int tree_open(const char *tree) {
-        int fd = open(tree, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+/* Opens the tree for the walk w (which walk_dir() then takes) and sets w up. The tree itself may be
+ * reached through symlinks (/lib/modules); nothing below it is. */
+static int walk_open(const char *tree, Walk *w) {
+        _cleanup_close_ int fd = open(tree, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+        struct stat st;
 
         if (fd < 0)
                 return log_error_errno(errno, "Failed to open the module tree %s: %m", tree);
-        return fd;
-}
-
-/* Takes fd, the tree tree_open() opened. */
-static int walk_tree(int fd, const char *tree, Walk *w) {
-        struct stat st;
-
-        if (fstat(fd, &st) < 0) {
-                int r = log_error_errno(errno, "Failed to stat %s: %m", tree);
-                safe_close(fd);
-                return r;
-        }
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(errno, "Failed to stat %s: %m", tree);
         *w = (Walk) { .dev = st.st_dev, .tree = tree };
-        return walk_dir(w, fd, 0);
+        return TAKE_FD(fd);
 }
 
 /* Creates each missing directory of path, mode 0755 whatever the umask. */
@@ -664,13 +656,13 @@ static int run(void) {
         if (!tree)
                 return log_oom();
 
-        fd = tree_open(tree);
+        fd = walk_open(tree, &w);
         if (fd < 0)
                 return fd;
         r = output_prepare(&o);
         if (r < 0)
                 return r;
-        r = walk_tree(TAKE_FD(fd), tree, &w);
+        r = walk_dir(&w, TAKE_FD(fd), 0);
         if (r < 0)
                 return r;
         if (w.n_entries > 0)
